@@ -1,0 +1,100 @@
+#include "support/tensor.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "support/dtype.h"
+#include "support/hash.h"
+
+namespace kiln {
+namespace {
+
+TEST(DType, NamesAndCodesRoundTrip) {
+  for (DType t : {DType::kUInt8, DType::kInt8, DType::kInt16, DType::kInt32,
+                  DType::kInt64, DType::kFloat16, DType::kFloat32,
+                  DType::kFloat64, DType::kComplex64, DType::kBool,
+                  DType::kBFloat16}) {
+    EXPECT_EQ(DTypeFromName(DTypeName(t)), t);
+    EXPECT_EQ(DTypeFromCode(DTypeCode(t)), t);
+  }
+  EXPECT_EQ(DTypeName(DType::kFloat32), "Float");
+  EXPECT_EQ(DTypeCode(DType::kInt64), 4);
+  EXPECT_FALSE(DTypeFromName("Quaternion").has_value());
+  EXPECT_FALSE(DTypeFromCode(99).has_value());
+  EXPECT_EQ(DTypeSize(DType::kBFloat16), 2u);
+}
+
+TEST(Tensor, EmptyIsContiguousAlignedAndZeroed) {
+  Tensor t = Tensor::Empty(DType::kFloat32, {2, 3});
+  EXPECT_TRUE(t.defined());
+  EXPECT_TRUE(t.has_data());
+  EXPECT_EQ(t.numel(), 6);
+  EXPECT_EQ(t.strides(), (std::vector<int64_t>{3, 1}));
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % Storage::kAlignment, 0u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(t.data<float>()[i], 0.0f);
+}
+
+TEST(Tensor, PlaceholderHasShapeButNoData) {
+  Tensor t = Tensor::Placeholder(DType::kFloat32, {4, 5});
+  EXPECT_TRUE(t.is_placeholder());
+  EXPECT_EQ(t.raw_data(), nullptr);
+  EXPECT_EQ(t.strides(), (std::vector<int64_t>{5, 1}));
+  // Unknown values never compare equal, even to an identical placeholder.
+  EXPECT_FALSE(t.ValueEquals(Tensor::Placeholder(DType::kFloat32, {4, 5})));
+}
+
+TEST(Tensor, FromBytesChecksSize) {
+  std::vector<int32_t> v = {1, 2, 3};
+  auto ok = Tensor::FromBytes(DType::kInt32, {3}, v.data(), 12);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->GetInt(2), 3);
+  auto bad = Tensor::FromBytes(DType::kInt32, {4}, v.data(), 12);
+  EXPECT_FALSE(bad.ok());
+  auto neg = Tensor::FromBytes(DType::kInt32, {-1}, v.data(), 0);
+  EXPECT_FALSE(neg.ok());
+}
+
+TEST(Tensor, StridedViewReadsLogicalOrder) {
+  std::vector<float> v = {0, 1, 2, 3, 4, 5};
+  Tensor t = *Tensor::FromBytes(DType::kFloat32, {2, 3}, v.data(), 24);
+  Tensor tr = Tensor::View(t, {3, 2}, {1, 3}, 0);  // transpose
+  EXPECT_FALSE(tr.is_contiguous());
+  EXPECT_EQ(tr.GetDouble(1), 3.0);
+  Tensor c = tr.Contiguous();
+  EXPECT_TRUE(c.is_contiguous());
+  EXPECT_EQ(c.data<float>()[1], 3.0f);
+  EXPECT_EQ(c.data<float>()[2], 1.0f);
+}
+
+TEST(Tensor, ValueEqualityAndHash) {
+  std::vector<float> a = {1, 2, 3};
+  std::vector<float> b = {1, 2, 4};
+  Tensor ta = *Tensor::FromBytes(DType::kFloat32, {3}, a.data(), 12);
+  Tensor ta2 = *Tensor::FromBytes(DType::kFloat32, {3}, a.data(), 12);
+  Tensor tb = *Tensor::FromBytes(DType::kFloat32, {3}, b.data(), 12);
+  EXPECT_TRUE(ta.ValueEquals(ta2));
+  EXPECT_EQ(ta.ValueHash(), ta2.ValueHash());
+  EXPECT_FALSE(ta.ValueEquals(tb));
+  Tensor reshaped = *Tensor::FromBytes(DType::kFloat32, {1, 3}, a.data(), 12);
+  EXPECT_FALSE(ta.ValueEquals(reshaped));
+}
+
+TEST(Tensor, Scalars) {
+  EXPECT_EQ(Tensor::ScalarInt(7).GetInt(0), 7);
+  EXPECT_EQ(Tensor::ScalarDouble(2.5, DType::kFloat32).GetDouble(0), 2.5);
+  EXPECT_EQ(Tensor::ScalarDouble(2.5, DType::kInt32).GetInt(0), 2);
+  EXPECT_EQ(Tensor::ScalarInt(1, DType::kBool).GetInt(0), 1);
+  EXPECT_EQ(Tensor::ScalarInt(5).dim(), 0);
+}
+
+TEST(Hash, DeterministicAndSpread) {
+  EXPECT_EQ(HashString("abc"), HashString("abc"));
+  EXPECT_NE(HashString("abc"), HashString("abd"));
+  EXPECT_NE(HashCombine(1, 2), HashCombine(2, 1));
+  EXPECT_EQ(HashDouble(0.0), HashDouble(-0.0));
+}
+
+}  // namespace
+}  // namespace kiln
