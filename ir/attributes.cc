@@ -53,6 +53,21 @@ struct EqualsVisitor {
     }
     return true;
   }
+  bool operator()(std::complex<double> a) const {
+    const auto b = std::get<std::complex<double>>(other);
+    return DoubleBitsEqual(a.real(), b.real()) && DoubleBitsEqual(a.imag(), b.imag());
+  }
+  bool operator()(const std::vector<std::complex<double>>& a) const {
+    const auto& b = std::get<std::vector<std::complex<double>>>(other);
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!DoubleBitsEqual(a[i].real(), b[i].real()) ||
+          !DoubleBitsEqual(a[i].imag(), b[i].imag())) {
+        return false;
+      }
+    }
+    return true;
+  }
   template <typename T>
   bool operator()(const T& a) const {
     return a == std::get<T>(other);

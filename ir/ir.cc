@@ -173,10 +173,12 @@ Value* Node::insertInput(size_t i, Value* v) {
 }
 
 void Node::dropInput(size_t i) {
+  // Searched from the back: teardown and most rewrites drop recent uses, so
+  // this stays O(1) per use on long use lists.
   auto& uses = inputs_[i]->uses_;
-  for (auto it = uses.begin(); it != uses.end(); ++it) {
-    if (it->user == this && it->offset == i) {
-      uses.erase(it);
+  for (size_t k = uses.size(); k-- > 0;) {
+    if (uses[k].user == this && uses[k].offset == i) {
+      uses.erase(uses.begin() + static_cast<std::ptrdiff_t>(k));
       return;
     }
   }
@@ -246,8 +248,7 @@ Block* Node::addBlock() {
 void Node::eraseBlock(size_t i) {
   Block* b = blocks_[i];
   blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
-  b->destroyContents();
-  graph_->freeBlock(b);
+  graph_->destroyBlockTree(b);
 }
 
 Node* Node::insertBefore(Node* n) {
@@ -476,30 +477,6 @@ void Block::reIndexTopology() {
   }
 }
 
-void Block::destroyContents() {
-  // Uses are dropped from the back, so every value is unused when freed.
-  return_->removeAllInputs();
-  for (Node* n = return_->prev_; n != return_;) {
-    Node* prev = n->prev_;
-    n->removeAllInputs();
-    for (Block* b : n->blocks_) b->destroyContents();
-    for (Block* b : n->blocks_) graph_->freeBlock(b);
-    n->blocks_.clear();
-    for (Value* o : n->outputs_) graph_->freeValue(o);
-    n->outputs_.clear();
-    if (graph_->insert_before_ == n) graph_->insert_before_ = graph_->return_node();
-    graph_->freeNode(n);
-    n = prev;
-  }
-  return_->next_ = return_->prev_ = return_;
-  for (Value* o : param_->outputs_) graph_->freeValue(o);
-  param_->outputs_.clear();
-  graph_->num_nodes_ += 2;  // freeNode below subtracts the sentinels
-  graph_->freeNode(param_);
-  graph_->freeNode(return_);
-  param_ = return_ = nullptr;
-}
-
 void Block::cloneFrom(const Block* src,
                       const std::function<Value*(Value*)>& value_map) {
   absl::flat_hash_map<const Value*, Value*> local;
@@ -525,13 +502,78 @@ Graph::Graph() {
 }
 
 Graph::~Graph() {
-  block_->destroyContents();
-  freeBlock(block_);
+  // Ownership is flat: each node owns its outputs and its Block objects, and
+  // every node is in all_nodes_. Use lists are not maintained here, so this
+  // is linear and safe even for graphs that fail verification.
+  for (Node* n : all_nodes_) {
+    for (Value* o : n->outputs_) delete o;
+    for (Block* b : n->blocks_) delete b;
+    delete n;
+  }
+  delete block_;
 }
 
 Node* Graph::allocNode(Symbol kind) {
   ++num_nodes_;
-  return new Node(this, kind);
+  Node* n = new Node(this, kind);
+  n->all_index_ = all_nodes_.size();
+  all_nodes_.push_back(n);
+  return n;
+}
+
+void Graph::destroyBlockTree(Block* root) {
+  // Pre-order: param, body nodes (each followed by its blocks), return.
+  // Destroyed in reverse, every user goes before the value it uses.
+  std::vector<Node*> order;
+  std::vector<Block*> blocks;
+  struct Frame {
+    Block* block;
+    Node* next;  // next body node to visit; return node when done
+    size_t nested = 0;  // index into `next`'s blocks still to visit
+    bool node_emitted = false;
+  };
+  std::vector<Frame> stack;
+  stack.push_back({root, root->front()});
+  blocks.push_back(root);
+  order.push_back(root->param_);
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    if (f.next == f.block->return_) {
+      order.push_back(f.block->return_);
+      stack.pop_back();
+      continue;
+    }
+    Node* n = f.next;
+    if (!f.node_emitted) {
+      order.push_back(n);
+      f.node_emitted = true;
+    }
+    if (f.nested < n->blocks_.size()) {
+      Block* b = n->blocks_[f.nested++];
+      blocks.push_back(b);
+      order.push_back(b->param_);
+      stack.push_back({b, b->front()});  // invalidates f
+      continue;
+    }
+    f.next = n->next_;
+    f.nested = 0;
+    f.node_emitted = false;
+  }
+  for (size_t k = order.size(); k-- > 0;) {
+    Node* n = order[k];
+    n->removeAllInputs();
+    if (insert_before_ == n) insert_before_ = block_->return_node();
+  }
+  for (size_t k = order.size(); k-- > 0;) {
+    Node* n = order[k];
+    for (Value* o : n->outputs_) freeValue(o);
+    n->outputs_.clear();
+    n->blocks_.clear();
+    const bool sentinel = n->kind_ == sym::kParam || n->kind_ == sym::kReturn;
+    if (sentinel) ++num_nodes_;  // sentinels are not counted
+    freeNode(n);
+  }
+  for (Block* b : blocks) freeBlock(b);
 }
 
 Value* Graph::allocValue(Node* node, size_t offset) {
@@ -544,6 +586,10 @@ Block* Graph::allocBlock(Node* owning_node) { return new Block(this, owning_node
 
 void Graph::freeNode(Node* n) {
   --num_nodes_;
+  Node* last = all_nodes_.back();
+  last->all_index_ = n->all_index_;
+  all_nodes_[n->all_index_] = last;
+  all_nodes_.pop_back();
   delete n;
 }
 

@@ -260,6 +260,7 @@ class Node {
   std::vector<Attribute> attrs_;
   const std::string* source_location_ = nullptr;  // interned in the graph
   const std::string* scope_ = nullptr;            // interned in the graph
+  size_t all_index_ = 0;  // position in Graph::all_nodes_
 };
 
 class Block {
@@ -302,7 +303,6 @@ class Block {
   friend class Graph;
   friend class Node;
   Block(Graph* graph, Node* owning_node);
-  void destroyContents();
 
   Graph* graph_;
   Node* owning_node_;
@@ -371,11 +371,18 @@ class Graph {
   void freeNode(Node* n);
   void freeValue(Value* v);
   void freeBlock(Block* b);
+  // Frees `b`, every node and value in it (recursively, without recursion)
+  // and the Block itself, dropping the uses its nodes make of outer values.
+  void destroyBlockTree(Block* b);
 
   Block* block_;
   Node* insert_before_;
   size_t next_unique_ = 0;
   size_t num_nodes_ = 0;
+  // Every node the graph owns, sentinels and unattached nodes included, so
+  // that teardown frees everything without walking (possibly invalid) use
+  // lists or recursing over nested blocks.
+  std::vector<Node*> all_nodes_;
   absl::flat_hash_map<std::string, Value*> unique_names_;
   absl::flat_hash_map<std::string, size_t> name_base_suffix_;
   absl::node_hash_set<std::string> strings_;  // stable addresses

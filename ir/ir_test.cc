@@ -291,3 +291,65 @@ TEST(Types, Subtyping) {
 
 }  // namespace
 }  // namespace kiln::ir
+
+namespace kiln::ir {
+namespace {
+
+TEST(Teardown, DeepNestingNeedsNoRecursion) {
+  Graph g;
+  Value* c = g.addInput("c");
+  c->setType(Type::Bool());
+  Block* b = g.block();
+  for (int i = 0; i < 20000; ++i) {
+    Node* n = b->appendNode(g.create(sym::kIf, {c}, 0));
+    n->addBlock();
+    n->addBlock();
+    b = n->block(0);
+  }
+  // Erasing the outermost If destroys the whole tower iteratively.
+  Graph g2;
+  Value* c2 = g2.addInput("c");
+  Node* outer = g2.insertNode(g2.create(sym::kIf, {c2}, 0));
+  Block* inner = outer->addBlock();
+  outer->addBlock();
+  for (int i = 0; i < 20000; ++i) {
+    Node* n = inner->appendNode(g2.create(sym::kIf, {c2}, 0));
+    n->addBlock();
+    n->addBlock();
+    inner = n->block(0);
+  }
+  outer->destroy();
+  EXPECT_EQ(g2.numNodes(), 0u);
+  EXPECT_TRUE(c2->uses().empty());
+}
+
+TEST(Teardown, InvalidGraphsAndUnattachedNodesAreFreed) {
+  Graph g;
+  Value* x = g.addInput("x");
+  Node* a = g.create(Symbol::FromQualString("aten::relu"), {x});
+  Node* b = g.insertNode(g.create(Symbol::FromQualString("aten::relu"), {a->output()}));
+  (void)b;  // `a` is never inserted: b uses a value that is not in scope.
+  Node* ret_out_user = g.create(Symbol::FromQualString("aten::relu"), 1);
+  g.return_node()->addOutput();  // outputs on a Return node are freed too
+  (void)ret_out_user;
+}
+
+TEST(Teardown, LongUseListsAreLinear) {
+  Graph g;
+  Value* x = g.addInput("x");
+  for (int i = 0; i < 100000; ++i) {
+    g.insertNode(g.create(Symbol::FromQualString("aten::relu"), {x}));
+  }
+  Node* outer = g.insertNode(g.create(sym::kIf, {x}, 0));
+  Block* blk = outer->addBlock();
+  outer->addBlock();
+  for (int i = 0; i < 100000; ++i) {
+    blk->appendNode(g.create(Symbol::FromQualString("aten::relu"), {x}));
+  }
+  EXPECT_EQ(x->uses().size(), 200001u);
+  outer->destroy();
+  EXPECT_EQ(x->uses().size(), 100000u);
+}
+
+}  // namespace
+}  // namespace kiln::ir
