@@ -52,7 +52,10 @@ bool Value::isValidName(absl::string_view name) {
   return name.empty() || !AllDigits(name);
 }
 
-Value* Value::setDebugName(absl::string_view name) {
+Value* Value::setDebugName(absl::string_view requested) {
+  // A copy: `requested` may view a name that the renaming below rewrites.
+  const std::string wanted(requested);
+  const absl::string_view name = wanted;
   Graph* g = owningGraph();
   auto& names = g->unique_names_;
   if (!name_.empty()) {
@@ -69,7 +72,7 @@ Value* Value::setDebugName(absl::string_view name) {
     }
     g->next_unique_ = n + 1;
     name_ = std::string(name);
-    names[name_] = this;
+    names[absl::string_view(name_)] = this;
     return this;
   }
   auto owner = names.find(name);
@@ -96,22 +99,22 @@ Value* Value::setDebugName(absl::string_view name) {
     old_owner->setDebugName(replacement);
   }
   name_ = std::string(name);
-  names[name_] = this;
+  names[absl::string_view(name_)] = this;
   return this;
 }
 
 void Value::replaceFirstUseWith(Value* v) {
   assert(!uses_.empty());
   Use u = uses_.front();
-  u.user->inputs_[u.offset] = v;
-  v->uses_.push_back(u);
-  uses_.erase(uses_.begin());
+  u.user->replaceInput(u.offset, v);
 }
 
 void Value::replaceAllUsesWith(Value* v) {
   if (v == this) return;
+  v->uses_.reserve(v->uses_.size() + uses_.size());
   for (const Use& u : uses_) {
     u.user->inputs_[u.offset] = v;
+    u.user->input_use_pos_[u.offset] = static_cast<uint32_t>(v->uses_.size());
     v->uses_.push_back(u);
   }
   uses_.clear();
@@ -124,9 +127,13 @@ void Value::replaceAllUsesAfterNodeWith(const Node* node, Value* v) {
   });
   for (auto it = keep; it != uses_.end(); ++it) {
     it->user->inputs_[it->offset] = v;
+    it->user->input_use_pos_[it->offset] = static_cast<uint32_t>(v->uses_.size());
     v->uses_.push_back(*it);
   }
   uses_.erase(keep, uses_.end());
+  for (size_t k = 0; k < uses_.size(); ++k) {
+    uses_[k].user->input_use_pos_[uses_[k].offset] = static_cast<uint32_t>(k);
+  }
 }
 
 Value* Value::copyMetadata(Value* from) {
@@ -151,38 +158,37 @@ bool Node::hasUses() const {
   return false;
 }
 
+void Node::linkUse(size_t i, Value* v) {
+  input_use_pos_[i] = static_cast<uint32_t>(v->uses_.size());
+  v->uses_.push_back(Use{this, i});
+}
+
 Value* Node::addInput(Value* v) {
-  v->uses_.push_back(Use{this, inputs_.size()});
   inputs_.push_back(v);
+  input_use_pos_.push_back(0);
+  linkUse(inputs_.size() - 1, v);
   return v;
 }
 
 Value* Node::insertInput(size_t i, Value* v) {
-  // Shift the offsets of the uses of later inputs.
+  // Later inputs move up one slot: fix the offsets their Uses record.
   for (size_t j = i; j < inputs_.size(); ++j) {
-    for (Use& u : inputs_[j]->uses_) {
-      if (u.user == this && u.offset == j) {
-        ++u.offset;
-        break;
-      }
-    }
+    ++inputs_[j]->uses_[input_use_pos_[j]].offset;
   }
   inputs_.insert(inputs_.begin() + static_cast<std::ptrdiff_t>(i), v);
-  v->uses_.push_back(Use{this, i});
+  input_use_pos_.insert(input_use_pos_.begin() + static_cast<std::ptrdiff_t>(i), 0);
+  linkUse(i, v);
   return v;
 }
 
 void Node::dropInput(size_t i) {
-  // Searched from the back: teardown and most rewrites drop recent uses, so
-  // this stays O(1) per use on long use lists.
-  auto& uses = inputs_[i]->uses_;
-  for (size_t k = uses.size(); k-- > 0;) {
-    if (uses[k].user == this && uses[k].offset == i) {
-      uses.erase(uses.begin() + static_cast<std::ptrdiff_t>(k));
-      return;
-    }
-  }
-  assert(false && "use list out of sync");
+  std::vector<Use>& uses = inputs_[i]->uses_;
+  const uint32_t pos = input_use_pos_[i];
+  assert(pos < uses.size() && uses[pos].user == this && uses[pos].offset == i);
+  const Use last = uses.back();
+  uses[pos] = last;
+  last.user->input_use_pos_[last.offset] = pos;
+  uses.pop_back();
 }
 
 Value* Node::replaceInput(size_t i, Value* v) {
@@ -190,7 +196,7 @@ Value* Node::replaceInput(size_t i, Value* v) {
   if (old == v) return old;
   dropInput(i);
   inputs_[i] = v;
-  v->uses_.push_back(Use{this, i});
+  linkUse(i, v);
   return old;
 }
 
@@ -203,19 +209,16 @@ void Node::replaceInputWith(Value* from, Value* to) {
 void Node::removeInput(size_t i) {
   dropInput(i);
   for (size_t j = i + 1; j < inputs_.size(); ++j) {
-    for (Use& u : inputs_[j]->uses_) {
-      if (u.user == this && u.offset == j) {
-        --u.offset;
-        break;
-      }
-    }
+    --inputs_[j]->uses_[input_use_pos_[j]].offset;
   }
   inputs_.erase(inputs_.begin() + static_cast<std::ptrdiff_t>(i));
+  input_use_pos_.erase(input_use_pos_.begin() + static_cast<std::ptrdiff_t>(i));
 }
 
 void Node::removeAllInputs() {
-  for (size_t i = 0; i < inputs_.size(); ++i) dropInput(i);
+  for (size_t i = inputs_.size(); i-- > 0;) dropInput(i);
   inputs_.clear();
+  input_use_pos_.clear();
 }
 
 Value* Node::addOutput() {
@@ -613,6 +616,7 @@ Node* Graph::create(Symbol kind, absl::Span<Value* const> inputs,
                     size_t num_outputs) {
   Node* n = create(kind, num_outputs);
   n->inputs_.reserve(inputs.size());
+  n->input_use_pos_.reserve(inputs.size());
   for (Value* v : inputs) n->addInput(v);
   return n;
 }
@@ -696,9 +700,13 @@ WithInsertPoint::WithInsertPoint(Node* n)
 
 void GraphInternals::SetNameUnchecked(Value* v, absl::string_view name) {
   Graph* g = v->owningGraph();
-  if (!v->name_.empty()) g->unique_names_.erase(v->name_);
+  if (!v->name_.empty()) g->unique_names_.erase(absl::string_view(v->name_));
   v->name_ = std::string(name);
-  g->unique_names_[v->name_] = v;
+  g->unique_names_[absl::string_view(v->name_)] = v;
+}
+
+void GraphInternals::ReserveNames(Graph* g, size_t num_names) {
+  g->unique_names_.reserve(num_names);
 }
 
 void GraphInternals::FinishNaming(Graph* g) {

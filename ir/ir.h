@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/container/node_hash_set.h"
 #include "absl/types/span.h"
 #include "ir/attributes.h"
@@ -61,6 +62,7 @@ class Value {
     return this;
   }
 
+  // In no particular order (removal swaps the last use into the gap).
   const std::vector<Use>& uses() const { return uses_; }
   bool hasUses() const { return !uses_.empty(); }
 
@@ -247,6 +249,8 @@ class Node {
   void assignTopoPosition();
   void removeFromList();
   void dropInput(size_t i);  // removes the use of input i (not the slot)
+  // Appends the Use of input slot i to v's use list and records its position.
+  void linkUse(size_t i, Value* v);
 
   Symbol kind_;
   Graph* graph_;
@@ -254,8 +258,14 @@ class Node {
   Node* next_ = nullptr;
   Node* prev_ = nullptr;
   int64_t topo_position_ = 0;
-  std::vector<Value*> inputs_;
-  std::vector<Value*> outputs_;
+  // Inline storage: most nodes have few inputs and one output, and every
+  // heap allocation costs (fresh pages are slow on small VMs).
+  absl::InlinedVector<Value*, 4> inputs_;
+  // input_use_pos_[i] is the index of input i's Use in inputs_[i]->uses_, so
+  // that removing a use is O(1) (swap with the last use) however many uses
+  // the value has. Use lists are therefore unordered.
+  absl::InlinedVector<uint32_t, 4> input_use_pos_;
+  absl::InlinedVector<Value*, 1> outputs_;
   std::vector<Block*> blocks_;
   std::vector<Attribute> attrs_;
   const std::string* source_location_ = nullptr;  // interned in the graph
@@ -383,7 +393,9 @@ class Graph {
   // that teardown frees everything without walking (possibly invalid) use
   // lists or recursing over nested blocks.
   std::vector<Node*> all_nodes_;
-  absl::flat_hash_map<std::string, Value*> unique_names_;
+  // Keys view the owning Value's name_ (stable: Values never move), so a
+  // name is stored once.
+  absl::flat_hash_map<absl::string_view, Value*> unique_names_;
   absl::flat_hash_map<std::string, size_t> name_base_suffix_;
   absl::node_hash_set<std::string> strings_;  // stable addresses
 };
@@ -410,6 +422,9 @@ class GraphInternals {
   // Makes sure that fresh values never print with a number already used as a
   // name.
   static void FinishNaming(Graph* g);
+  // Pre-sizes the name table for about `num_names` names (deserialisers know
+  // roughly how many values are coming).
+  static void ReserveNames(Graph* g, size_t num_names);
 };
 
 // Counts nodes in a block and its sub-blocks.
