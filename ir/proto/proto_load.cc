@@ -134,6 +134,7 @@ class Loader {
       sparse_.reserve(static_cast<size_t>(num_values));
     }
     graph_ = std::make_unique<Graph>();
+    GraphInternals::ReserveNames(graph_.get(), static_cast<size_t>(num_values));
     RETURN_IF_ERROR(LoadBlock(p_.block(), graph_->block(), 0));
     GraphInternals::FinishNaming(graph_.get());
     return std::move(graph_);
