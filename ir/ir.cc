@@ -111,7 +111,6 @@ void Value::replaceFirstUseWith(Value* v) {
 
 void Value::replaceAllUsesWith(Value* v) {
   if (v == this) return;
-  v->uses_.reserve(v->uses_.size() + uses_.size());
   for (const Use& u : uses_) {
     u.user->inputs_[u.offset] = v;
     u.user->input_use_pos_[u.offset] = static_cast<uint32_t>(v->uses_.size());
