@@ -1,0 +1,58 @@
+#include "passes/all_passes.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "passes/constant_pooling.h"
+#include "passes/constant_propagation.h"
+#include "passes/cse.h"
+#include "passes/dce.h"
+#include "passes/peephole.h"
+#include "passes/canonicalize.h"
+#include "passes/decompositions.h"
+#include "passes/shape_propagation.h"
+#include "support/status.h"
+
+// One include and one line per pass library, e.g.
+//   #include "passes/dead_code_elimination.h"
+//   RETURN_IF_ERROR(RegisterDcePass(registry));
+// Planned canonical names and aliases (the -O presets use the canonical
+// names, so keep them):
+//   dead_code_elimination            dce
+//   common_subexpression_elimination cse
+//   constant_propagation             constprop
+//   constant_pooling                 pool
+//   peephole
+//   canonicalize
+//   decompose
+//   shape_propagation                shape_prop
+
+namespace kiln::passes {
+
+absl::Status RegisterAllPasses(PassRegistry& registry) {
+  RETURN_IF_ERROR(RegisterDeadCodeEliminationPass(registry));
+  RETURN_IF_ERROR(RegisterCommonSubexpressionEliminationPass(registry));
+  RETURN_IF_ERROR(RegisterConstantPoolingPass(registry));
+  RETURN_IF_ERROR(RegisterConstantPropagationPass(registry));
+  RETURN_IF_ERROR(RegisterPeepholePass(registry));
+  RETURN_IF_ERROR(RegisterShapePropagationPass(registry));
+  RETURN_IF_ERROR(RegisterDecomposePass(registry));
+  RETURN_IF_ERROR(RegisterCanonicalizePass(registry));
+  return absl::OkStatus();
+}
+
+const PassRegistry& DefaultPassRegistry() {
+  static const PassRegistry* registry = [] {
+    auto* r = new PassRegistry();
+    absl::Status s = RegisterAllPasses(*r);
+    if (!s.ok()) {
+      std::fprintf(stderr, "kiln: pass registration failed: %s\n",
+                   std::string(s.message()).c_str());
+      std::abort();
+    }
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace kiln::passes

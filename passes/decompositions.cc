@@ -1,0 +1,415 @@
+#include "passes/decompositions.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "ir/ivalue.h"
+#include "ir/op_registry.h"
+#include "passes/shape_functions.h"
+#include "support/status.h"
+
+namespace kiln::passes {
+namespace {
+
+using ir::IValue;
+using ir::Node;
+using ir::Symbol;
+using ir::Type;
+using ir::TypeKind;
+using ir::TypePtr;
+using ir::Value;
+using Values = std::vector<Value*>;
+
+constexpr double kSqrtHalf = 0.70710678118654752440;  // 1/sqrt(2)
+constexpr double kSqrtTwoOverPi = 0.79788456080286535588;
+
+// Reads a node's arguments (falling back to schema defaults) and emits new
+// nodes before it, with its source location and scope.
+class Emitter {
+ public:
+  Emitter(Node& node, const ir::FunctionSchema& schema)
+      : node_(node), schema_(schema), graph_(*node.owningGraph()) {}
+
+  // The constant value of argument i: the node's input or the default.
+  std::optional<IValue> Const(size_t i) const {
+    if (i < node_.inputs().size()) return ConstantValueOf(*node_.input(i));
+    if (i < schema_.arguments.size()) return schema_.arguments[i].default_value;
+    return std::nullopt;
+  }
+  bool IsConstFalse(size_t i) const {
+    std::optional<IValue> c = Const(i);
+    return c && ((c->isBool() && !c->toBool()) || (c->isInt() && c->toInt() == 0));
+  }
+  // Optional tensor argument: 1 = statically present, 0 = None, -1 = unknown.
+  int Presence(size_t i) const {
+    std::optional<IValue> c = Const(i);
+    if (c && c->isNone()) return 0;
+    if (i < node_.inputs().size() && node_.input(i)->type()->is_tensor()) return 1;
+    return -1;
+  }
+  std::optional<size_t> InputRank(size_t i) const {
+    if (i >= node_.inputs().size() || !node_.input(i)->type()->is_tensor()) return std::nullopt;
+    const auto& sizes = node_.input(i)->type()->tensor().sizes;
+    if (!sizes) return std::nullopt;
+    return sizes->size();
+  }
+  // Length of an int[] argument (constant or ListConstruct).
+  std::optional<size_t> ListLength(size_t i) const {
+    if (i < node_.inputs().size() &&
+        node_.input(i)->node()->kind() == ir::sym::kListConstruct) {
+      return node_.input(i)->node()->inputs().size();
+    }
+    std::optional<IValue> c = Const(i);
+    if (c && c->isList()) return c->elements().size();
+    return std::nullopt;
+  }
+
+  // Argument i as a value: the node's input, or the default as a constant.
+  Value* Arg(size_t i) {
+    if (i < node_.inputs().size()) return node_.input(i);
+    return Constant(*schema_.arguments[i].default_value);
+  }
+
+  Value* Op(absl::string_view kind, std::initializer_list<Value*> inputs,
+            const TypePtr& type = nullptr) {
+    std::vector<Value*> in(inputs);
+    Node* n = graph_.create(Symbol::FromQualString(kind), in, 1);
+    Place(n);
+    if (type) n->output()->setType(type);
+    return n->output();
+  }
+
+  Value* Constant(const IValue& v) {
+    Node* n = graph_.create(ir::sym::kConstant, 1);
+    Value* out = n->output();
+    switch (v.tag()) {
+      case IValue::Tag::kNone: out->setType(Type::None()); break;
+      case IValue::Tag::kBool:
+        n->i_(ir::sym::kValue, v.toBool() ? 1 : 0);
+        out->setType(Type::Bool());
+        break;
+      case IValue::Tag::kInt:
+        n->i_(ir::sym::kValue, v.toInt());
+        out->setType(Type::Int());
+        break;
+      case IValue::Tag::kDouble:
+        n->f_(ir::sym::kValue, v.toDouble());
+        out->setType(Type::Float());
+        break;
+      case IValue::Tag::kString:
+        n->s_(ir::sym::kValue, v.toString());
+        out->setType(Type::Str());
+        break;
+      case IValue::Tag::kList: {
+        std::vector<int64_t> ints;
+        for (const IValue& e : v.elements()) ints.push_back(e.isInt() ? e.toInt() : 0);
+        n->is_(ir::sym::kValue, std::move(ints));
+        out->setType(Type::List(Type::Int()));
+        break;
+      }
+      default:
+        out->setType(v.type());
+        break;
+    }
+    Place(n);
+    return out;
+  }
+  Value* Int(int64_t v) { return Constant(IValue::Int(v)); }
+  Value* Float(double v) { return Constant(IValue::Double(v)); }
+  Value* Bool(bool v) { return Constant(IValue::Bool(v)); }
+  Value* None() { return Constant(IValue::None()); }
+  Value* IntList(const std::vector<int64_t>& v) { return Constant(IValue::IntList(v)); }
+  Value* ListOf(std::initializer_list<Value*> elems) {
+    return Op("prim::ListConstruct", elems, Type::List(Type::Int()));
+  }
+
+  // Shape for viewing a per-channel [C] tensor against an input of `rank`
+  // dims with channels at dim 1: [-1, 1, ..., 1].
+  Value* ChannelView(Value* param, size_t rank) {
+    if (rank <= 2) return param;
+    std::vector<int64_t> shape(rank - 1, 1);
+    shape[0] = -1;
+    return Op("aten::view", {param, IntList(shape)});
+  }
+
+ private:
+  void Place(Node* n) {
+    n->insertBefore(&node_);
+    if (!node_.sourceLocation().empty()) n->setSourceLocation(node_.sourceLocation());
+    if (!node_.scope().empty()) n->setScope(node_.scope());
+  }
+
+  Node& node_;
+  const ir::FunctionSchema& schema_;
+  ir::Graph& graph_;
+};
+
+bool IsOne(const std::optional<IValue>& v) {
+  return v && v->isNumber() && v->toNumberAsDouble() == 1.0;
+}
+bool IsZero(const std::optional<IValue>& v) {
+  return v && v->isNumber() && v->toNumberAsDouble() == 0.0;
+}
+
+// addmm(self, mat1, mat2, *, beta=1, alpha=1)
+absl::StatusOr<Values> DecomposeAddmm(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  std::optional<IValue> beta = e.Const(3);
+  std::optional<IValue> alpha = e.Const(4);
+  if (!beta || !beta->isNumber() || !alpha || !alpha->isNumber()) return Values{};
+  Value* product = e.Op("aten::mm", {e.Arg(1), e.Arg(2)});
+  if (!IsOne(alpha)) product = e.Op("aten::mul", {product, e.Arg(4)});
+  if (IsZero(beta)) return Values{product};
+  Value* self = e.Arg(0);
+  if (!IsOne(beta)) self = e.Op("aten::mul", {self, e.Arg(3)});
+  return Values{e.Op("aten::add", {self, product, e.Int(1)})};
+}
+
+// linear(input, weight, bias=None)
+absl::StatusOr<Values> DecomposeLinear(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  int bias = e.Presence(2);
+  if (bias < 0) return Values{};
+  Value* out = e.Op("aten::matmul", {e.Arg(0), e.Op("aten::t", {e.Arg(1)})});
+  if (bias == 1) out = e.Op("aten::add", {out, e.Arg(2), e.Int(1)});
+  return Values{out};
+}
+
+// (x - mean) * rsqrt(var + eps) over `dims` (keepdim).
+Value* Normalize(Emitter& e, Value* x, Value* dims, Value* eps) {
+  Value* mean = e.Op("aten::mean", {x, dims, e.Bool(true), e.None()});
+  Value* centered = e.Op("aten::sub", {x, mean, e.Int(1)});
+  Value* squared = e.Op("aten::mul", {centered, centered});
+  Value* var = e.Op("aten::mean", {squared, dims, e.Bool(true), e.None()});
+  Value* rstd = e.Op("aten::rsqrt", {e.Op("aten::add", {var, eps, e.Int(1)})});
+  return e.Op("aten::mul", {centered, rstd});
+}
+
+// layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable)
+absl::StatusOr<Values> DecomposeLayerNorm(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  std::optional<size_t> k = e.ListLength(1);
+  int weight = e.Presence(2);
+  int bias = e.Presence(3);
+  if (!k || *k == 0 || weight < 0 || bias < 0) return Values{};
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < *k; ++i) dims.push_back(-static_cast<int64_t>(*k - i));
+  Value* y = Normalize(e, e.Arg(0), e.IntList(dims), e.Arg(4));
+  if (weight) y = e.Op("aten::mul", {y, e.Arg(2)});
+  if (bias) y = e.Op("aten::add", {y, e.Arg(3), e.Int(1)});
+  return Values{y};
+}
+
+// batch_norm(input, weight, bias, running_mean, running_var, training,
+//            momentum, eps, cudnn_enabled), inference mode only.
+absl::StatusOr<Values> DecomposeBatchNorm(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  std::optional<size_t> rank = e.InputRank(0);
+  int weight = e.Presence(1);
+  int bias = e.Presence(2);
+  if (!e.IsConstFalse(5) || e.Presence(3) != 1 || e.Presence(4) != 1 || weight < 0 ||
+      bias < 0 || !rank || *rank < 2) {
+    return Values{};
+  }
+  // Per-channel scale and shift, computed on [C] tensors so that constant
+  // propagation folds them for frozen models.
+  Value* scale = e.Op("aten::rsqrt", {e.Op("aten::add", {e.Arg(4), e.Arg(7), e.Int(1)})});
+  if (weight) scale = e.Op("aten::mul", {scale, e.Arg(1)});
+  Value* shift = e.Op("aten::neg", {e.Op("aten::mul", {e.Arg(3), scale})});
+  if (bias) shift = e.Op("aten::add", {shift, e.Arg(2), e.Int(1)});
+  Value* y = e.Op("aten::mul", {e.Arg(0), e.ChannelView(scale, *rank)});
+  return Values{e.Op("aten::add", {y, e.ChannelView(shift, *rank), e.Int(1)})};
+}
+
+// group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled)
+absl::StatusOr<Values> DecomposeGroupNorm(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  std::optional<size_t> rank = e.InputRank(0);
+  int weight = e.Presence(2);
+  int bias = e.Presence(3);
+  if (weight < 0 || bias < 0 || ((weight || bias) && (!rank || *rank < 2))) return Values{};
+  Value* x = e.Arg(0);
+  Value* batch = e.Op("aten::size", {x, e.Int(0)}, Type::Int());
+  Value* grouped = e.Op("aten::reshape", {x, e.ListOf({batch, e.Arg(1), e.Int(-1)})});
+  Value* normalized = Normalize(e, grouped, e.IntList({-1}), e.Arg(4));
+  Value* y = e.Op("aten::reshape_as", {normalized, x});
+  if (weight) y = e.Op("aten::mul", {y, e.ChannelView(e.Arg(2), *rank)});
+  if (bias) y = e.Op("aten::add", {y, e.ChannelView(e.Arg(3), *rank), e.Int(1)});
+  return Values{y};
+}
+
+// gelu(self, *, approximate='none')
+absl::StatusOr<Values> DecomposeGelu(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  std::optional<IValue> mode = e.Const(1);
+  if (!mode || !mode->isString()) return Values{};
+  Value* x = e.Arg(0);
+  if (mode->toString() == "none") {
+    Value* erf = e.Op("aten::erf", {e.Op("aten::mul", {x, e.Float(kSqrtHalf)})});
+    Value* gate = e.Op("aten::add", {erf, e.Float(1.0), e.Int(1)});
+    return Values{e.Op("aten::mul", {e.Op("aten::mul", {x, gate}), e.Float(0.5)})};
+  }
+  if (mode->toString() == "tanh") {
+    Value* cube = e.Op("aten::mul", {e.Op("aten::mul", {x, x}), x});
+    Value* inner = e.Op("aten::add", {x, e.Op("aten::mul", {cube, e.Float(0.044715)}), e.Int(1)});
+    Value* t = e.Op("aten::tanh", {e.Op("aten::mul", {inner, e.Float(kSqrtTwoOverPi)})});
+    Value* gate = e.Op("aten::add", {t, e.Float(1.0), e.Int(1)});
+    return Values{e.Op("aten::mul", {e.Op("aten::mul", {x, gate}), e.Float(0.5)})};
+  }
+  return Values{};
+}
+
+absl::StatusOr<Values> DecomposeSilu(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  Value* x = e.Arg(0);
+  return Values{e.Op("aten::mul", {x, e.Op("aten::sigmoid", {x})})};
+}
+
+absl::StatusOr<Values> DecomposeHardswish(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  Value* x = e.Arg(0);
+  Value* shifted = e.Op("aten::add", {x, e.Float(3.0), e.Int(1)});
+  Value* clamped = e.Op("aten::clamp", {shifted, e.Float(0.0), e.Float(6.0)});
+  return Values{e.Op("aten::div", {e.Op("aten::mul", {x, clamped}), e.Float(6.0)})};
+}
+
+// softmax.int / log_softmax.int(self, dim, dtype=None)
+absl::StatusOr<Values> DecomposeSoftmax(Node& n, const ir::FunctionSchema& s, bool log) {
+  Emitter e(n, s);
+  std::optional<IValue> dtype = e.Const(2);
+  if (!dtype || !dtype->isNone()) return Values{};
+  Value* x = e.Arg(0);
+  Value* dims = e.ListOf({e.Arg(1)});
+  Value* max = e.Op("aten::amax", {x, dims, e.Bool(true)});
+  Value* shifted = e.Op("aten::sub", {x, max, e.Int(1)});
+  Value* exp = e.Op("aten::exp", {shifted});
+  Value* sum = e.Op("aten::sum", {exp, dims, e.Bool(true), e.None()});
+  if (!log) return Values{e.Op("aten::div", {exp, sum})};
+  return Values{e.Op("aten::sub", {shifted, e.Op("aten::log", {sum}), e.Int(1)})};
+}
+
+// dropout-like(input, p, train): identity when train is the constant False.
+absl::StatusOr<Values> DecomposeDropout(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  if (!e.IsConstFalse(2)) return Values{};
+  return Values{n.input(0)};
+}
+
+DecompositionTable* BuildTable() {
+  auto* t = new DecompositionTable();
+  t->Add("aten::addmm", DecomposeAddmm);
+  t->Add("aten::linear", DecomposeLinear);
+  t->Add("aten::layer_norm", DecomposeLayerNorm);
+  t->Add("aten::batch_norm", DecomposeBatchNorm);
+  t->Add("aten::group_norm", DecomposeGroupNorm);
+  t->Add("aten::gelu", DecomposeGelu);
+  t->Add("aten::silu", DecomposeSilu);
+  t->Add("aten::hardswish", DecomposeHardswish);
+  t->Add("aten::softmax.int", [](Node& n, const ir::FunctionSchema& s) {
+    return DecomposeSoftmax(n, s, /*log=*/false);
+  });
+  t->Add("aten::log_softmax.int", [](Node& n, const ir::FunctionSchema& s) {
+    return DecomposeSoftmax(n, s, /*log=*/true);
+  });
+  for (const char* name : {"aten::dropout", "aten::dropout_", "aten::feature_dropout",
+                           "aten::alpha_dropout", "aten::feature_alpha_dropout"}) {
+    t->Add(name, DecomposeDropout);
+  }
+  return t;
+}
+
+// True when v is defined by a node strictly between `first_new`'s
+// predecessor range [after, end).
+bool DefinedInRange(const Value* v, const Node* after, const Node* end) {
+  for (const Node* n = after->next(); n != end; n = n->next()) {
+    if (v->node() == n) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void DecompositionTable::Add(absl::string_view qualified_name, DecompositionFn fn) {
+  by_name_[std::string(qualified_name)] = std::move(fn);
+  absl::string_view base = qualified_name.substr(0, qualified_name.find('.'));
+  kinds_.insert(Symbol::FromQualString(base));
+}
+
+const DecompositionFn* DecompositionTable::Find(absl::string_view qualified_name) const {
+  auto it = by_name_.find(qualified_name);
+  return it == by_name_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> DecompositionTable::Names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, fn] : by_name_) out.push_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const DecompositionTable& Decompositions() {
+  static const DecompositionTable* table = BuildTable();
+  return *table;
+}
+
+absl::StatusOr<bool> Decompose(ir::Graph& graph, PassStatistics& stats) {
+  const DecompositionTable& table = Decompositions();
+  const ir::OpRegistry& ops = ir::BuiltinOps();
+  bool changed = false;
+  int64_t decomposed = 0;
+  // Iterative over blocks: nesting depth cannot exhaust the stack.
+  std::vector<ir::Block*> blocks{graph.block()};
+  while (!blocks.empty()) {
+    ir::Block* b = blocks.back();
+    blocks.pop_back();
+    for (Node* n = b->front(); n != b->return_node();) {
+      Node* next = n->next();
+      for (ir::Block* sub : n->blocks()) blocks.push_back(sub);
+      if (!table.HasKind(n->kind())) {
+        n = next;
+        continue;
+      }
+      const ir::Operator* op = ops.Match(*n);
+      const DecompositionFn* fn = op ? table.Find(op->schema.QualifiedName()) : nullptr;
+      if (!fn) {
+        n = next;
+        continue;
+      }
+      Node* before = n->prev();
+      ASSIGN_OR_RETURN(Values outs, (*fn)(*n, op->schema));
+      if (outs.empty()) {
+        n = next;
+        continue;
+      }
+      if (outs.size() != n->outputs().size()) {
+        return absl::InternalError(absl::StrCat("decomposition of ", NodeLabel(*n), " returned ",
+                                                outs.size(), " values for ",
+                                                n->outputs().size(), " outputs"));
+      }
+      for (size_t i = 0; i < outs.size(); ++i) {
+        Value* old = n->output(i);
+        // A fresh result takes over the type and name; an existing value
+        // (dropout's input) keeps its own.
+        if (DefinedInRange(outs[i], before, n)) outs[i]->copyMetadata(old);
+        old->replaceAllUsesWith(outs[i]);
+      }
+      n->destroy();
+      changed = true;
+      ++decomposed;
+      n = next;
+    }
+  }
+  if (decomposed > 0) stats.Add("nodes_decomposed", decomposed);
+  return changed;
+}
+
+absl::Status RegisterDecomposePass(PassRegistry& registry) {
+  return registry.RegisterFunction(
+      "decompose", {}, "rewrites composite ops (linear, layer_norm, gelu, ...) into simpler ones",
+      Decompose);
+}
+
+}  // namespace kiln::passes
