@@ -35,7 +35,6 @@ class Parser {
     // Printed graphs take roughly 50 bytes per value; reserving up front
     // avoids rehashing a large table repeatedly.
     constexpr size_t kMaxReserve = size_t{1} << 21;
-    values_.reserve(std::min(text.size() / 48, kMaxReserve));
     GraphInternals::ReserveNames(graph_.get(), std::min(text.size() / 48, kMaxReserve));
   }
 
@@ -281,13 +280,14 @@ class Parser {
     if (!lex_.TryConsume('%')) return lex_.Expected("'%' and a value name");
     absl::string_view name = lex_.ReadValueName();
     if (name.empty()) return lex_.Expected("a value name");
-    auto found = values_.find(name);
-    if (found == values_.end()) {
+    // The graph's name table is the symbol table: every parsed value is
+    // named, and a value's block is its producer's block.
+    Value* v = graph_->findValue(name);
+    if (v == nullptr) {
       return Lexer::ErrorAt(at, absl::StrCat("cannot find a variable named '%", name, "'"));
     }
-    Value* v = found->second.value;
     // Visible: defined in this block or an enclosing one.
-    const Block* def = found->second.block;
+    const Block* def = v->node()->owningBlock();
     for (const Block* x = b; x != def;) {
       const Node* owner = x->owningNode();
       if (owner == nullptr) {
@@ -300,7 +300,7 @@ class Parser {
   }
 
   absl::Status Define(Value* v, absl::string_view name, const TextPosition& at) {
-    if (!values_.try_emplace(name, Definition{v, v->node()->owningBlock()}).second) {
+    if (graph_->findValue(name) != nullptr) {
       return Lexer::ErrorAt(at, absl::StrCat("redefinition of '%", name, "'"));
     }
     GraphInternals::SetNameUnchecked(v, name);
@@ -764,11 +764,6 @@ class Parser {
   // table gets the same names.
   // The defining block is kept here so that checking scope on each use does
   // not have to touch the producing node.
-  struct Definition {
-    Value* value;
-    const Block* block;
-  };
-  absl::flat_hash_map<absl::string_view, Definition> values_;
   std::vector<Value*> inputs_scratch_;
   std::vector<Attribute> attrs_scratch_;
 };
