@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstddef>
 #include <limits>
+#include <new>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -498,7 +500,58 @@ void Block::cloneFrom(const Block* src,
 
 // ---------------------------------------------------------------- Graph
 
-Graph::Graph() {
+namespace internal {
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KILN_SLOT_POOL_PASSTHROUGH 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KILN_SLOT_POOL_PASSTHROUGH 1
+#endif
+#endif
+
+SlotPool::SlotPool(size_t slot_size)
+    : slot_size_((std::max(slot_size, sizeof(void*)) + alignof(std::max_align_t) - 1) /
+                 alignof(std::max_align_t) * alignof(std::max_align_t)) {}
+
+SlotPool::~SlotPool() {
+  for (char* c : chunks_) ::operator delete(c);
+}
+
+void* SlotPool::Allocate() {
+#ifdef KILN_SLOT_POOL_PASSTHROUGH
+  return ::operator new(slot_size_);
+#else
+  if (free_list_ != nullptr) {
+    void* p = free_list_;
+    free_list_ = *static_cast<void**>(p);
+    return p;
+  }
+  if (cursor_ == end_) {
+    constexpr size_t kChunkBytes = 64 * 1024;
+    const size_t slots = std::max<size_t>(1, kChunkBytes / slot_size_);
+    chunks_.push_back(static_cast<char*>(::operator new(slots * slot_size_)));
+    cursor_ = chunks_.back();
+    end_ = cursor_ + slots * slot_size_;
+  }
+  void* p = cursor_;
+  cursor_ += slot_size_;
+  return p;
+#endif
+}
+
+void SlotPool::Free(void* p) {
+#ifdef KILN_SLOT_POOL_PASSTHROUGH
+  ::operator delete(p);
+#else
+  *static_cast<void**>(p) = free_list_;
+  free_list_ = p;
+#endif
+}
+
+}  // namespace internal
+
+Graph::Graph() : node_pool_(sizeof(Node)), value_pool_(sizeof(Value)) {
   block_ = allocBlock(nullptr);
   insert_before_ = block_->return_node();
 }
@@ -508,16 +561,20 @@ Graph::~Graph() {
   // every node is in all_nodes_. Use lists are not maintained here, so this
   // is linear and safe even for graphs that fail verification.
   for (Node* n : all_nodes_) {
-    for (Value* o : n->outputs_) delete o;
+    for (Value* o : n->outputs_) {
+      o->~Value();
+      value_pool_.Free(o);
+    }
     for (Block* b : n->blocks_) delete b;
-    delete n;
+    n->~Node();
+    node_pool_.Free(n);
   }
   delete block_;
 }
 
 Node* Graph::allocNode(Symbol kind) {
   ++num_nodes_;
-  Node* n = new Node(this, kind);
+  Node* n = new (node_pool_.Allocate()) Node(this, kind);
   n->all_index_ = all_nodes_.size();
   all_nodes_.push_back(n);
   return n;
@@ -579,7 +636,7 @@ void Graph::destroyBlockTree(Block* root) {
 }
 
 Value* Graph::allocValue(Node* node, size_t offset) {
-  Value* v = new Value(node, offset);
+  Value* v = new (value_pool_.Allocate()) Value(node, offset);
   v->unique_ = next_unique_++;
   return v;
 }
@@ -592,7 +649,8 @@ void Graph::freeNode(Node* n) {
   last->all_index_ = n->all_index_;
   all_nodes_[n->all_index_] = last;
   all_nodes_.pop_back();
-  delete n;
+  n->~Node();
+  node_pool_.Free(n);
 }
 
 void Graph::freeValue(Value* v) {
@@ -600,7 +658,8 @@ void Graph::freeValue(Value* v) {
     auto it = unique_names_.find(v->name_);
     if (it != unique_names_.end() && it->second == v) unique_names_.erase(it);
   }
-  delete v;
+  v->~Value();
+  value_pool_.Free(v);
 }
 
 void Graph::freeBlock(Block* b) { delete b; }

@@ -320,6 +320,32 @@ class Block {
   Node* return_;
 };
 
+namespace internal {
+
+// Fixed-size object slots carved from 64 KiB chunks, with a free list. Nodes
+// and values are allocated here: a graph of a million nodes would otherwise
+// make millions of small malloc calls and scatter related objects in memory.
+// Under AddressSanitizer every slot is a separate heap block instead, so that
+// use-after-free is still caught.
+class SlotPool {
+ public:
+  explicit SlotPool(size_t slot_size);
+  ~SlotPool();
+  SlotPool(const SlotPool&) = delete;
+  SlotPool& operator=(const SlotPool&) = delete;
+  void* Allocate();
+  void Free(void* p);
+
+ private:
+  size_t slot_size_;
+  std::vector<char*> chunks_;
+  char* cursor_ = nullptr;
+  char* end_ = nullptr;
+  void* free_list_ = nullptr;
+};
+
+}  // namespace internal
+
 class Graph {
  public:
   Graph();
@@ -385,6 +411,8 @@ class Graph {
   // and the Block itself, dropping the uses its nodes make of outer values.
   void destroyBlockTree(Block* b);
 
+  internal::SlotPool node_pool_;
+  internal::SlotPool value_pool_;
   Block* block_;
   Node* insert_before_;
   size_t next_unique_ = 0;
