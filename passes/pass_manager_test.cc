@@ -141,6 +141,23 @@ TEST(Pipeline, VerifierFailureNamesThePass) {
               StartsWith("the input graph is invalid (before any pass): node 3"));
 }
 
+TEST(Pipeline, VerifyOnlyInputAndResult) {
+  PassRegistry r = MakeTestRegistry();
+  PipelineOptions options = TestOptions();
+  options.verify_each_pass = false;
+  auto g = MakeSmallGraph();
+  absl::StatusOr<bool> changed =
+      MustCreate("add_marker,make_invalid,noop", r, options)->Run(*g);
+  ASSERT_FALSE(changed.ok());
+  EXPECT_THAT(std::string(changed.status().message()),
+              StartsWith("the pipeline produced an invalid graph (rerun with verification "
+                         "after each pass to find the pass): node 3"));
+  // The input is still checked before any pass runs.
+  changed = MustCreate("noop", r, options)->Run(*g);
+  EXPECT_THAT(std::string(changed.status().message()),
+              StartsWith("the input graph is invalid (before any pass)"));
+}
+
 TEST(Pipeline, PassErrorsNameThePass) {
   PassRegistry r = MakeTestRegistry();
   auto g = MakeSmallGraph();

@@ -144,6 +144,15 @@ class Runner {
     absl::StatusOr<bool> changed = RunList(steps, graph);
     crash_scope_ = nullptr;
     if (stopped_) stats_.stopped_after = options_.stop_after;
+    if (changed.ok() && *changed && options_.verifier && !options_.verify_each_pass) {
+      absl::Status s = options_.verifier(graph);
+      if (!s.ok()) {
+        return absl::Status(s.code(), absl::StrCat("the pipeline produced an invalid graph "
+                                                   "(rerun with verification after each pass "
+                                                   "to find the pass): ",
+                                                   s.message()));
+      }
+    }
     return changed;
   }
 
@@ -280,7 +289,7 @@ class Runner {
     }
     if (!changed) return false;
 
-    if (options_.verifier) {
+    if (options_.verifier && options_.verify_each_pass) {
       absl::Status s = options_.verifier(graph);
       if (!s.ok()) {
         return Fail(s,

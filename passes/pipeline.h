@@ -74,6 +74,10 @@ struct PipelineOptions {
   // Run after every pass that changed the graph (and on the input, so an
   // invalid input is not blamed on the first pass). Empty: no verification.
   GraphVerifier verifier = DefaultGraphVerifier();
+  // With a verifier: true runs it after every pass that changed the graph;
+  // false only on the input and on the final graph (a failure then names no
+  // pass). The input is always checked, so passes never see invalid IR.
+  bool verify_each_pass = true;
 
   // Pass names or aliases to skip. Unknown names are an error.
   std::vector<std::string> disabled_passes;
