@@ -1,0 +1,156 @@
+#include "runtime/tensor_ops.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/promotion.h"
+#include "support/tensor.h"
+
+namespace kiln::runtime {
+namespace {
+
+Tensor Arange(int64_t n, std::vector<int64_t> sizes, DType dtype = DType::kInt64) {
+  Tensor t = Tensor::Empty(dtype, std::move(sizes));
+  for (int64_t i = 0; i < n; ++i) EXPECT_TRUE(SetInt(t, i, i).ok());
+  return t;
+}
+
+std::vector<int64_t> Values(const Tensor& t) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.GetInt(i));
+  return v;
+}
+
+TEST(TensorOpsTest, TransposeIsAView) {
+  Tensor t = Arange(6, {2, 3});
+  auto tt = Transpose(t, 0, 1);
+  ASSERT_TRUE(tt.ok());
+  EXPECT_EQ(tt->sizes(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(tt->strides(), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(tt->storage(), t.storage());
+  EXPECT_EQ(Values(*tt), (std::vector<int64_t>{0, 3, 1, 4, 2, 5}));
+  EXPECT_FALSE(Transpose(t, 0, 2).ok());
+}
+
+TEST(TensorOpsTest, PermuteAndErrors) {
+  Tensor t = Arange(24, {2, 3, 4});
+  auto p = Permute(t, {2, 0, 1});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->sizes(), (std::vector<int64_t>{4, 2, 3}));
+  EXPECT_EQ(p->GetInt(1), 4);  // [0,0,1] -> t[0,1,0]
+  EXPECT_FALSE(Permute(t, {0, 0, 1}).ok());
+  EXPECT_FALSE(Permute(t, {0, 1}).ok());
+}
+
+TEST(TensorOpsTest, SliceWithStepAndNegativeBounds) {
+  Tensor t = Arange(10, {10});
+  auto s = Slice(t, 0, 1, 8, 3);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(Values(*s), (std::vector<int64_t>{1, 4, 7}));
+  auto tail = Slice(t, 0, -3, 100);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(Values(*tail), (std::vector<int64_t>{7, 8, 9}));
+  EXPECT_FALSE(Slice(t, 0, 0, 5, 0).ok());
+}
+
+TEST(TensorOpsTest, ExpandAndBroadcast) {
+  Tensor t = Arange(3, {3, 1});
+  auto e = Expand(t, {2, 3, 2});
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->strides(), (std::vector<int64_t>{0, 1, 0}));
+  EXPECT_EQ(Values(*e), (std::vector<int64_t>{0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2, 2}));
+  EXPECT_FALSE(Expand(t, {4, 2}).ok());
+  auto b = BroadcastShapes({2, 1, 4}, {3, 1});
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(*b, (std::vector<int64_t>{2, 3, 4}));
+  auto bad = BroadcastShapes({2, 3}, {4});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("[2, 3] and [4]"), absl::string_view::npos);
+}
+
+TEST(TensorOpsTest, ReshapeViewsWhenPossibleElseCopies) {
+  Tensor t = Arange(6, {2, 3});
+  auto r = Reshape(t, {3, -1});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->sizes(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(r->storage(), t.storage());
+  auto tt = Transpose(t, 0, 1);
+  ASSERT_TRUE(tt.ok());
+  auto flat = Reshape(*tt, {6});
+  ASSERT_TRUE(flat.ok());
+  EXPECT_NE(flat->storage(), t.storage());
+  EXPECT_EQ(Values(*flat), (std::vector<int64_t>{0, 3, 1, 4, 2, 5}));
+  EXPECT_FALSE(Reshape(t, {4, -1}).ok());
+  EXPECT_FALSE(Reshape(t, {-1, -1}).ok());
+}
+
+TEST(TensorOpsTest, SqueezeUnsqueeze) {
+  Tensor t = Arange(3, {1, 3, 1});
+  EXPECT_EQ(Squeeze(t).sizes(), (std::vector<int64_t>{3}));
+  auto s = Squeeze(t, -1);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->sizes(), (std::vector<int64_t>{1, 3}));
+  auto u = Unsqueeze(*s, 2);
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->sizes(), (std::vector<int64_t>{1, 3, 1}));
+  EXPECT_FALSE(Unsqueeze(*s, 3).ok());
+}
+
+TEST(TensorOpsTest, AsStridedChecksBounds) {
+  Tensor t = Arange(6, {6});
+  auto v = AsStrided(t, {2, 2}, {3, 1}, 1);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(Values(*v), (std::vector<int64_t>{1, 2, 4, 5}));
+  EXPECT_FALSE(AsStrided(t, {2, 2}, {3, 1}, 2).ok());
+}
+
+TEST(TensorOpsTest, CastSaturatesAndHandlesNan) {
+  Tensor f = Tensor::Empty(DType::kFloat32, {3});
+  ASSERT_TRUE(SetDouble(f, 0, 2.7).ok());
+  ASSERT_TRUE(SetDouble(f, 1, -1e30).ok());
+  ASSERT_TRUE(SetDouble(f, 2, NAN).ok());
+  auto i = CastTo(f, DType::kInt64);
+  ASSERT_TRUE(i.ok());
+  EXPECT_EQ(i->GetInt(0), 2);
+  EXPECT_EQ(i->GetInt(1), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(i->GetInt(2), 0);
+  EXPECT_EQ(CastTo(f, DType::kFloat16).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(PromotionTest, PromoteDTypes) {
+  EXPECT_EQ(PromoteDTypes(DType::kUInt8, DType::kInt8), DType::kInt16);
+  EXPECT_EQ(PromoteDTypes(DType::kInt32, DType::kInt64), DType::kInt64);
+  EXPECT_EQ(PromoteDTypes(DType::kBool, DType::kInt8), DType::kInt8);
+  EXPECT_EQ(PromoteDTypes(DType::kInt64, DType::kFloat16), DType::kFloat16);
+  EXPECT_EQ(PromoteDTypes(DType::kFloat16, DType::kBFloat16), DType::kFloat32);
+  EXPECT_EQ(PromoteDTypes(DType::kFloat32, DType::kComplex64), DType::kComplex64);
+  EXPECT_EQ(PromoteDTypes(DType::kFloat64, DType::kComplex64), std::nullopt);
+}
+
+TEST(PromotionTest, ResultTypeClasses) {
+  using C = OperandClass;
+  auto rt = [](std::vector<DTypeOperand> ops) { return *ResultType(ops); };
+  // int tensor + float scalar -> default float.
+  EXPECT_EQ(rt({{DType::kInt64, C::kDimensioned}, {DType::kFloat64, C::kScalar}}),
+            DType::kFloat32);
+  // float16 tensor + float scalar stays float16.
+  EXPECT_EQ(rt({{DType::kFloat16, C::kDimensioned}, {DType::kFloat64, C::kScalar}}),
+            DType::kFloat16);
+  // int32 tensor + int64 0-dim tensor stays int32 (same category).
+  EXPECT_EQ(rt({{DType::kInt32, C::kDimensioned}, {DType::kInt64, C::kZeroDim}}),
+            DType::kInt32);
+  // int32 tensor + float64 0-dim -> default float? No: the 0-dim dtype, float64.
+  EXPECT_EQ(rt({{DType::kInt32, C::kDimensioned}, {DType::kFloat64, C::kZeroDim}}),
+            DType::kFloat64);
+  // float32 tensor + float64 0-dim stays float32.
+  EXPECT_EQ(rt({{DType::kFloat32, C::kDimensioned}, {DType::kFloat64, C::kZeroDim}}),
+            DType::kFloat32);
+  // bool tensor + int scalar -> int64.
+  EXPECT_EQ(rt({{DType::kBool, C::kDimensioned}, {DType::kInt64, C::kScalar}}), DType::kInt64);
+  // Two 0-dim tensors combine normally.
+  EXPECT_EQ(rt({{DType::kInt32, C::kZeroDim}, {DType::kFloat64, C::kZeroDim}}), DType::kFloat64);
+  EXPECT_FALSE(ResultType({}).ok());
+}
+
+}  // namespace
+}  // namespace kiln::runtime
