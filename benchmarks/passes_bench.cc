@@ -13,25 +13,21 @@
 // (iterations = N / graph size, at least 3); --pipeline_stats prints each
 // pipeline's per-pass statistics table (last iteration) to stderr.
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "benchmark/benchmark.h"
-#include "benchmarks/synth_graph.h"
+#include "benchmarks/bench_inputs.h"
 #include "ir/ir.h"
 #include "ir/text_parser.h"
 #include "passes/all_passes.h"
@@ -42,39 +38,27 @@
 namespace kiln::bench {
 namespace {
 
-struct Input {
-  std::string name;
-  std::function<std::string()> make_text;
-
-  std::unique_ptr<ir::Graph> graph;  // parsed once; every iteration copies it
+// One input's parsed graph: parsed once, every iteration copies it.
+struct Prepared {
+  size_t index = SIZE_MAX;
+  std::unique_ptr<ir::Graph> graph;
   double num_nodes = 0;
 };
-
-std::vector<Input>& Inputs() {
-  static auto* inputs = new std::vector<Input>();
-  return *inputs;
-}
 
 double g_work_nodes = 2e6;
 bool g_pipeline_stats = false;
 
-[[noreturn]] void Die(absl::string_view what, const absl::Status& status) {
-  std::fprintf(stderr, "passes_bench: %.*s: %s\n", static_cast<int>(what.size()), what.data(),
-               std::string(status.message()).c_str());
-  std::exit(1);
-}
-
-// The input with its graph parsed; other inputs released, so at most one
-// large graph (plus the copy being optimized) is alive at a time.
-Input& Prepare(size_t index) {
-  std::vector<Input>& inputs = Inputs();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (i != index) inputs[i].graph.reset();
-  }
-  Input& input = inputs[index];
-  if (input.graph == nullptr) {
-    absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(input.make_text());
-    if (!graph.ok()) Die(absl::StrCat("parsing ", input.name), graph.status());
+// Inputs()[index] with its graph parsed; the previous input released, so at
+// most one large graph (plus the copy being optimized) is alive at a time.
+Prepared& Prepare(size_t index) {
+  static auto* prepared = new Prepared();
+  Prepared& input = *prepared;
+  if (input.index != index || input.graph == nullptr) {
+    input = Prepared();  // frees the previous graph before parsing this one
+    input.index = index;
+    const Input& source = Inputs()[index];
+    absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(source.make_text());
+    if (!graph.ok()) Die(absl::StrCat("parsing ", source.name), graph.status());
     input.graph = std::move(graph).value();
     input.num_nodes = static_cast<double>(input.graph->numNodes());
   }
@@ -86,7 +70,7 @@ Input& Prepare(size_t index) {
 // "120ns"), nodes_before and nodes_after.
 void RunOnCopies(benchmark::State& state, size_t index,
                  const std::function<void(ir::Graph&)>& optimize) {
-  Input& input = Prepare(index);
+  Prepared& input = Prepare(index);
   size_t nodes_after = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -142,61 +126,6 @@ void BM_Pipeline(benchmark::State& state, std::string pipeline_text, bool verify
   }
 }
 
-std::string ReadFileOrDie(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream contents;
-  contents << in.rdbuf();
-  if (!in) Die(path, absl::NotFoundError("cannot read the file"));
-  return contents.str();
-}
-
-// "1e4"-style names for round sizes, the number otherwise.
-std::string SizeName(int64_t n) {
-  int exponent = 0;
-  int64_t m = n;
-  while (m >= 10 && m % 10 == 0) {
-    m /= 10;
-    ++exponent;
-  }
-  return m == 1 && exponent > 0 ? absl::StrCat("1e", exponent) : absl::StrCat(n);
-}
-
-void AddSyntheticInputs(const std::vector<int64_t>& sizes) {
-  for (int64_t n : sizes) {
-    Input input;
-    input.name = absl::StrCat("synth_", SizeName(n));
-    input.make_text = [n] { return SynthGraphText(n, /*seed=*/0); };
-    input.num_nodes = static_cast<double>(n);  // estimate until parsed
-    Inputs().push_back(std::move(input));
-  }
-}
-
-void AddFileInputs(const std::string& dir) {
-  std::filesystem::path root = dir;
-  const char* base = std::getenv("BUILD_WORKING_DIRECTORY");  // set by `bazel run`
-  if (root.is_relative() && base != nullptr) root = std::filesystem::path(base) / root;
-  std::vector<std::filesystem::path> files;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(root, error)) {
-    if (entry.path().extension() == ".txt") files.push_back(entry.path());
-  }
-  if (error) Die(root.string(), absl::NotFoundError(error.message()));
-  if (files.empty()) Die(root.string(), absl::NotFoundError("no *.txt graph files"));
-  std::sort(files.begin(), files.end());
-  for (const std::filesystem::path& file : files) {
-    Input input;
-    input.name = file.stem().string();
-    const std::string path = file.string();
-    input.make_text = [path] { return ReadFileOrDie(path); };
-    // Iteration counts are fixed when registering: estimate the node count
-    // from the file size (~50 bytes per node in the synthetic text).
-    std::error_code size_error;
-    const auto bytes = std::filesystem::file_size(file, size_error);
-    input.num_nodes = size_error ? 1e5 : std::max(1.0, static_cast<double>(bytes) / 50);
-    Inputs().push_back(std::move(input));
-  }
-}
-
 // PyTorch's `pipeline` in BASELINE.md: each pass once, in this order.
 constexpr char kTorchOrder[] =
     "constant_propagation,peephole,common_subexpression_elimination,constant_pooling,"
@@ -210,7 +139,7 @@ void RegisterAll() {
     // Enough iterations for a stable figure without copying a 1e6-node graph
     // dozens of times (the copies are untimed but not free).
     const auto iterations = static_cast<benchmark::IterationCount>(
-        std::clamp(g_work_nodes / input.num_nodes, 3.0, 1000.0));
+        std::clamp(g_work_nodes / input.estimated_nodes, 3.0, 1000.0));
     auto add = [&](const std::string& name, auto fn) {
       benchmark::RegisterBenchmark(name.c_str(), fn)
           ->Unit(benchmark::kMillisecond)
@@ -240,42 +169,28 @@ void RegisterAll() {
 
 int main(int argc, char** argv) {
   kiln::KeepFreedMemoryInProcess();
+  kiln::bench::SetProgramName("passes_bench");
   // Our flags first: benchmark::Initialize rejects flags it does not know.
-  std::vector<char*> benchmark_args;
-  std::string graph_dir;
-  std::vector<int64_t> sizes = {10000, 100000, 1000000};
+  std::vector<char*> other_args;
   for (int i = 0; i < argc; ++i) {
     const absl::string_view arg = argv[i];
-    if (absl::StartsWith(arg, "--graph_dir=")) {
-      graph_dir = std::string(arg.substr(12));
-    } else if (absl::StartsWith(arg, "--synth_sizes=") || absl::StartsWith(arg, "--work_nodes=")) {
-      const bool is_sizes = absl::StartsWith(arg, "--synth_sizes=");
-      if (is_sizes) sizes.clear();
-      for (absl::string_view part :
-           absl::StrSplit(arg.substr(arg.find('=') + 1), ',', absl::SkipEmpty())) {
-        double n = 0;  // accepts "1e5"
-        if (!absl::SimpleAtod(part, &n) || n < 1) {
-          std::fprintf(stderr, "passes_bench: bad number '%.*s' in %s\n",
-                       static_cast<int>(part.size()), part.data(), argv[i]);
-          return 1;
-        }
-        if (is_sizes) {
-          sizes.push_back(static_cast<int64_t>(n));
-        } else {
-          kiln::bench::g_work_nodes = n;
-        }
-      }
+    if (absl::StartsWith(arg, "--work_nodes=")) {
+      std::vector<double> work_nodes;
+      if (!kiln::bench::ParseNumberList(arg.substr(13), argv[i], &work_nodes)) return 1;
+      if (!work_nodes.empty()) kiln::bench::g_work_nodes = work_nodes.back();
     } else if (arg == "--pipeline_stats") {
       kiln::bench::g_pipeline_stats = true;
     } else {
-      benchmark_args.push_back(argv[i]);
+      other_args.push_back(argv[i]);
     }
   }
-  if (graph_dir.empty()) {
-    kiln::bench::AddSyntheticInputs(sizes);
-  } else {
-    kiln::bench::AddFileInputs(graph_dir);
+  std::vector<char*> benchmark_args;
+  kiln::bench::InputFlags input_flags;
+  if (!kiln::bench::ParseInputFlags(static_cast<int>(other_args.size()), other_args.data(),
+                                    &input_flags, &benchmark_args)) {
+    return 1;
   }
+  kiln::bench::AddInputs(input_flags);
   kiln::bench::RegisterAll();
 
   int benchmark_argc = static_cast<int>(benchmark_args.size());
