@@ -6,9 +6,11 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/verifier.h"
 #include "passes/alias_sets.h"
 #include "passes/node_equality.h"
 #include "passes/op_info_cache.h"
+#include "passes/pass_log.h"
 
 namespace kiln::passes {
 namespace {
@@ -119,6 +121,8 @@ class CommonSubexpressionEliminator {
       for (size_t i = 0; i < existing->outputs().size(); ++i) {
         alias_.Merge(e.node->output(i), existing->output(i));
       }
+      KILN_LOG_UPDATE("common_subexpression_elimination", "replaced ",
+                      ir::DescribeNode(*e.node), " by ", ir::DescribeNode(*existing));
       e.node->replaceAllUsesWith(existing);
       e.node->destroy();
       ++merged_;

@@ -5,8 +5,10 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/verifier.h"
 #include "passes/alias_sets.h"
 #include "passes/op_info_cache.h"
+#include "passes/pass_log.h"
 
 namespace kiln::passes {
 namespace {
@@ -184,12 +186,15 @@ class DeadCodeEliminator {
       size_t count = 1;
       for (const Block* sub : n->blocks()) count += ir::CountNodes(sub);
       nodes_removed_ += static_cast<int64_t>(count);
+      KILN_LOG_UPDATE("dead_code_elimination", "removed ", ir::DescribeNode(*n));
       n->destroy();
       return;
     }
     if (IsWellFormedIf(*n)) {
       for (size_t i = n->outputs().size(); i-- > 0;) {
         if (IsLive(n->output(i)) || n->output(i)->hasUses()) continue;
+        KILN_LOG_UPDATE("dead_code_elimination", "removed unused output ", i, " of ",
+                        ir::DescribeNode(*n));
         for (Block* b : n->blocks()) b->eraseOutput(i);
         n->eraseOutput(i);
         ++outputs_removed_;

@@ -1,6 +1,10 @@
 #include "passes/dce.h"
 
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
+#include "passes/pass_log.h"
 #include "passes/pass_registry.h"
 #include "passes/pass_test_util.h"
 
@@ -41,6 +45,20 @@ TEST(Dce, RemovesDeadChainInOneRun) {
   return (%y)
 )IR"));
   EXPECT_EQ(out.stats.Get("nodes_removed"), 3);
+}
+
+TEST(Dce, LogsRemovalsAtUpdateLevel) {
+  std::vector<std::string> lines;
+  SetLogSink([&](absl::string_view line) { lines.emplace_back(line); });
+  ASSERT_TRUE(SetLogLevels(">dead_code_elimination").ok());
+  Dce(R"IR(graph(%x : Tensor):
+  %a : Tensor = aten::relu(%x)
+  return (%x)
+)IR");
+  ASSERT_TRUE(SetLogLevels("").ok());
+  SetLogSink(nullptr);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("removed %a : Tensor = aten::relu(%x)"), std::string::npos) << lines[0];
 }
 
 TEST(Dce, NoChangeReturnsFalse) {
