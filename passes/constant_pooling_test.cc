@@ -7,23 +7,15 @@
 namespace kiln::passes {
 namespace {
 
+using testing::ExpectRewrite;
 using testing::Normalize;
 using testing::PassOutcome;
-using testing::RunPassOnText;
+using testing::RunPassExpectOk;
 
-PassOutcome Pool(absl::string_view text) {
-  PassOutcome out = RunPassOnText(PoolConstants, text);
-  EXPECT_TRUE(out.ok) << out.error;
-  return out;
-}
+PassOutcome Pool(absl::string_view text) { return RunPassExpectOk(PoolConstants, text); }
 
 void ExpectPool(absl::string_view input, absl::string_view expected) {
-  PassOutcome out = Pool(input);
-  EXPECT_EQ(out.printed, Normalize(expected));
-  EXPECT_EQ(out.changed, Normalize(input) != Normalize(expected));
-  PassOutcome again = Pool(out.printed);
-  EXPECT_FALSE(again.changed) << again.printed;
-  EXPECT_EQ(again.printed, out.printed);
+  ExpectRewrite(PoolConstants, input, expected);
 }
 
 TEST(ConstantPooling, MergesAndHoistsIncludingSubBlocks) {

@@ -7,22 +7,17 @@
 namespace kiln::passes {
 namespace {
 
+using testing::ExpectRewrite;
 using testing::Normalize;
 using testing::PassOutcome;
-using testing::RunPassOnText;
+using testing::RunPassExpectOk;
 
 PassOutcome Cse(absl::string_view text) {
-  PassOutcome out = RunPassOnText(EliminateCommonSubexpressions, text);
-  EXPECT_TRUE(out.ok) << out.error;
-  return out;
+  return RunPassExpectOk(EliminateCommonSubexpressions, text);
 }
 
 void ExpectCse(absl::string_view input, absl::string_view expected) {
-  PassOutcome out = Cse(input);
-  EXPECT_EQ(out.printed, Normalize(expected));
-  EXPECT_EQ(out.changed, Normalize(input) != Normalize(expected));
-  PassOutcome again = Cse(out.printed);
-  EXPECT_FALSE(again.changed) << again.printed;
+  ExpectRewrite(EliminateCommonSubexpressions, input, expected);
 }
 
 void ExpectUnchanged(absl::string_view input) {

@@ -11,24 +11,15 @@
 namespace kiln::passes {
 namespace {
 
+using testing::ExpectRewrite;
 using testing::Normalize;
 using testing::PassOutcome;
-using testing::RunPassOnText;
+using testing::RunPassExpectOk;
 
-PassOutcome Dce(absl::string_view text) {
-  PassOutcome out = RunPassOnText(EliminateDeadCode, text);
-  EXPECT_TRUE(out.ok) << out.error;
-  return out;
-}
+PassOutcome Dce(absl::string_view text) { return RunPassExpectOk(EliminateDeadCode, text); }
 
-// Runs DCE, expects `expected`, and expects a second run to change nothing.
 void ExpectDce(absl::string_view input, absl::string_view expected) {
-  PassOutcome out = Dce(input);
-  EXPECT_EQ(out.printed, Normalize(expected));
-  EXPECT_EQ(out.changed, Normalize(input) != Normalize(expected));
-  PassOutcome again = Dce(out.printed);
-  EXPECT_FALSE(again.changed) << again.printed;
-  EXPECT_EQ(again.printed, out.printed);
+  ExpectRewrite(EliminateDeadCode, input, expected);
 }
 
 TEST(Dce, RemovesDeadChainInOneRun) {

@@ -1,6 +1,7 @@
 #include "passes/pass_test_util.h"
 
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "ir/text_parser.h"
 #include "ir/text_printer.h"
 #include "ir/verifier.h"
@@ -42,6 +43,22 @@ std::string Normalize(absl::string_view text) {
   auto graph = ir::ParseGraph(text);
   if (!graph.ok()) return absl::StrCat("<parse error: ", graph.status().message(), ">");
   return ir::PrintGraph(**graph);
+}
+
+PassOutcome RunPassExpectOk(const PassFunction& pass, absl::string_view text) {
+  PassOutcome out = RunPassOnText(pass, text);
+  EXPECT_TRUE(out.ok) << out.error;
+  return out;
+}
+
+void ExpectRewrite(const PassFunction& pass, absl::string_view input,
+                   absl::string_view expected) {
+  PassOutcome out = RunPassExpectOk(pass, input);
+  EXPECT_EQ(out.printed, Normalize(expected));
+  EXPECT_EQ(out.changed, Normalize(input) != Normalize(expected));
+  PassOutcome again = RunPassExpectOk(pass, out.printed);
+  EXPECT_FALSE(again.changed) << again.printed;
+  EXPECT_EQ(again.printed, out.printed);
 }
 
 }  // namespace kiln::passes::testing

@@ -26,6 +26,14 @@ PassOutcome RunPassOnText(const PassFunction& pass, absl::string_view text);
 // Parse + print, so that expected text compares byte-for-byte.
 std::string Normalize(absl::string_view text);
 
+// RunPassOnText, adding a test failure unless the outcome is ok.
+PassOutcome RunPassExpectOk(const PassFunction& pass, absl::string_view text);
+
+// Expects `pass` to turn `input` into `expected`, to report a change exactly
+// when they differ, and to change nothing when run again on its output.
+void ExpectRewrite(const PassFunction& pass, absl::string_view input,
+                   absl::string_view expected);
+
 }  // namespace kiln::passes::testing
 
 #endif  // KILN_PASSES_PASS_TEST_UTIL_H_
