@@ -54,6 +54,25 @@ warn manual_seed save
 Int Float Bool ScalarImplicit IntImplicit FloatImplicit len __getitem__ append
 list str format item tensor scalar_tensor __range_length __derive_index
 _set_item _unwrap_optional
+tril triu tile roll einsum det linalg_det pixel_shuffle pixel_unshuffle
+grid_sampler scatter_reduce index_put index_put_ take_along_dim unique_dim
+_unique2 unique_consecutive argsort asinh acosh atanh erfinv cummax cummin
+nll_loss nll_loss_nd nll_loss2d cross_entropy_loss embedding eye hardshrink
+softshrink reflection_pad1d reflection_pad2d reflection_pad3d replication_pad1d
+replication_pad2d replication_pad3d bitwise_left_shift bitwise_right_shift
+__lshift__ __rshift__ max_unpool2d max_unpool3d upsample_nearest1d
+upsample_nearest3d upsample_linear1d upsample_trilinear3d upsample_bicubic2d
+_upsample_nearest_exact1d _upsample_nearest_exact2d _upsample_nearest_exact3d
+masked_select index_fill diag diagonal outer addcmul addcdiv mv heaviside
+isclose var_mean std_mean count_nonzero logcumsumexp new_zeros new_ones new_full
+new_empty fill logit lerp movedim swapaxes hstack vstack split_copy
+max_pool1d_with_indices max_pool3d_with_indices adaptive_max_pool3d
+native_layer_norm native_batch_norm native_group_norm im2col col2im
+unfold frobenius_norm linalg_vector_norm linalg_norm hann_window hamming_window
+blackman_window stft fft_fft fft_rfft fft_ifft view_as_real view_as_complex
+log_softmax softmin pairwise_distance cosine_similarity quantize_per_tensor
+local_response_norm lp_pool1d lp_pool2d logaddexp special_expit expand_copy
+sgn angle bucketize searchsorted histc kthvalue median mode quantile
 """
 
 PRIM_OPS = """

@@ -9,9 +9,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "ir/op_traits.h"
-#include "passes/constants.h"
+#include "ir/constants.h"
 #include "passes/pass_log.h"
-#include "passes/scalar_eval.h"
+#include "ir/scalar_eval.h"
 #include "support/status.h"
 
 namespace kiln::passes {
@@ -298,7 +298,7 @@ class ConstantPropagator {
     if (kind == ir::sym::kTupleConstruct) {
       return absl::FailedPreconditionError("tuple constants have no attribute form");
     }
-    absl::StatusOr<std::vector<IValue>> scalar = EvaluateScalarOp(kind, inputs);
+    absl::StatusOr<std::vector<IValue>> scalar = ir::EvaluateScalarOp(kind, inputs);
     if (!absl::IsUnimplemented(scalar.status())) return scalar;
     return RunKernel(n, inputs);
   }

@@ -2,7 +2,7 @@
 // PyTorch's ConstantPropagation:
 //  * a node whose inputs are all constants is evaluated and its outputs
 //    become prim::Constant nodes: scalar/str/list ops by a built-in
-//    evaluator (passes/scalar_eval.h), List/Tuple construct/unpack/index
+//    evaluator (ir/scalar_eval.h), List/Tuple construct/unpack/index
 //    structurally, everything else through the op registry's `kernel` slot
 //    (filled by the runtime) when the operator has one;
 //  * prim::If with a constant condition is replaced by its taken block;

@@ -13,7 +13,7 @@
 #include "ir/text_parser.h"
 #include "ir/text_printer.h"
 #include "ir/verifier.h"
-#include "passes/constants.h"
+#include "ir/constants.h"
 #include "passes/pass_log.h"
 #include "passes/pass_registry.h"
 #include "support/tensor.h"

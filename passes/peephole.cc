@@ -7,7 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "passes/constants.h"
+#include "ir/constants.h"
 #include "passes/pass_log.h"
 
 namespace kiln::passes {

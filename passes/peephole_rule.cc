@@ -1,6 +1,6 @@
 #include "passes/peephole_rule.h"
 
-#include "passes/constants.h"
+#include "ir/constants.h"
 
 namespace kiln::passes {
 

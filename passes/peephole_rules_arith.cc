@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "ir/ir.h"
-#include "passes/constants.h"
+#include "ir/constants.h"
 #include "passes/peephole_rule.h"
 
 namespace kiln::passes {

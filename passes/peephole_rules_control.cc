@@ -6,7 +6,7 @@
 #include <cstddef>
 
 #include "ir/ir.h"
-#include "passes/constants.h"
+#include "ir/constants.h"
 #include "passes/peephole_rule.h"
 
 namespace kiln::passes {

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "ir/ir.h"
-#include "passes/constants.h"
+#include "ir/constants.h"
 #include "passes/peephole_rule.h"
 
 namespace kiln::passes {

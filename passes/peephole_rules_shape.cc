@@ -12,7 +12,7 @@
 
 #include "ir/ir.h"
 #include "ir/op_registry.h"
-#include "passes/constants.h"
+#include "ir/constants.h"
 #include "passes/peephole_rule.h"
 
 namespace kiln::passes {

@@ -9,7 +9,7 @@
 #include "ir/op_registry.h"
 #include "ir/text_parser.h"
 #include "passes/constant_propagation.h"
-#include "passes/constants.h"
+#include "ir/constants.h"
 #include "passes/pass.h"
 #include "runtime/register_kernels.h"
 #include "support/tensor.h"
@@ -31,7 +31,7 @@ std::optional<ir::IValue> FoldAndGetOutput(absl::string_view text, bool* changed
   const ir::Value* y = (*g)->findValue("y");
   EXPECT_NE(y, nullptr);
   if (y == nullptr) return std::nullopt;
-  return passes::ConstantValue(y->node()->inputs()[1]);
+  return ir::ConstantValue(y->node()->inputs()[1]);
 }
 
 TEST(ConstPropTensorFoldingTest, FoldsAddThenRelu) {

@@ -9,8 +9,8 @@
 // True as `prim::Constant[value=1]`), a `s` attribute is a Device when the
 // output is `Device`, an `is` attribute is a bool list when the output is
 // `bool[]`, and a constant without `value` is None.
-#ifndef KILN_PASSES_CONSTANTS_H_
-#define KILN_PASSES_CONSTANTS_H_
+#ifndef KILN_IR_CONSTANTS_H_
+#define KILN_IR_CONSTANTS_H_
 
 #include <optional>
 
@@ -19,7 +19,7 @@
 #include "ir/ivalue.h"
 #include "ir/op_registry.h"
 
-namespace kiln::passes {
+namespace kiln::ir {
 
 // The value is the output of a prim::Constant node.
 bool IsConstant(const ir::Value* v);
@@ -56,6 +56,6 @@ bool DestroyIfUnusedConstant(ir::Value* v);
 // or forwarding the elements of a ListConstruct.
 bool IsNeverMutated(const ir::Value* v, const ir::OpRegistry& ops = ir::BuiltinOps());
 
-}  // namespace kiln::passes
+}  // namespace kiln::ir
 
-#endif  // KILN_PASSES_CONSTANTS_H_
+#endif  // KILN_IR_CONSTANTS_H_

@@ -1,4 +1,4 @@
-#include "passes/constants.h"
+#include "ir/constants.h"
 
 #include <string>
 #include <utility>
@@ -8,13 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
-namespace kiln::passes {
+namespace kiln::ir {
 namespace {
 
-using ir::IValue;
-using ir::Type;
-using ir::TypeKind;
-using ir::TypePtr;
 
 // "cpu", "cuda", "cuda:1". Anything else is not a device.
 std::optional<ir::Device> ParseDevice(absl::string_view s) {
@@ -314,4 +310,4 @@ bool IsNeverMutated(const ir::Value* v, const ir::OpRegistry& ops) {
   return true;
 }
 
-}  // namespace kiln::passes
+}  // namespace kiln::ir

@@ -5,8 +5,8 @@
 // Every op handled here is pure and deterministic by construction; ops that
 // would raise at run time (division by zero, index out of range, int
 // overflow) are not folded, so the error still happens where it did.
-#ifndef KILN_PASSES_SCALAR_EVAL_H_
-#define KILN_PASSES_SCALAR_EVAL_H_
+#ifndef KILN_IR_SCALAR_EVAL_H_
+#define KILN_IR_SCALAR_EVAL_H_
 
 #include <vector>
 
@@ -15,7 +15,7 @@
 #include "ir/ivalue.h"
 #include "ir/symbol.h"
 
-namespace kiln::passes {
+namespace kiln::ir {
 
 // Evaluates `kind` on `inputs`. UnimplementedError when this evaluator does
 // not know the op or these input kinds (the caller may try the op's
@@ -24,6 +24,6 @@ namespace kiln::passes {
 absl::StatusOr<std::vector<ir::IValue>> EvaluateScalarOp(ir::Symbol kind,
                                                          absl::Span<const ir::IValue> inputs);
 
-}  // namespace kiln::passes
+}  // namespace kiln::ir
 
-#endif  // KILN_PASSES_SCALAR_EVAL_H_
+#endif  // KILN_IR_SCALAR_EVAL_H_

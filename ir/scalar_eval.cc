@@ -1,4 +1,4 @@
-#include "passes/scalar_eval.h"
+#include "ir/scalar_eval.h"
 
 #include <cmath>
 #include <cstdint>
@@ -10,10 +10,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace kiln::passes {
+namespace kiln::ir {
 namespace {
 
-using ir::IValue;
+
 using Values = std::vector<IValue>;
 
 enum class Op {
@@ -436,4 +436,4 @@ absl::StatusOr<Values> EvaluateScalarOp(ir::Symbol kind, absl::Span<const IValue
   return NotHandled();
 }
 
-}  // namespace kiln::passes
+}  // namespace kiln::ir
