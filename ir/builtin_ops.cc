@@ -15,6 +15,16 @@ constexpr const char* kGeneratedSchemas[] = {
 #include "ir/builtin_schemas.inc"
 };
 
+// kiln's own canonical ops (namespace kiln::), for semantics ATen has no op
+// for (ONNX's NonMaxSuppression, Resize modes, ...). One file per family.
+constexpr const char* kKilnSchemas[] = {
+#include "ir/kiln_schemas_nn.inc"
+#include "ir/kiln_schemas_shape.inc"
+#include "ir/kiln_schemas_math.inc"
+#include "ir/kiln_schemas_special.inc"
+#include "ir/kiln_schemas_sequence.inc"
+};
+
 // Ops PyTorch handles in dedicated code (no real schema); varargs so that any
 // arity matches, with the alias kind saying "special case".
 constexpr const char* kStructuralPrimSchemas[] = {
@@ -80,6 +90,10 @@ absl::Status Populate(OpRegistry* r) {
   for (const char* s : kGeneratedSchemas) {
     auto op = r->Register(s);
     if (!op.ok()) return absl::InternalError(absl::StrCat("builtin schema '", s, "': ", op.status().message()));
+  }
+  for (const char* s : kKilnSchemas) {
+    auto op = r->Register(s);
+    if (!op.ok()) return absl::InternalError(absl::StrCat("kiln schema '", s, "': ", op.status().message()));
   }
   for (const char* s : kStructuralPrimSchemas) {
     auto op = r->Register(s);

@@ -13,17 +13,6 @@ int Category(DType t) {
   return 3;
 }
 
-// Rank among integral types by width; uint8 is handled separately.
-int IntWidth(DType t) {
-  switch (t) {
-    case DType::kInt8: return 1;
-    case DType::kInt16: return 2;
-    case DType::kInt32: return 3;
-    case DType::kInt64: return 4;
-    default: return 0;
-  }
-}
-
 int FloatWidth(DType t) {
   switch (t) {
     case DType::kFloat16:
@@ -53,11 +42,18 @@ std::optional<DType> PromoteDTypes(DType a, DType b) {
     return ca > cb ? a : b;
   }
   if (ca == 1) {
-    if (a == DType::kUInt8 || b == DType::kUInt8) {
-      const DType other = a == DType::kUInt8 ? b : a;
-      return other == DType::kInt8 ? DType::kInt16 : other;
+    const bool ua = IsUnsigned(a), ub = IsUnsigned(b);
+    if (ua == ub) return DTypeSize(a) >= DTypeSize(b) ? a : b;
+    // Mixed signedness (numpy's rule, which c10 follows for uint8): the
+    // signed type when it is wider, else the signed type twice the unsigned
+    // one's width; uint64 has none, so it meets signed types at int64.
+    const DType u = ua ? a : b, s = ua ? b : a;
+    if (DTypeSize(s) > DTypeSize(u)) return s;
+    switch (DTypeSize(u)) {
+      case 1: return DType::kInt16;
+      case 2: return DType::kInt32;
+      default: return DType::kInt64;
     }
-    return IntWidth(a) > IntWidth(b) ? a : b;
   }
   if (ca == 2) {
     if (FloatWidth(a) == 1 && FloatWidth(b) == 1) return DType::kFloat32;  // half vs bfloat16

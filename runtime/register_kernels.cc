@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/kernel_args.h"
 #include "runtime/kernels.h"
 #include "support/status.h"
 
@@ -14,87 +15,6 @@ namespace kiln::runtime {
 namespace {
 
 using ir::IValue;
-using Args = absl::Span<const IValue>;
-using Result = absl::StatusOr<std::vector<IValue>>;
-
-absl::Status ArgError(const std::string& op, size_t i, const char* want) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(op, ": argument ", i, " must be ", want));
-}
-
-absl::StatusOr<Tensor> TensorArg(const std::string& op, Args a, size_t i) {
-  if (i >= a.size() || !a[i].isTensor()) return ArgError(op, i, "a tensor");
-  return a[i].toTensor();
-}
-
-absl::StatusOr<Operand> OperandArg(const std::string& op, Args a, size_t i) {
-  if (i >= a.size()) return ArgError(op, i, "present");
-  const IValue& v = a[i];
-  if (v.isTensor()) return Operand::FromTensor(v.toTensor());
-  if (v.isBool()) return Operand::Bool(v.toBool());
-  if (v.isInt()) return Operand::Int(v.toInt());
-  if (v.isDouble()) return Operand::Double(v.toDouble());
-  return ArgError(op, i, "a tensor or a number");
-}
-
-absl::StatusOr<std::optional<Operand>> OptionalOperandArg(const std::string& op, Args a,
-                                                          size_t i) {
-  if (i >= a.size() || a[i].isNone()) return std::optional<Operand>();
-  ASSIGN_OR_RETURN(Operand o, OperandArg(op, a, i));
-  return std::optional<Operand>(std::move(o));
-}
-
-absl::StatusOr<double> NumberArg(const std::string& op, Args a, size_t i) {
-  if (i >= a.size() || !a[i].isNumber()) return ArgError(op, i, "a number");
-  return a[i].toNumberAsDouble();
-}
-
-absl::StatusOr<int64_t> IntArg(const std::string& op, Args a, size_t i) {
-  if (i >= a.size() || !a[i].isInt()) return ArgError(op, i, "an int");
-  return a[i].toInt();
-}
-
-absl::StatusOr<bool> BoolArg(const std::string& op, Args a, size_t i) {
-  if (i >= a.size() || !a[i].isBool()) return ArgError(op, i, "a bool");
-  return a[i].toBool();
-}
-
-absl::StatusOr<std::optional<DType>> DTypeArg(const std::string& op, Args a, size_t i) {
-  if (i >= a.size() || a[i].isNone()) return std::optional<DType>();
-  if (!a[i].isInt()) return ArgError(op, i, "a ScalarType");
-  std::optional<DType> t = DTypeFromCode(a[i].toInt());
-  if (!t) return absl::UnimplementedError(absl::StrCat(op, ": unsupported dtype code ", a[i].toInt()));
-  return t;
-}
-
-// int[]? / int? / int: nullopt for None.
-absl::StatusOr<std::optional<std::vector<int64_t>>> DimsArg(const std::string& op, Args a,
-                                                            size_t i) {
-  if (i >= a.size() || a[i].isNone()) return std::optional<std::vector<int64_t>>();
-  if (a[i].isInt()) return std::optional<std::vector<int64_t>>(std::vector<int64_t>{a[i].toInt()});
-  if (!a[i].isList()) return ArgError(op, i, "a list of ints");
-  std::vector<int64_t> dims;
-  for (const IValue& e : a[i].elements()) {
-    if (!e.isInt()) return ArgError(op, i, "a list of ints");
-    dims.push_back(e.toInt());
-  }
-  return std::optional<std::vector<int64_t>>(std::move(dims));
-}
-
-Result One(absl::StatusOr<Tensor> t) {
-  if (!t.ok()) return t.status();
-  return std::vector<IValue>{IValue::FromTensor(*std::move(t))};
-}
-
-struct Registrar {
-  ir::OpRegistry& reg;
-  absl::Status status;
-  void Add(const std::string& name, ir::KernelFn fn) {
-    if (reg.Find(name) == nullptr) return;
-    absl::Status s = reg.SetKernel(name, std::move(fn));
-    if (!s.ok() && status.ok()) status = s;
-  }
-};
 
 void RegisterUnary(Registrar& r) {
   struct Simple { const char* name; UnaryOp op; };
@@ -110,12 +30,12 @@ void RegisterUnary(Registrar& r) {
   for (const Simple& s : simple) {
     const std::string name = absl::StrCat("aten::", s.name);
     const UnaryOp op = s.op;
-    r.Add(name, [name, op](Args a) -> Result {
+    r.AddIfPresent(name, [name, op](Args a) -> Result {
       ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
       return One(Unary(op, x));
     });
   }
-  r.Add("aten::gelu", [](Args a) -> Result {
+  r.AddIfPresent("aten::gelu", [](Args a) -> Result {
     const std::string name = "aten::gelu";
     ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
     std::string mode = a.size() > 1 && a[1].isString() ? a[1].toString() : "none";
@@ -124,14 +44,14 @@ void RegisterUnary(Registrar& r) {
     }
     return One(Unary(mode == "tanh" ? UnaryOp::kGeluTanh : UnaryOp::kGelu, x));
   });
-  r.Add("aten::leaky_relu", [](Args a) -> Result {
+  r.AddIfPresent("aten::leaky_relu", [](Args a) -> Result {
     const std::string name = "aten::leaky_relu";
     ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
     UnaryParams p;
     ASSIGN_OR_RETURN(p.negative_slope, NumberArg(name, a, 1));
     return One(Unary(UnaryOp::kLeakyRelu, x, p));
   });
-  r.Add("aten::elu", [](Args a) -> Result {
+  r.AddIfPresent("aten::elu", [](Args a) -> Result {
     const std::string name = "aten::elu";
     ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
     UnaryParams p;
@@ -140,7 +60,7 @@ void RegisterUnary(Registrar& r) {
     ASSIGN_OR_RETURN(p.input_scale, NumberArg(name, a, 3));
     return One(Unary(UnaryOp::kElu, x, p));
   });
-  r.Add("aten::softplus", [](Args a) -> Result {
+  r.AddIfPresent("aten::softplus", [](Args a) -> Result {
     const std::string name = "aten::softplus";
     ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
     UnaryParams p;
@@ -152,7 +72,7 @@ void RegisterUnary(Registrar& r) {
 
 // `alpha_index`: position of alpha, or -1.
 void AddBinary(Registrar& r, const std::string& name, BinaryOp op, int alpha_index = -1) {
-  r.Add(name, [name, op, alpha_index](Args a) -> Result {
+  r.AddIfPresent(name, [name, op, alpha_index](Args a) -> Result {
     ASSIGN_OR_RETURN(Operand x, OperandArg(name, a, 0));
     ASSIGN_OR_RETURN(Operand y, OperandArg(name, a, 1));
     Operand alpha = Operand::Int(1);
@@ -193,7 +113,7 @@ void RegisterBinary(Registrar& r) {
   AddBinary(r, "aten::logical_xor", BinaryOp::kLogicalXor);
   for (const char* ov : {"aten::div.Tensor_mode", "aten::div.Scalar_mode"}) {
     const std::string name = ov;
-    r.Add(name, [name](Args a) -> Result {
+    r.AddIfPresent(name, [name](Args a) -> Result {
       ASSIGN_OR_RETURN(Operand x, OperandArg(name, a, 0));
       ASSIGN_OR_RETURN(Operand y, OperandArg(name, a, 1));
       BinaryOp op = BinaryOp::kDiv;
@@ -214,7 +134,7 @@ void RegisterMisc(Registrar& r) {
   for (const char* ov : {"aten::where.self", "aten::where.ScalarOther", "aten::where.ScalarSelf",
                          "aten::where.Scalar"}) {
     const std::string name = ov;
-    r.Add(name, [name](Args a) -> Result {
+    r.AddIfPresent(name, [name](Args a) -> Result {
       ASSIGN_OR_RETURN(Tensor c, TensorArg(name, a, 0));
       ASSIGN_OR_RETURN(Operand x, OperandArg(name, a, 1));
       ASSIGN_OR_RETURN(Operand y, OperandArg(name, a, 2));
@@ -223,7 +143,7 @@ void RegisterMisc(Registrar& r) {
   }
   for (const char* ov : {"aten::clamp", "aten::clamp.Tensor"}) {
     const std::string name = ov;
-    r.Add(name, [name](Args a) -> Result {
+    r.AddIfPresent(name, [name](Args a) -> Result {
       ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
       ASSIGN_OR_RETURN(std::optional<Operand> lo, OptionalOperandArg(name, a, 1));
       ASSIGN_OR_RETURN(std::optional<Operand> hi, OptionalOperandArg(name, a, 2));
@@ -234,7 +154,7 @@ void RegisterMisc(Registrar& r) {
   // to.prim_dtype(self, int? dtype, non_blocking, copy).
   for (const char* ov : {"aten::to.dtype", "aten::to.prim_dtype"}) {
     const std::string name = ov;
-    r.Add(name, [name](Args a) -> Result {
+    r.AddIfPresent(name, [name](Args a) -> Result {
       ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
       ASSIGN_OR_RETURN(std::optional<DType> dtype, DTypeArg(name, a, 1));
       ASSIGN_OR_RETURN(bool copy, BoolArg(name, a, 3));
@@ -273,7 +193,7 @@ void RegisterReductions(Registrar& r) {
   };
   for (const ReduceSchema& s : schemas) {
     const std::string name = s.name;
-    r.Add(name, [name, s](Args a) -> Result {
+    r.AddIfPresent(name, [name, s](Args a) -> Result {
       ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
       ReduceOptions opt;
       if (s.dims >= 0) {
@@ -306,7 +226,7 @@ void RegisterReductions(Registrar& r) {
   for (const char* ov : {"aten::softmax.int", "aten::log_softmax.int"}) {
     const std::string name = ov;
     const bool log = name == "aten::log_softmax.int";
-    r.Add(name, [name, log](Args a) -> Result {
+    r.AddIfPresent(name, [name, log](Args a) -> Result {
       ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
       ASSIGN_OR_RETURN(int64_t dim, IntArg(name, a, 1));
       ASSIGN_OR_RETURN(std::optional<DType> dtype, DTypeArg(name, a, 2));
@@ -322,7 +242,7 @@ void RegisterLinalg(Registrar& r) {
   for (const auto& [n, fn] : ops) {
     const std::string name = n;
     const Fn f = fn;
-    r.Add(name, [name, f](Args a) -> Result {
+    r.AddIfPresent(name, [name, f](Args a) -> Result {
       ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
       ASSIGN_OR_RETURN(Tensor y, TensorArg(name, a, 1));
       return One(f(x, y));
@@ -339,6 +259,12 @@ absl::Status RegisterReferenceKernels(ir::OpRegistry& registry) {
   RegisterMisc(r);
   RegisterReductions(r);
   RegisterLinalg(r);
+  // Op families, one file each (register_<family>.cc).
+  RegisterNnKernels(r);
+  RegisterShapeKernels(r);
+  RegisterMathKernels(r);
+  RegisterSpecialKernels(r);
+  RegisterSequenceKernels(r);
   return r.status;
 }
 

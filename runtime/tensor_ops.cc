@@ -1,6 +1,7 @@
 #include "runtime/tensor_ops.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -281,37 +282,78 @@ bool IsStorableDType(DType dtype) {
     case DType::kInt16:
     case DType::kInt32:
     case DType::kInt64:
+    case DType::kUInt16:
+    case DType::kUInt32:
+    case DType::kUInt64:
     case DType::kBool:
+    case DType::kFloat16:
+    case DType::kBFloat16:
     case DType::kFloat32:
     case DType::kFloat64: return true;
-    default: return false;
+    case DType::kComplex64: return false;
   }
+  return false;
 }
+
+namespace {
+
+template <typename T>
+void StoreAt(Tensor& t, int64_t i, T v) {
+  std::memcpy(static_cast<char*>(t.raw_data()) + i * static_cast<int64_t>(sizeof(T)), &v,
+              sizeof(T));
+}
+
+absl::Status NotStorable(DType dtype) {
+  return absl::UnimplementedError(
+      absl::StrCat("reference kernels do not store dtype ", DTypeName(dtype)));
+}
+
+}  // namespace
 
 absl::Status SetInt(Tensor& t, int64_t i, int64_t v) {
   switch (t.dtype()) {
-    case DType::kUInt8: t.data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
-    case DType::kInt8: t.data<int8_t>()[i] = static_cast<int8_t>(v); break;
-    case DType::kInt16: t.data<int16_t>()[i] = static_cast<int16_t>(v); break;
-    case DType::kInt32: t.data<int32_t>()[i] = static_cast<int32_t>(v); break;
-    case DType::kInt64: t.data<int64_t>()[i] = v; break;
-    case DType::kBool: t.data<bool>()[i] = v != 0; break;
-    case DType::kFloat32: t.data<float>()[i] = static_cast<float>(v); break;
-    case DType::kFloat64: t.data<double>()[i] = static_cast<double>(v); break;
-    default:
-      return absl::UnimplementedError(
-          absl::StrCat("reference kernels do not store dtype ", DTypeName(t.dtype())));
+    case DType::kUInt8: StoreAt(t, i, static_cast<uint8_t>(v)); break;
+    case DType::kInt8: StoreAt(t, i, static_cast<int8_t>(v)); break;
+    case DType::kInt16: StoreAt(t, i, static_cast<int16_t>(v)); break;
+    case DType::kInt32: StoreAt(t, i, static_cast<int32_t>(v)); break;
+    case DType::kInt64: StoreAt(t, i, v); break;
+    case DType::kUInt16: StoreAt(t, i, static_cast<uint16_t>(v)); break;
+    case DType::kUInt32: StoreAt(t, i, static_cast<uint32_t>(v)); break;
+    case DType::kUInt64: StoreAt(t, i, static_cast<uint64_t>(v)); break;
+    case DType::kBool: StoreAt(t, i, v != 0); break;
+    case DType::kFloat16: StoreAt(t, i, DoubleToHalfBits(static_cast<double>(v))); break;
+    case DType::kBFloat16: StoreAt(t, i, DoubleToBFloat16Bits(static_cast<double>(v))); break;
+    case DType::kFloat32: StoreAt(t, i, static_cast<float>(v)); break;
+    case DType::kFloat64: StoreAt(t, i, static_cast<double>(v)); break;
+    case DType::kComplex64: return NotStorable(t.dtype());
   }
   return absl::OkStatus();
 }
 
 absl::Status SetDouble(Tensor& t, int64_t i, double v) {
   switch (t.dtype()) {
-    case DType::kBool: t.data<bool>()[i] = v != 0; return absl::OkStatus();
-    case DType::kFloat32: t.data<float>()[i] = static_cast<float>(v); return absl::OkStatus();
-    case DType::kFloat64: t.data<double>()[i] = v; return absl::OkStatus();
-    default: return SetInt(t, i, SaturatingToInt64(v));
+    case DType::kBool: StoreAt(t, i, v != 0); return absl::OkStatus();
+    case DType::kFloat16: StoreAt(t, i, DoubleToHalfBits(v)); return absl::OkStatus();
+    case DType::kBFloat16: StoreAt(t, i, DoubleToBFloat16Bits(v)); return absl::OkStatus();
+    case DType::kFloat32: StoreAt(t, i, static_cast<float>(v)); return absl::OkStatus();
+    case DType::kFloat64: StoreAt(t, i, v); return absl::OkStatus();
+    case DType::kUInt64:
+      // The upper half of uint64's range is past int64's saturation point.
+      if (v >= 9.2233720368547758e18) {
+        StoreAt(t, i, v >= 1.8446744073709552e19 ? UINT64_MAX : static_cast<uint64_t>(v));
+        return absl::OkStatus();
+      }
+      return SetInt(t, i, SaturatingToInt64(v));
+    case DType::kUInt8:
+    case DType::kInt8:
+    case DType::kInt16:
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kUInt16:
+    case DType::kUInt32: return SetInt(t, i, SaturatingToInt64(v));
+    case DType::kComplex64: return NotStorable(t.dtype());
   }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype) {
@@ -322,7 +364,9 @@ absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype) {
   }
   Tensor out = Tensor::Empty(dtype, t.sizes());
   const int64_t n = t.numel();
-  const bool from_float = IsFloatingPoint(t.dtype());
+  // uint64 values past INT64_MAX read exactly only as doubles.
+  const bool from_float = IsFloatingPoint(t.dtype()) ||
+                          (t.dtype() == DType::kUInt64 && IsFloatingPoint(dtype));
   for (int64_t i = 0; i < n; ++i) {
     if (from_float) {
       RETURN_IF_ERROR(SetDouble(out, i, t.GetDouble(i)));

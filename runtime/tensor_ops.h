@@ -44,8 +44,9 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShapes(absl::Span<const int64_t> a
                                                      absl::Span<const int64_t> b);
 
 // Writes element `flat_index` of a *contiguous* tensor (Empty()'s result).
-// Unimplemented for dtypes the reference kernels do not store (half,
-// bfloat16, complex). Double -> integer conversion saturates; NaN gives 0.
+// Unimplemented only for complex. Half and bfloat16 round to nearest even.
+// Double -> integer conversion saturates to int64, then wraps to the
+// narrower type like a C cast; NaN gives 0.
 absl::Status SetDouble(Tensor& t, int64_t flat_index, double v);
 absl::Status SetInt(Tensor& t, int64_t flat_index, int64_t v);
 // Whether SetDouble/SetInt support `dtype`.

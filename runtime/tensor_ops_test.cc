@@ -1,5 +1,6 @@
 #include "runtime/tensor_ops.h"
 
+#include <cmath>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -114,7 +115,50 @@ TEST(TensorOpsTest, CastSaturatesAndHandlesNan) {
   EXPECT_EQ(i->GetInt(0), 2);
   EXPECT_EQ(i->GetInt(1), std::numeric_limits<int64_t>::min());
   EXPECT_EQ(i->GetInt(2), 0);
-  EXPECT_EQ(CastTo(f, DType::kFloat16).status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(CastTo(f, DType::kComplex64).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(TensorOpsTest, HalfAndBFloat16RoundToNearestEven) {
+  Tensor f = Tensor::Empty(DType::kFloat64, {6});
+  // 1 + 2^-11 is halfway between half's 1 and 1 + 2^-10: ties to even (1).
+  // 1 + 3 * 2^-11 is halfway between 1 + 2^-10 and 1 + 2^-9: ties to even.
+  const double values[] = {1 + std::ldexp(1.0, -11), 1 + 3 * std::ldexp(1.0, -11), 65519.0,
+                           65520.0, 1e-7, -0.0};
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(SetDouble(f, i, values[i]).ok());
+  auto h = CastTo(f, DType::kFloat16);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->GetDouble(0), 1.0);
+  EXPECT_EQ(h->GetDouble(1), 1 + std::ldexp(1.0, -9));
+  EXPECT_EQ(h->GetDouble(2), 65504.0);
+  EXPECT_TRUE(std::isinf(h->GetDouble(3)));
+  EXPECT_EQ(h->GetDouble(4), std::ldexp(2.0, -24));  // nearest subnormal (1.68 units)
+  EXPECT_TRUE(std::signbit(h->GetDouble(5)));
+  auto b = CastTo(f, DType::kBFloat16);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->GetDouble(0), 1.0);
+  EXPECT_EQ(b->GetDouble(2), 65536.0);
+  // Back to float keeps the rounded value; int reads truncate.
+  auto back = CastTo(*h, DType::kFloat32);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->GetDouble(2), 65504.0);
+  EXPECT_EQ(h->GetInt(2), 65504);
+}
+
+TEST(TensorOpsTest, UnsignedWideTypes) {
+  Tensor t = Tensor::Empty(DType::kUInt64, {2});
+  ASSERT_TRUE(SetDouble(t, 0, 1.8e19).ok());
+  ASSERT_TRUE(SetInt(t, 1, -1).ok());
+  EXPECT_EQ(t.GetDouble(0), 1.8e19);
+  EXPECT_EQ(t.GetDouble(1), 18446744073709551615.0);
+  Tensor u = Tensor::Empty(DType::kUInt32, {1});
+  ASSERT_TRUE(SetInt(u, 0, 4000000000).ok());
+  EXPECT_EQ(u.GetInt(0), 4000000000);
+  auto as16 = CastTo(u, DType::kUInt16);
+  ASSERT_TRUE(as16.ok());
+  EXPECT_EQ(as16->GetInt(0), 4000000000 % 65536);
+  EXPECT_EQ(DTypeName(DType::kUInt16), "UInt16");
+  EXPECT_EQ(DTypeFromCode(29), DType::kUInt64);
+  EXPECT_TRUE(IsIntegral(DType::kUInt32, false));
 }
 
 TEST(PromotionTest, PromoteDTypes) {
@@ -125,6 +169,10 @@ TEST(PromotionTest, PromoteDTypes) {
   EXPECT_EQ(PromoteDTypes(DType::kFloat16, DType::kBFloat16), DType::kFloat32);
   EXPECT_EQ(PromoteDTypes(DType::kFloat32, DType::kComplex64), DType::kComplex64);
   EXPECT_EQ(PromoteDTypes(DType::kFloat64, DType::kComplex64), std::nullopt);
+  EXPECT_EQ(PromoteDTypes(DType::kUInt16, DType::kInt16), DType::kInt32);
+  EXPECT_EQ(PromoteDTypes(DType::kUInt32, DType::kInt64), DType::kInt64);
+  EXPECT_EQ(PromoteDTypes(DType::kUInt16, DType::kUInt8), DType::kUInt16);
+  EXPECT_EQ(PromoteDTypes(DType::kUInt64, DType::kInt8), DType::kInt64);
 }
 
 TEST(PromotionTest, ResultTypeClasses) {

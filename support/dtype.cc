@@ -1,5 +1,8 @@
 #include "support/dtype.h"
 
+#include <cmath>
+#include <cstring>
+
 namespace kiln {
 namespace {
 
@@ -16,6 +19,8 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::kFloat32, "Float", 4},     {DType::kFloat64, "Double", 8},
     {DType::kComplex64, "ComplexFloat", 8},
     {DType::kBool, "Bool", 1},         {DType::kBFloat16, "BFloat16", 2},
+    {DType::kUInt16, "UInt16", 2},     {DType::kUInt32, "UInt32", 4},
+    {DType::kUInt64, "UInt64", 8},
 };
 
 const DTypeInfo* Find(DType t) {
@@ -65,12 +70,82 @@ bool IsIntegral(DType t, bool include_bool) {
     case DType::kInt16:
     case DType::kInt32:
     case DType::kInt64:
+    case DType::kUInt16:
+    case DType::kUInt32:
+    case DType::kUInt64:
       return true;
     case DType::kBool:
       return include_bool;
-    default:
+    case DType::kFloat16:
+    case DType::kFloat32:
+    case DType::kFloat64:
+    case DType::kBFloat16:
+    case DType::kComplex64:
       return false;
   }
+  return false;
+}
+
+bool IsUnsigned(DType t) {
+  return t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kUInt32 ||
+         t == DType::kUInt64;
+}
+
+namespace {
+
+// Rounds |v| (finite, non-negative) to a float format with `mant_bits`
+// explicit mantissa bits and normals from 2^min_exp, returning the unsigned
+// bit pattern. Scaling by powers of two is exact, so nearbyint (ties to even
+// in the default rounding mode) does the only rounding.
+uint32_t RoundToSmallFloat(double a, int mant_bits, int min_exp, int bias) {
+  if (a < std::ldexp(1.0, min_exp)) {
+    // Subnormal: units of 2^(min_exp - mant_bits). A result equal to
+    // 2^mant_bits is the smallest normal's encoding, which is right.
+    return static_cast<uint32_t>(std::nearbyint(std::ldexp(a, mant_bits - min_exp)));
+  }
+  int e = 0;
+  std::frexp(a, &e);  // a = f * 2^e with f in [0.5, 1)
+  const uint32_t one = 1u << mant_bits;
+  // In [2^mant_bits, 2^(mant_bits+1)]; the top value carries into the exponent.
+  const uint32_t m = static_cast<uint32_t>(std::nearbyint(std::ldexp(a, mant_bits + 1 - e)));
+  return (static_cast<uint32_t>(e - 1 + bias) << mant_bits) + (m - one);
+}
+
+}  // namespace
+
+uint16_t DoubleToHalfBits(double v) {
+  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  if (std::isnan(v)) return sign | 0x7e00;
+  const double a = std::fabs(v);
+  if (a >= 65520.0) return sign | 0x7c00;  // halfway past 65504 rounds to inf
+  return static_cast<uint16_t>(sign | RoundToSmallFloat(a, 10, -14, 15));
+}
+
+uint16_t DoubleToBFloat16Bits(double v) {
+  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  if (std::isnan(v)) return sign | 0x7fc0;
+  const double a = std::fabs(v);
+  // Halfway between the largest finite bfloat16 and 2^128.
+  if (a >= std::ldexp(2.0 - std::ldexp(1.0, -8), 127)) return sign | 0x7f80;
+  return static_cast<uint16_t>(sign | RoundToSmallFloat(a, 7, -126, 127));
+}
+
+float HalfBitsToFloat(uint16_t h) {
+  const float sign = (h & 0x8000u) ? -1.0f : 1.0f;
+  const int exp = (h >> 10) & 0x1f;
+  const int mant = h & 0x3ff;
+  if (exp == 0) return sign * std::ldexp(static_cast<float>(mant), -24);
+  if (exp == 0x1f) {
+    return mant == 0 ? sign * INFINITY : std::copysign(NAN, sign);
+  }
+  return sign * std::ldexp(static_cast<float>(mant | 0x400), exp - 25);
+}
+
+float BFloat16BitsToFloat(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 }  // namespace kiln

@@ -23,6 +23,9 @@ enum class DType : int8_t {
   kComplex64 = 9,
   kBool = 11,
   kBFloat16 = 15,
+  kUInt16 = 27,
+  kUInt32 = 28,
+  kUInt64 = 29,
 };
 
 // TorchScript's name: "Float", "Long", "Half", "BFloat16", "ComplexFloat"...
@@ -37,6 +40,15 @@ size_t DTypeSize(DType t);
 bool IsFloatingPoint(DType t);  // float16/bfloat16/float32/float64
 bool IsComplex(DType t);
 bool IsIntegral(DType t, bool include_bool);
+bool IsUnsigned(DType t);  // uint8/16/32/64 (not bool)
+
+// IEEE binary16 and bfloat16 bit patterns. Narrowing rounds to nearest, ties
+// to even (like numpy's astype and PyTorch's .half()/.bfloat16()); values
+// past the largest finite become infinities; NaN stays a (quiet) NaN.
+uint16_t DoubleToHalfBits(double v);
+float HalfBitsToFloat(uint16_t bits);
+uint16_t DoubleToBFloat16Bits(double v);
+float BFloat16BitsToFloat(uint16_t bits);
 
 }  // namespace kiln
 

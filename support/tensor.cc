@@ -1,6 +1,8 @@
 #include "support/tensor.h"
 
+#include <cmath>
 #include <complex>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -71,17 +73,40 @@ absl::StatusOr<Tensor> Tensor::FromBytes(DType dtype, std::vector<int64_t> sizes
   return t;
 }
 
+namespace {
+
+template <typename T>
+void Store(Tensor& t, T v) {
+  std::memcpy(t.raw_data(), &v, sizeof(T));
+}
+
+}  // namespace
+
 Tensor Tensor::ScalarDouble(double v, DType dtype) {
   Tensor t = Empty(dtype, {});
   switch (dtype) {
-    case DType::kFloat32:
-      *t.data<float>() = static_cast<float>(v);
-      break;
-    case DType::kFloat64:
-      *t.data<double>() = v;
-      break;
-    default:  // integral dtypes truncate like a C cast
-      return ScalarInt(static_cast<int64_t>(v), dtype);
+    case DType::kFloat32: Store(t, static_cast<float>(v)); break;
+    case DType::kFloat64: Store(t, v); break;
+    case DType::kFloat16: Store(t, DoubleToHalfBits(v)); break;
+    case DType::kBFloat16: Store(t, DoubleToBFloat16Bits(v)); break;
+    case DType::kComplex64: Store(t, std::complex<float>(static_cast<float>(v), 0.0f)); break;
+    case DType::kBool: Store(t, v != 0); break;
+    case DType::kUInt8:
+    case DType::kInt8:
+    case DType::kInt16:
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kUInt16:
+    case DType::kUInt32:
+    case DType::kUInt64: {
+      // Integral dtypes truncate like a C cast (saturating; NaN -> 0).
+      int64_t i = 0;
+      if (std::isnan(v)) i = 0;
+      else if (v >= 9.2233720368547758e18) i = INT64_MAX;
+      else if (v <= -9.2233720368547758e18) i = INT64_MIN;
+      else i = static_cast<int64_t>(v);
+      return ScalarInt(i, dtype);
+    }
   }
   return t;
 }
@@ -89,15 +114,20 @@ Tensor Tensor::ScalarDouble(double v, DType dtype) {
 Tensor Tensor::ScalarInt(int64_t v, DType dtype) {
   Tensor t = Empty(dtype, {});
   switch (dtype) {
-    case DType::kUInt8: *t.data<uint8_t>() = static_cast<uint8_t>(v); break;
-    case DType::kInt8: *t.data<int8_t>() = static_cast<int8_t>(v); break;
-    case DType::kInt16: *t.data<int16_t>() = static_cast<int16_t>(v); break;
-    case DType::kInt32: *t.data<int32_t>() = static_cast<int32_t>(v); break;
-    case DType::kInt64: *t.data<int64_t>() = v; break;
-    case DType::kBool: *t.data<bool>() = v != 0; break;
-    case DType::kFloat32: *t.data<float>() = static_cast<float>(v); break;
-    case DType::kFloat64: *t.data<double>() = static_cast<double>(v); break;
-    default: break;  // half types: left zero; runtime owns conversions
+    case DType::kUInt8: Store(t, static_cast<uint8_t>(v)); break;
+    case DType::kInt8: Store(t, static_cast<int8_t>(v)); break;
+    case DType::kInt16: Store(t, static_cast<int16_t>(v)); break;
+    case DType::kInt32: Store(t, static_cast<int32_t>(v)); break;
+    case DType::kInt64: Store(t, v); break;
+    case DType::kUInt16: Store(t, static_cast<uint16_t>(v)); break;
+    case DType::kUInt32: Store(t, static_cast<uint32_t>(v)); break;
+    case DType::kUInt64: Store(t, static_cast<uint64_t>(v)); break;
+    case DType::kBool: Store(t, v != 0); break;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+    case DType::kFloat32:
+    case DType::kFloat64:
+    case DType::kComplex64: return ScalarDouble(static_cast<double>(v), dtype);
   }
   return t;
 }
@@ -152,38 +182,11 @@ uint16_t LoadU16(const void* p) {
   return v;
 }
 
-float HalfToFloat(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      exp = 127 - 15 + 1;
-      while ((mant & 0x400u) == 0) {
-        mant <<= 1;
-        --exp;
-      }
-      mant &= 0x3ff;
-      bits = sign | (exp << 23) | (mant << 13);
-    }
-  } else if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-float BFloat16ToFloat(uint16_t b) {
-  uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+template <typename T>
+T Load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
 }
 
 }  // namespace
@@ -192,17 +195,20 @@ double Tensor::GetDouble(int64_t flat_index) const {
   const char* base = static_cast<const char*>(raw_data());
   const char* p = base + StridedOffset(sizes_, strides_, flat_index) * element_size();
   switch (dtype_) {
-    case DType::kUInt8: return *reinterpret_cast<const uint8_t*>(p);
-    case DType::kInt8: return *reinterpret_cast<const int8_t*>(p);
-    case DType::kInt16: return *reinterpret_cast<const int16_t*>(p);
-    case DType::kInt32: return *reinterpret_cast<const int32_t*>(p);
-    case DType::kInt64: return static_cast<double>(*reinterpret_cast<const int64_t*>(p));
-    case DType::kBool: return *reinterpret_cast<const bool*>(p) ? 1.0 : 0.0;
-    case DType::kFloat16: return HalfToFloat(LoadU16(p));
-    case DType::kBFloat16: return BFloat16ToFloat(LoadU16(p));
-    case DType::kFloat32: return *reinterpret_cast<const float*>(p);
-    case DType::kFloat64: return *reinterpret_cast<const double*>(p);
-    case DType::kComplex64: return reinterpret_cast<const std::complex<float>*>(p)->real();
+    case DType::kUInt8: return Load<uint8_t>(p);
+    case DType::kInt8: return Load<int8_t>(p);
+    case DType::kInt16: return Load<int16_t>(p);
+    case DType::kInt32: return Load<int32_t>(p);
+    case DType::kInt64: return static_cast<double>(Load<int64_t>(p));
+    case DType::kUInt16: return Load<uint16_t>(p);
+    case DType::kUInt32: return Load<uint32_t>(p);
+    case DType::kUInt64: return static_cast<double>(Load<uint64_t>(p));
+    case DType::kBool: return Load<bool>(p) ? 1.0 : 0.0;
+    case DType::kFloat16: return HalfBitsToFloat(LoadU16(p));
+    case DType::kBFloat16: return BFloat16BitsToFloat(LoadU16(p));
+    case DType::kFloat32: return Load<float>(p);
+    case DType::kFloat64: return Load<double>(p);
+    case DType::kComplex64: return Load<std::complex<float>>(p).real();
   }
   return 0;
 }
@@ -211,14 +217,30 @@ int64_t Tensor::GetInt(int64_t flat_index) const {
   const char* base = static_cast<const char*>(raw_data());
   const char* p = base + StridedOffset(sizes_, strides_, flat_index) * element_size();
   switch (dtype_) {
-    case DType::kUInt8: return *reinterpret_cast<const uint8_t*>(p);
-    case DType::kInt8: return *reinterpret_cast<const int8_t*>(p);
-    case DType::kInt16: return *reinterpret_cast<const int16_t*>(p);
-    case DType::kInt32: return *reinterpret_cast<const int32_t*>(p);
-    case DType::kInt64: return *reinterpret_cast<const int64_t*>(p);
-    case DType::kBool: return *reinterpret_cast<const bool*>(p) ? 1 : 0;
-    default: return static_cast<int64_t>(GetDouble(flat_index));
+    case DType::kUInt8: return Load<uint8_t>(p);
+    case DType::kInt8: return Load<int8_t>(p);
+    case DType::kInt16: return Load<int16_t>(p);
+    case DType::kInt32: return Load<int32_t>(p);
+    case DType::kInt64: return Load<int64_t>(p);
+    case DType::kUInt16: return Load<uint16_t>(p);
+    case DType::kUInt32: return Load<uint32_t>(p);
+    // Values past INT64_MAX keep their bit pattern (two's complement wrap).
+    case DType::kUInt64: return static_cast<int64_t>(Load<uint64_t>(p));
+    case DType::kBool: return Load<bool>(p) ? 1 : 0;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+    case DType::kFloat32:
+    case DType::kFloat64:
+    case DType::kComplex64: {
+      // Saturating, NaN -> 0: a plain cast of an out-of-range double is UB.
+      const double v = GetDouble(flat_index);
+      if (std::isnan(v)) return 0;
+      if (v >= 9.2233720368547758e18) return INT64_MAX;
+      if (v <= -9.2233720368547758e18) return INT64_MIN;
+      return static_cast<int64_t>(v);
+    }
   }
+  return 0;
 }
 
 Tensor Tensor::Contiguous() const {

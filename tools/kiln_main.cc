@@ -5,17 +5,21 @@
 
 #include "support/allocator.h"
 #include "tools/cli.h"
+#include "tools/commands/conformance.h"
 #include "tools/commands/convert.h"
+#include "tools/commands/import.h"
 #include "tools/commands/opt.h"
 #include "tools/commands/parse.h"
 #include "tools/commands/print.h"
+#include "tools/commands/run.h"
 #include "tools/commands/verify.h"
 
 int main(int argc, char** argv) {
   kiln::KeepFreedMemoryInProcess();
   using namespace kiln::tools;  // NOLINT(build/namespaces): the table reads better.
   const Command commands[] = {
-      ParseCommand(), PrintCommand(), VerifyCommand(), ConvertCommand(), OptCommand(),
+      ParseCommand(),  PrintCommand(),  VerifyCommand(),      ConvertCommand(),
+      OptCommand(),    ImportCommand(), RunCommand(),         ConformanceCommand(),
   };
   // `kiln opt` spellings the generic flag parser does not know (-O2,
   // --dump-dir, a repeated --disable-pass).

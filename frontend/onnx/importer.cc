@@ -1,0 +1,291 @@
+#include "frontend/onnx/importer.h"
+
+#include <exception>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "frontend/onnx/importer_internal.h"
+#include "frontend/onnx/tensor_proto.h"
+#include "onnx/shape_inference/implementation.h"
+#include "support/status.h"
+
+namespace kiln::frontend::onnx_import {
+
+using ir::Type;
+using ir::TypePtr;
+using ir::Value;
+
+namespace {
+
+std::string DomainName(const std::string& domain) {
+  return domain.empty() ? "ai.onnx" : domain;
+}
+
+std::string CanonicalDomain(const std::string& domain) {
+  return domain == "ai.onnx" ? "" : domain;
+}
+
+}  // namespace
+
+std::string SanitizedName(absl::string_view onnx_name) {
+  std::string out;
+  for (char c : onnx_name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_';
+    out.push_back(ok ? c : '_');
+  }
+  if (!out.empty() && out[0] >= '0' && out[0] <= '9') out.insert(0, "v");
+  if (!ir::Value::isValidName(out)) return "";
+  return out;
+}
+
+TypePtr TypeFromOnnx(const onnx::TypeProto& t) {
+  switch (t.value_case()) {
+    case onnx::TypeProto::kTensorType: {
+      ir::TensorInfo info;
+      const onnx::TypeProto::Tensor& tt = t.tensor_type();
+      if (tt.elem_type() != 0) {
+        absl::StatusOr<DType> d = DTypeFromOnnx(tt.elem_type());
+        if (d.ok()) info.dtype = *d;
+      }
+      if (tt.has_shape()) {
+        std::vector<std::optional<int64_t>> sizes;
+        for (const auto& dim : tt.shape().dim()) {
+          if (dim.has_dim_value() && dim.dim_value() >= 0) {
+            sizes.push_back(dim.dim_value());
+          } else {
+            sizes.push_back(std::nullopt);
+          }
+        }
+        info.sizes = std::move(sizes);
+      }
+      return Type::TensorWith(std::move(info));
+    }
+    case onnx::TypeProto::kSequenceType:
+      return Type::List(t.sequence_type().has_elem_type()
+                            ? TypeFromOnnx(t.sequence_type().elem_type())
+                            : Type::Tensor());
+    case onnx::TypeProto::kOptionalType:
+      return Type::Optional(t.optional_type().has_elem_type()
+                                ? TypeFromOnnx(t.optional_type().elem_type())
+                                : Type::Tensor());
+    default:
+      return Type::Any();
+  }
+}
+
+absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes) {
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a valid ONNX model (", bytes.size(),
+                     " bytes do not parse as onnx.ModelProto: corrupt or truncated)"));
+  }
+  if (!model.has_graph()) return absl::InvalidArgumentError("ONNX model has no graph");
+  return model;
+}
+
+absl::StatusOr<onnx::ModelProto> LoadModelFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string bytes = buf.str();
+  absl::StatusOr<onnx::ModelProto> m = ParseModel(bytes);
+  if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
+  return m;
+}
+
+std::vector<const onnx::ValueInfoProto*> RuntimeInputs(const onnx::ModelProto& model) {
+  absl::flat_hash_set<std::string> initialized;
+  for (const onnx::TensorProto& t : model.graph().initializer()) initialized.insert(t.name());
+  for (const onnx::SparseTensorProto& t : model.graph().sparse_initializer()) {
+    initialized.insert(t.values().name());
+  }
+  std::vector<const onnx::ValueInfoProto*> out;
+  for (const onnx::ValueInfoProto& in : model.graph().input()) {
+    if (!initialized.contains(in.name())) out.push_back(&in);
+  }
+  return out;
+}
+
+// --- Importer ---
+
+Value* Importer::Lookup(const std::string& name) const {
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+    auto found = it->find(name);
+    if (found != it->end()) return found->second;
+  }
+  return nullptr;
+}
+
+void Importer::Bind(const std::string& name, Value* v) {
+  scopes_.back()[name] = v;
+  if (v->debugNameRaw().empty()) {
+    const std::string n = SanitizedName(name);
+    if (!n.empty()) v->setDebugName(n);
+  }
+}
+
+const onnx::TypeProto* Importer::TypeOf(const std::string& name) const {
+  auto it = types_.find(name);
+  return it == types_.end() ? nullptr : &it->second;
+}
+
+int64_t Importer::OpsetFor(const std::string& domain) const {
+  auto it = opsets_.find(CanonicalDomain(domain));
+  return it == opsets_.end() ? 0 : it->second;
+}
+
+void Importer::CollectValueInfo(const onnx::GraphProto& g, int depth) {
+  if (depth > kMaxDepth) return;
+  auto add = [&](const onnx::ValueInfoProto& vi) {
+    if (vi.has_type()) types_.emplace(vi.name(), vi.type());
+  };
+  for (const auto& vi : g.input()) add(vi);
+  for (const auto& vi : g.output()) add(vi);
+  for (const auto& vi : g.value_info()) add(vi);
+  for (const onnx::NodeProto& n : g.node()) {
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      if (a.has_g()) CollectValueInfo(a.g(), depth + 1);
+      for (const onnx::GraphProto& sub : a.graphs()) CollectValueInfo(sub, depth + 1);
+    }
+  }
+}
+
+absl::Status Importer::ConvertNode(const onnx::NodeProto& node, GraphBuilder& builder) {
+  const int64_t opset = OpsetFor(node.domain());
+  const std::string where =
+      absl::StrCat(node.op_type(), " (domain ", DomainName(node.domain()), ", opset ", opset,
+                   ", node '", node.name(), "')");
+  if (opset == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": the model imports no opset for domain ", DomainName(node.domain())));
+  }
+  const ConverterFn* fn = converters_->Find(node.domain(), node.op_type(), opset);
+  if (fn == nullptr) {
+    if (converters_->Knows(node.domain(), node.op_type())) {
+      return absl::UnimplementedError(absl::StrCat(where, ": unsupported opset ", opset));
+    }
+    return absl::UnimplementedError(absl::StrCat(where, ": unsupported op"));
+  }
+  for (const std::string& in : node.input()) {
+    if (!in.empty() && Lookup(in) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": input '", in, "' is not defined before its use"));
+    }
+  }
+  ConvertContext ctx(this, &node, opset, &builder);
+  absl::Status s = (*fn)(ctx);
+  if (!s.ok()) {
+    // Converter errors made with ctx.Error() already name the node.
+    if (absl::StartsWith(s.message(), node.op_type() + " (domain")) return s;
+    return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
+  }
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (!node.output(i).empty() && Lookup(node.output(i)) == nullptr) {
+      return absl::InternalError(
+          absl::StrCat(where, ": converter did not produce output '", node.output(i), "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Value*>> Importer::ConvertGraph(const onnx::GraphProto& g,
+                                                           absl::Span<Value* const> inputs,
+                                                           GraphBuilder& builder) {
+  if (depth() >= kMaxDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph '", g.name(), "': subgraphs nest deeper than ", kMaxDepth));
+  }
+  scopes_.emplace_back();
+  struct PopScope {
+    std::vector<absl::flat_hash_map<std::string, Value*>>* s;
+    ~PopScope() { s->pop_back(); }
+  } pop{&scopes_};
+
+  for (const onnx::TensorProto& init : g.initializer()) {
+    absl::StatusOr<Tensor> t = TensorFromProto(init);
+    if (!t.ok()) {
+      return absl::Status(t.status().code(),
+                          absl::StrCat("initializer '", init.name(), "': ", t.status().message()));
+    }
+    Bind(init.name(), builder.TensorConstant(*t));
+  }
+  if (g.sparse_initializer_size() > 0) {
+    return absl::UnimplementedError(
+        absl::StrCat("graph '", g.name(), "': sparse initializers are not supported"));
+  }
+  if (inputs.size() != static_cast<size_t>(g.input_size())) {
+    // Main graph: inputs cover the runtime inputs only (initializer-backed
+    // inputs are already bound).
+    size_t k = 0;
+    for (const onnx::ValueInfoProto& in : g.input()) {
+      if (scopes_.back().contains(in.name())) continue;
+      if (k >= inputs.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("graph '", g.name(), "' has more inputs than provided"));
+      }
+      Bind(in.name(), inputs[k++]);
+    }
+  } else {
+    for (int i = 0; i < g.input_size(); ++i) Bind(g.input(i).name(), inputs[i]);
+  }
+  for (const onnx::NodeProto& node : g.node()) RETURN_IF_ERROR(ConvertNode(node, builder));
+  std::vector<Value*> outs;
+  for (const onnx::ValueInfoProto& out : g.output()) {
+    Value* v = Lookup(out.name());
+    if (v == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph '", g.name(), "': output '", out.name(), "' is never produced"));
+    }
+    outs.push_back(v);
+  }
+  return outs;
+}
+
+absl::Status Importer::ImportMain(const onnx::ModelProto& model) {
+  for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
+    opsets_[CanonicalDomain(o.domain())] = o.version();
+  }
+  if (model.opset_import_size() == 0) opsets_[""] = 1;  // IR version 1/2 models
+  CollectValueInfo(model.graph(), 0);
+  GraphBuilder builder(graph_);
+  std::vector<Value*> inputs;
+  for (const onnx::ValueInfoProto* in : RuntimeInputs(model)) {
+    Value* v = builder.AddInput(SanitizedName(in->name()),
+                                in->has_type() ? TypeFromOnnx(in->type()) : Type::Tensor());
+    inputs.push_back(v);
+  }
+  ASSIGN_OR_RETURN(std::vector<Value*> outs, ConvertGraph(model.graph(), inputs, builder));
+  for (Value* v : outs) builder.AddOutput(v);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> ImportModel(const onnx::ModelProto& model,
+                                                       const ImportOptions& options) {
+  if (!model.has_graph()) return absl::InvalidArgumentError("ONNX model has no graph");
+  const onnx::ModelProto* source = &model;
+  onnx::ModelProto inferred;
+  if (options.shape_inference) {
+    inferred = model;
+    try {
+      onnx::shape_inference::InferShapes(inferred);
+      source = &inferred;
+    } catch (const std::exception&) {
+      // Inference is advisory: converters that need a rank report it.
+      source = &model;
+    }
+  }
+  auto graph = std::make_unique<ir::Graph>();
+  Importer importer(graph.get(), &DefaultConverters());
+  RETURN_IF_ERROR(importer.ImportMain(*source));
+  return graph;
+}
+
+}  // namespace kiln::frontend::onnx_import

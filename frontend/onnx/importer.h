@@ -1,0 +1,43 @@
+// ONNX model import: onnx::ModelProto -> kiln IR graph of canonical ops.
+//
+// Graph inputs are the model's inputs that no initializer provides, in
+// order; initializers become tensor constants; graph outputs are the model's
+// outputs, in order. Each node runs the converter registered for its op type,
+// domain and opset (frontend/onnx/converter.h). ONNX shape inference runs
+// first (on a copy) so converters know ranks and dtypes, and value types in
+// the graph carry what it found.
+#ifndef KILN_FRONTEND_ONNX_IMPORTER_H_
+#define KILN_FRONTEND_ONNX_IMPORTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ir/ir.h"
+#include "onnx/onnx_pb.h"
+
+namespace kiln::frontend::onnx_import {
+
+struct ImportOptions {
+  // Run ONNX's shape inference before converting (ranks and dtypes for
+  // converters that need them).
+  bool shape_inference = true;
+};
+
+// Parses a serialized ModelProto; InvalidArgument for corrupt or truncated
+// bytes.
+absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes);
+absl::StatusOr<onnx::ModelProto> LoadModelFile(const std::string& path);
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> ImportModel(const onnx::ModelProto& model,
+                                                       const ImportOptions& options = {});
+
+// The model's graph inputs as ImportModel orders them (initializer-backed
+// inputs dropped): the positions test data and callers feed.
+std::vector<const onnx::ValueInfoProto*> RuntimeInputs(const onnx::ModelProto& model);
+
+}  // namespace kiln::frontend::onnx_import
+
+#endif  // KILN_FRONTEND_ONNX_IMPORTER_H_

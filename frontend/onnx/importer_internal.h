@@ -1,0 +1,65 @@
+// The importer's state, shared by importer.cc and the ConvertContext methods
+// (converter_context.cc). Not part of the public API.
+#ifndef KILN_FRONTEND_ONNX_IMPORTER_INTERNAL_H_
+#define KILN_FRONTEND_ONNX_IMPORTER_INTERNAL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "frontend/graph_builder.h"
+#include "frontend/onnx/converter.h"
+#include "ir/ir.h"
+#include "onnx/onnx_pb.h"
+
+namespace kiln::frontend::onnx_import {
+
+class Importer {
+ public:
+  // Subgraphs nest at most this deep (If inside Loop inside ...).
+  static constexpr int kMaxDepth = 32;
+
+  Importer(ir::Graph* graph, const ConverterRegistry* converters)
+      : graph_(graph), converters_(converters) {}
+
+  absl::Status ImportMain(const onnx::ModelProto& model);
+
+  // Converts `g`'s initializers and nodes with `builder` in a new scope in
+  // which `g`'s inputs are bound to `inputs`; returns `g`'s outputs.
+  absl::StatusOr<std::vector<ir::Value*>> ConvertGraph(const onnx::GraphProto& g,
+                                                       absl::Span<ir::Value* const> inputs,
+                                                       GraphBuilder& builder);
+
+  // Name lookup through the scope stack (innermost first); null if unknown.
+  ir::Value* Lookup(const std::string& name) const;
+  void Bind(const std::string& name, ir::Value* v);
+  // What shape inference (or the model's value_info) says about `name`.
+  const onnx::TypeProto* TypeOf(const std::string& name) const;
+  // Version of the opset imported for `domain` ("" = ai.onnx); 0 if none.
+  int64_t OpsetFor(const std::string& domain) const;
+
+  ir::Graph* graph() const { return graph_; }
+  int depth() const { return static_cast<int>(scopes_.size()); }
+
+ private:
+  absl::Status ConvertNode(const onnx::NodeProto& node, GraphBuilder& builder);
+  void CollectValueInfo(const onnx::GraphProto& g, int depth);
+
+  ir::Graph* graph_;
+  const ConverterRegistry* converters_;
+  absl::flat_hash_map<std::string, int64_t> opsets_;
+  absl::flat_hash_map<std::string, onnx::TypeProto> types_;
+  std::vector<absl::flat_hash_map<std::string, ir::Value*>> scopes_;
+};
+
+// kiln type of an ONNX type (tensor, sequence, optional); Any for others.
+ir::TypePtr TypeFromOnnx(const onnx::TypeProto& t);
+// A valid TorchScript debug name from an ONNX name ("" when nothing usable).
+std::string SanitizedName(absl::string_view onnx_name);
+
+}  // namespace kiln::frontend::onnx_import
+
+#endif  // KILN_FRONTEND_ONNX_IMPORTER_INTERNAL_H_

@@ -1,0 +1,37 @@
+// onnx::TensorProto <-> kiln Tensor, and ONNX element types <-> DType.
+// Everything here treats the proto as untrusted: sizes are checked against
+// the data actually present before anything is allocated.
+#ifndef KILN_FRONTEND_ONNX_TENSOR_PROTO_H_
+#define KILN_FRONTEND_ONNX_TENSOR_PROTO_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "onnx/onnx_pb.h"
+#include "support/dtype.h"
+#include "support/tensor.h"
+
+namespace kiln::frontend::onnx_import {
+
+// The kiln dtype of an ONNX TensorProto.DataType code; Unimplemented for
+// types kiln cannot hold (string, complex128, float8...), naming the type.
+absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type);
+// ONNX's name for an element type code ("FLOAT", "INT64", ...).
+std::string OnnxTypeName(int32_t elem_type);
+// The ONNX code of a kiln dtype.
+int32_t OnnxTypeFromDType(DType dtype);
+
+// A contiguous CPU tensor with the proto's dims and data (raw_data or the
+// typed fields). External data and segments are Unimplemented.
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto);
+// The inverse (raw_data form), for writing test data.
+onnx::TensorProto TensorToProto(const Tensor& t, absl::string_view name = "");
+
+// Reads a serialized TensorProto file (the backend-test input_K.pb layout).
+absl::StatusOr<Tensor> ReadTensorFile(const std::string& path);
+
+}  // namespace kiln::frontend::onnx_import
+
+#endif  // KILN_FRONTEND_ONNX_TENSOR_PROTO_H_

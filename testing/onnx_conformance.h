@@ -1,0 +1,66 @@
+// ONNX backend-test conformance: runs every test directory under a root
+// (`<test>/model.onnx`, `<test>/test_data_set_N/{input,output}_K.pb`)
+// through import -> -O2 passes -> a backend, and compares each output with
+// ONNX's own tolerance (|actual - expected| <= atol + rtol * |expected|,
+// rtol 1e-3, atol 1e-7; NaN matches NaN; dtype and shape must match).
+//
+// Tests whose outputs are random (Bernoulli, Dropout in training mode with a
+// non-zero ratio, Random*) cannot match bit for bit: for them only shapes,
+// dtypes and value ranges are checked, and they are counted separately.
+#ifndef KILN_TESTING_ONNX_CONFORMANCE_H_
+#define KILN_TESTING_ONNX_CONFORMANCE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/ivalue.h"
+#include "onnx/onnx_pb.h"
+
+namespace kiln::testing {
+
+struct ConformanceOptions {
+  std::string root;
+  // RE2 regex matched (partially) against test directory names; "" = all.
+  std::string filter;
+  // "interpreter" (the only backend so far).
+  std::string backend = "interpreter";
+  // Pass pipeline (preset or pipeline string) run before execution.
+  std::string pipeline = "-O2";
+  double rtol = 1e-3;
+  double atol = 1e-7;
+};
+
+struct ConformanceResult {
+  std::string name;
+  bool passed = false;
+  bool random = false;  // checked by shape/dtype/range only
+  std::string reason;   // why it failed (empty when passed)
+  double seconds = 0;
+};
+
+struct ConformanceSummary {
+  std::vector<ConformanceResult> results;
+  int passed = 0;  // including random ones that passed their checks
+  int failed = 0;
+  int random_passed = 0;
+  int random_failed = 0;
+  // "N passed, M failed" (+ the random counts when any).
+  std::string Line() const;
+  // One line per test: "PASS name (0.01 s)" / "FAIL name: reason".
+  std::string Report() const;
+};
+
+// Reads a backend-test data file (input_K.pb / output_K.pb) as the value kind
+// `type` says: a tensor (also when `type` is null), a sequence (list) or an
+// optional (None or the value).
+absl::StatusOr<ir::IValue> ReadTestValue(const std::string& path, const onnx::TypeProto* type);
+
+// Runs one test directory.
+ConformanceResult RunConformanceTest(const std::string& dir, const ConformanceOptions& options);
+// Runs every matching test directory under options.root, sorted by name.
+absl::StatusOr<ConformanceSummary> RunConformance(const ConformanceOptions& options);
+
+}  // namespace kiln::testing
+
+#endif  // KILN_TESTING_ONNX_CONFORMANCE_H_

@@ -1,0 +1,58 @@
+#include "tools/commands/conformance.h"
+
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "testing/onnx_conformance.h"
+#include "tools/file_io.h"
+
+ABSL_FLAG(std::string, root, "", "Directory of ONNX backend tests (<test>/model.onnx ...)");
+ABSL_FLAG(std::string, filter, "", "Regex: run only the tests whose name matches");
+ABSL_FLAG(std::string, backend, "interpreter", "Execution backend: interpreter");
+ABSL_FLAG(std::string, report, "", "Write the per-test report (PASS/FAIL with reasons) here");
+ABSL_FLAG(std::string, pipeline, "-O2", "Passes run before execution (preset or pipeline)");
+
+namespace kiln::tools {
+namespace {
+
+int RunConformanceCommand(const std::vector<std::string>& args) {
+  if (!ExpectArgCount(args, 0, "conformance", "no positional arguments")) return kExitUsageError;
+  testing::ConformanceOptions options;
+  options.root = absl::GetFlag(FLAGS_root);
+  if (options.root.empty()) return ReportError("conformance: missing --root DIR");
+  options.filter = absl::GetFlag(FLAGS_filter);
+  options.backend = absl::GetFlag(FLAGS_backend);
+  options.pipeline = absl::GetFlag(FLAGS_pipeline);
+  absl::StatusOr<testing::ConformanceSummary> summary = testing::RunConformance(options);
+  if (!summary.ok()) return ReportError(summary.status());
+  const std::string report = summary->Report();
+  const std::string report_path = absl::GetFlag(FLAGS_report);
+  if (!report_path.empty()) {
+    const absl::Status written = WriteFileAtomically(report_path, report);
+    if (!written.ok()) return ReportError(written);
+  }
+  for (const testing::ConformanceResult& r : summary->results) {
+    if (!r.passed) std::printf("FAIL %s: %s\n", r.name.c_str(), r.reason.c_str());
+  }
+  std::printf("%s\n", summary->Line().c_str());
+  return summary->failed == 0 ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+Command ConformanceCommand() {
+  Command command;
+  command.name = "conformance";
+  command.summary = "Run ONNX backend tests: import, -O2, execute, compare.";
+  command.usage = "--root DIR [--filter REGEX] [--backend interpreter] [--report FILE]";
+  command.details =
+      "Compares every output with rtol 1e-3, atol 1e-7 (ONNX's runner's tolerance).\n"
+      "Prints each failure with its reason and 'N passed, M failed'; exits 1 when\n"
+      "any test fails. Random-output tests are checked by shape, dtype and range.";
+  command.flags = {"root", "filter", "backend", "report", "pipeline"};
+  command.run = RunConformanceCommand;
+  return command;
+}
+
+}  // namespace kiln::tools
