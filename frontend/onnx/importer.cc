@@ -283,7 +283,8 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> ImportModel(const onnx::ModelProto& m
     }
   }
   auto graph = std::make_unique<ir::Graph>();
-  Importer importer(graph.get(), &DefaultConverters());
+  Importer importer(graph.get(),
+                    options.converters ? options.converters : &DefaultConverters());
   RETURN_IF_ERROR(importer.ImportMain(*source));
   return graph;
 }

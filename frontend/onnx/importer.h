@@ -20,10 +20,14 @@
 
 namespace kiln::frontend::onnx_import {
 
+class ConverterRegistry;
+
 struct ImportOptions {
   // Run ONNX's shape inference before converting (ranks and dtypes for
   // converters that need them).
   bool shape_inference = true;
+  // The converters to use; null means DefaultConverters().
+  const ConverterRegistry* converters = nullptr;
 };
 
 // Parses a serialized ModelProto; InvalidArgument for corrupt or truncated

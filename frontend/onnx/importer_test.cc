@@ -1,0 +1,152 @@
+// The importer's own behaviour, with a small converter registry of its own
+// (the op families have their own conformance suites).
+#include "frontend/onnx/importer.h"
+
+#include "absl/strings/match.h"
+#include "frontend/onnx/converter.h"
+#include "frontend/onnx/tensor_proto.h"
+#include "gtest/gtest.h"
+#include "ir/text_printer.h"
+#include "ir/verifier.h"
+
+namespace kiln::frontend::onnx_import {
+namespace {
+
+// A model computing y = Neg(Neg(x)) (+ a constant initializer input to Add).
+onnx::ModelProto TinyModel(int64_t opset = 13) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(opset);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("tiny");
+  auto* x = g->add_input();
+  x->set_name("x");
+  auto* tt = x->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_value(2);
+  tt->mutable_shape()->add_dim()->set_dim_param("batch");
+  auto* n1 = g->add_node();
+  n1->set_op_type("Neg");
+  n1->set_name("first");
+  n1->add_input("x");
+  n1->add_output("t");
+  auto* n2 = g->add_node();
+  n2->set_op_type("Neg");
+  n2->set_name("second");
+  n2->add_input("t");
+  n2->add_output("y");
+  g->add_output()->set_name("y");
+  return m;
+}
+
+ConverterRegistry NegOnly() {
+  ConverterRegistry r;
+  r.Add("Neg", 6, [](ConvertContext& c) -> absl::Status {
+    ASSIGN_OR_RETURN(ir::Value * x, c.RequiredInput(0));
+    ASSIGN_OR_RETURN(ir::Value * y, c.b().Op("aten::neg", {x}));
+    return c.SetOutput(0, y);
+  });
+  return r;
+}
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> Import(const onnx::ModelProto& m,
+                                                  const ConverterRegistry& r) {
+  ImportOptions options;
+  options.converters = &r;
+  return ImportModel(m, options);
+}
+
+TEST(ImporterTest, ConvertsNodesAndKeepsInferredTypes) {
+  const ConverterRegistry r = NegOnly();
+  auto g = Import(TinyModel(), r);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(ir::Verify(**g).ok());
+  EXPECT_EQ(ir::PrintGraph(**g),
+            "graph(%x : Float(2, *)):\n"
+            "  %t : Float(2, *) = aten::neg(%x)\n"
+            "  %y : Float(2, *) = aten::neg(%t)\n"
+            "  return (%y)\n");
+}
+
+TEST(ImporterTest, UnsupportedOpAndOpsetNameTheNode) {
+  ConverterRegistry empty;
+  auto g = Import(TinyModel(), empty);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().message(), "Neg (domain ai.onnx, opset 13, node 'first'): unsupported op");
+  const ConverterRegistry r = NegOnly();
+  g = Import(TinyModel(/*opset=*/5), r);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().message(),
+            "Neg (domain ai.onnx, opset 5, node 'first'): unsupported opset 5");
+}
+
+TEST(ImporterTest, UndefinedInputsAndMissingOutputsAreErrors) {
+  const ConverterRegistry r = NegOnly();
+  onnx::ModelProto m = TinyModel();
+  m.mutable_graph()->mutable_node(1)->set_input(0, "nowhere");
+  auto g = Import(m, r);
+  ASSERT_FALSE(g.ok());
+  EXPECT_TRUE(absl::StrContains(g.status().message(), "input 'nowhere' is not defined"))
+      << g.status();
+  m = TinyModel();
+  m.mutable_graph()->mutable_output(0)->set_name("ghost");
+  g = Import(m, r);
+  ASSERT_FALSE(g.ok());
+  EXPECT_TRUE(absl::StrContains(g.status().message(), "output 'ghost' is never produced"));
+}
+
+TEST(ImporterTest, InitializersBecomeConstantsAndBadOnesAreErrors) {
+  const ConverterRegistry r = NegOnly();
+  onnx::ModelProto m = TinyModel();
+  onnx::GraphProto* g = m.mutable_graph();
+  // x is now provided by an initializer: the graph has no runtime input.
+  onnx::TensorProto* init = g->add_initializer();
+  init->set_name("x");
+  init->set_data_type(onnx::TensorProto::FLOAT);
+  init->add_dims(2);
+  init->add_float_data(1.5f);
+  init->add_float_data(-2.0f);
+  EXPECT_TRUE(RuntimeInputs(m).empty());
+  auto imported = Import(m, r);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_TRUE((*imported)->block()->inputs().empty());
+
+  init->set_raw_data(std::string(3, '\0'));  // 3 bytes for 2 floats
+  imported = Import(m, r);
+  ASSERT_FALSE(imported.ok());
+  EXPECT_TRUE(absl::StrContains(imported.status().message(),
+                                "initializer 'x': tensor 'x' (FLOAT): raw_data has 3 bytes"))
+      << imported.status();
+}
+
+TEST(ImporterTest, CorruptAndTruncatedBytesAreErrors) {
+  std::string bytes;
+  ASSERT_TRUE(TinyModel().SerializeToString(&bytes));
+  EXPECT_TRUE(ParseModel(bytes).ok());
+  auto truncated = ParseModel(absl::string_view(bytes).substr(0, bytes.size() / 2));
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_TRUE(absl::StrContains(truncated.status().message(), "corrupt or truncated"));
+  EXPECT_FALSE(ParseModel("\xff\xff\xff\xff garbage").ok());
+}
+
+TEST(TensorProtoTest, RoundTripsAndRejectsLies) {
+  Tensor t = Tensor::Empty(DType::kInt64, {2, 2});
+  for (int i = 0; i < 4; ++i) t.data<int64_t>()[i] = i * 7;
+  auto back = TensorFromProto(TensorToProto(t, "t"));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->ValueEquals(t));
+  onnx::TensorProto p;
+  p.set_data_type(onnx::TensorProto::FLOAT);
+  p.add_dims(-1);
+  EXPECT_FALSE(TensorFromProto(p).ok());
+  p.set_dims(0, int64_t{1} << 40);
+  p.add_dims(int64_t{1} << 40);
+  EXPECT_FALSE(TensorFromProto(p).ok());  // too many elements, nothing allocated
+  p.set_data_type(onnx::TensorProto::STRING);
+  EXPECT_EQ(TensorFromProto(p).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace kiln::frontend::onnx_import

@@ -1,0 +1,3 @@
+#!/bin/bash
+# Runs the conformance floor check binary (first argument) with the rest.
+exec "$@"
