@@ -72,6 +72,14 @@ absl::StatusOr<Value*> GraphBuilder::Op(absl::string_view kind,
 absl::StatusOr<std::vector<Value*>> GraphBuilder::OpN(absl::string_view kind,
                                                       absl::Span<Value* const> inputs,
                                                       size_t num_outputs) {
+  const size_t ns_end = kind.find("::");
+  if (ns_end != absl::string_view::npos && kind.find('.', ns_end) != absl::string_view::npos) {
+    // Nodes do not record overloads: the registry picks one from the input
+    // types, at build time here and again in every consumer.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GraphBuilder::Op takes an op name without overload ('", kind.substr(0, kind.find('.', ns_end)),
+        "'), got '", kind, "'"));
+  }
   const ir::Symbol sym = ir::Symbol::FromQualString(kind);
   std::vector<TypePtr> types;
   types.reserve(inputs.size());

@@ -67,6 +67,10 @@ constexpr const char* kNondeterministic[] = {
     "aten::binomial",      "aten::rrelu",           "aten::rand",
     "aten::rand_like",     "aten::randint",         "aten::randint_like",
     "aten::randn",         "aten::randn_like",      "aten::randperm",
+    // kiln's own random ops (ir/kiln_schemas_special.inc).
+    "kiln::dropout",       "kiln::random_uniform",  "kiln::random_normal",
+    "kiln::random_uniform_like", "kiln::random_normal_like", "kiln::bernoulli",
+    "kiln::multinomial",
 };
 
 // Overloads whose first two arguments commute.

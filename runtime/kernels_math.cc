@@ -135,8 +135,6 @@ const std::vector<UnaryDef>& UnaryDefs() {
        [](int64_t v, Params) -> int64_t { return v > 0 ? 1 : (v < 0 ? -1 : 0); }},
       {{"trunc", 0}, IntRule::kKeep, [](double x, Params) { return std::trunc(x); },
        [](int64_t v, Params) { return v; }},
-      {{"fix", 0}, IntRule::kKeep, [](double x, Params) { return std::trunc(x); },
-       [](int64_t v, Params) { return v; }},
       {{"frac", 0}, IntRule::kFloatOnly, [](double x, Params) { return x - std::trunc(x); },
        nullptr},
       {{"square", 0}, IntRule::kKeep, [](double x, Params) { return x * x; },
@@ -278,12 +276,12 @@ absl::StatusOr<Tensor> MathUnary(absl::string_view op, const Tensor& x, Params p
     if (!p[1]) p[1] = big;
     if (!p[2]) p[2] = -big;
   }
+  const bool bool_not = in == DType::kBool && op == "bitwise_not";  // ~true is false
   Tensor out = Tensor::Empty(out_dtype, x.sizes());
   const int64_t n = x.numel();
   for (int64_t i = 0; i < n; ++i) {
     if (int_math) {
-      int64_t r = def->fi(x.GetInt(i), p);
-      if (in == DType::kBool && op == "bitwise_not") r = x.GetInt(i) ? 0 : 1;  // ~true = false
+      const int64_t r = bool_not ? (x.GetInt(i) ? 0 : 1) : def->fi(x.GetInt(i), p);
       RETURN_IF_ERROR(SetInt(out, i, r));
     } else {
       RETURN_IF_ERROR(SetDouble(out, i, def->f(x.GetDouble(i), p)));

@@ -24,6 +24,8 @@ namespace {
 // Results larger than this many elements are refused: attacker-chosen
 // sizes must not exhaust memory (the reference kernels hold doubles).
 constexpr int64_t kMaxElements = int64_t{1} << 28;
+// Likewise for the multiply-adds of one call (about a minute of work).
+constexpr double kMaxWork = static_cast<double>(int64_t{1} << 36);
 
 absl::Status Invalid(const std::string& op, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(op, ": ", what));
@@ -123,6 +125,14 @@ absl::StatusOr<std::vector<double>> ChannelVector(const std::string& op,
   return ToDoubles(*t);
 }
 
+// floor(v) as an index; NaN and huge values become far-out-of-range
+// indices (callers bounds-check) instead of undefined conversions.
+int64_t FloorIndex(double v) {
+  constexpr double kFar = static_cast<double>(int64_t{1} << 40);
+  if (std::isnan(v)) return -(int64_t{1} << 40);
+  return static_cast<int64_t>(std::floor(std::min(std::max(v, -kFar), kFar)));
+}
+
 // Steps `pos` through the box [0, extent) in row-major order; false at the end.
 bool Next(std::vector<int64_t>& pos, const std::vector<int64_t>& extent) {
   for (size_t d = pos.size(); d-- > 0;) {
@@ -137,8 +147,12 @@ absl::Status CheckPerDim(const std::string& op, const std::vector<int64_t>& v, s
   if (v.size() != n) {
     return Invalid(op, absl::StrCat(name, " must have ", n, " values, got ", v.size()));
   }
+  constexpr int64_t kLimit = int64_t{1} << 31;
   for (int64_t e : v) {
     if (e < min) return Invalid(op, absl::StrCat(name, " values must be >= ", min, ", got ", e));
+    if (e > kLimit || e < -kLimit) {
+      return Invalid(op, absl::StrCat(name, " value ", e, " is out of range"));
+    }
   }
   return absl::OkStatus();
 }
@@ -234,6 +248,10 @@ absl::StatusOr<ConvGeometry> CheckConv(const std::string& op, const Tensor& x, c
   std::vector<int64_t> out_shape = {g.batch, g.cout};
   out_shape.insert(out_shape.end(), g.out.begin(), g.out.end());
   RETURN_IF_ERROR(CheckedNumel(op, out_shape).status());
+  // Every weight element meets every output (transposed: input) position.
+  const double work = static_cast<double>(g.batch) * static_cast<double>(w.numel()) *
+                      static_cast<double>(o.transposed ? Prod(g.in) : Prod(g.out));
+  if (work > kMaxWork) return Invalid(op, "convolution is too large for the reference kernel");
   return g;
 }
 
@@ -271,8 +289,8 @@ void ConvForward(const ConvGeometry& g, const ConvOptions& o, const std::vector<
         const int64_t grp = oc / cout_g;
         double acc = 0;
         for (int64_t ic = 0; ic < cin_g; ++ic) {
-          const double* xp = &x[((n * g.cin) + grp * cin_g + ic) * in_sp];
-          const double* wp = &w[(oc * cin_g + ic) * k_sp];
+          const double* xp = x.data() + (((n * g.cin) + grp * cin_g + ic) * in_sp);
+          const double* wp = w.data() + ((oc * cin_g + ic) * k_sp);
           for (int64_t k = 0; k < k_sp; ++k) {
             if (offsets[k] >= 0) acc += xp[offsets[k]] * wp[k];
           }
@@ -311,8 +329,8 @@ void ConvTransposedForward(const ConvGeometry& g, const ConvOptions& o,
         const int64_t grp = ic / cin_g;
         for (int64_t ocl = 0; ocl < cout_g; ++ocl) {
           const int64_t oc = grp * cout_g + ocl;
-          const double* wp = &w[(ic * cout_g + ocl) * k_sp];
-          double* yp = &y[(n * g.cout + oc) * out_sp];
+          const double* wp = w.data() + ((ic * cout_g + ocl) * k_sp);
+          double* yp = y.data() + ((n * g.cout + oc) * out_sp);
           for (int64_t k = 0; k < k_sp; ++k) {
             if (offsets[k] >= 0) yp[offsets[k]] += xv * wp[k];
           }
@@ -337,7 +355,7 @@ std::vector<double> ConvValues(const ConvGeometry& g, const ConvOptions& o,
   if (!bias.empty()) {
     for (int64_t n = 0; n < g.batch; ++n) {
       for (int64_t c = 0; c < g.cout; ++c) {
-        double* yp = &y[(n * g.cout + c) * out_sp];
+        double* yp = y.data() + ((n * g.cout + c) * out_sp);
         for (int64_t i = 0; i < out_sp; ++i) yp[i] += bias[c];
       }
     }
@@ -497,6 +515,10 @@ absl::StatusOr<PoolResult> Pool(const std::string& op, PoolKind kind, const Tens
     out_shape.push_back(out[d]);
   }
   ASSIGN_OR_RETURN(int64_t total, CheckedNumel(op, out_shape));
+  ASSIGN_OR_RETURN(int64_t k_sp, CheckedNumel(op, o.kernel));
+  if (static_cast<double>(total) * static_cast<double>(k_sp) > kMaxWork) {
+    return Invalid(op, "pooling is too large for the reference kernel");
+  }
   const int64_t planes = Prod(x.sizes(), 0, lead);
   const int64_t in_sp = Prod(in), out_sp = Prod(out);
   // Column-major strides within a plane (ONNX storage_order 1).
@@ -525,7 +547,7 @@ absl::StatusOr<PoolResult> Pool(const std::string& op, PoolKind kind, const Tens
       taps.push_back(offset);
     } while (Next(kpos, o.kernel));
     for (int64_t pl = 0; pl < planes; ++pl) {
-      const double* xp = &xv[pl * in_sp];
+      const double* xp = xv.data() + (pl * in_sp);
       const int64_t out_i = pl * out_sp + p;
       if (kind == PoolKind::kMax) {
         double best = -std::numeric_limits<double>::infinity();
@@ -623,7 +645,7 @@ absl::StatusOr<PoolResult> AdaptivePool(const std::string& op, bool max, const T
       taps.push_back(offset);
     } while (Next(k, extent));
     for (int64_t pl = 0; pl < planes; ++pl) {
-      const double* xp = &xv[pl * in_sp];
+      const double* xp = xv.data() + (pl * in_sp);
       const int64_t out_i = pl * out_sp + p;
       if (max) {
         double best = xp[taps[0]];
@@ -844,7 +866,7 @@ absl::StatusOr<NormResult> LayerNorm(const std::string& op, const Tensor& x, int
   const std::vector<double> xv = ToDoubles(x);
   std::vector<double> y(xv.size()), mean(static_cast<size_t>(m)), rstd(static_cast<size_t>(m));
   for (int64_t r = 0; r < m; ++r) {
-    const double* xp = &xv[r * k];
+    const double* xp = xv.data() + (r * k);
     double s = 0;
     for (int64_t i = 0; i < k; ++i) s += xp[i];
     const double mu = k > 0 ? s / static_cast<double>(k) : 0;
@@ -1060,6 +1082,13 @@ absl::StatusOr<AxisPlan> PlanAxis(const std::string& op, int64_t in, int64_t out
       }
       case CoordMode::kAsymmetric: src = x / scale; break;
       case CoordMode::kTfHalfPixelForNn: src = (x + 0.5) / scale; break;
+      case CoordMode::kHalfPixelSymmetric: {
+        // Resize-19: half_pixel recentred for the integer output size.
+        const double adjustment = dout / (scale * din);
+        const double offset = din / 2 * (1 - adjustment);
+        src = offset + (x + 0.5) / scale - 0.5;
+        break;
+      }
       case CoordMode::kTfCropAndResize: {
         const double width = scale * din;
         src = width == 1 ? (roi_end - roi_start) * (din - 1) / 2
@@ -1072,13 +1101,13 @@ absl::StatusOr<AxisPlan> PlanAxis(const std::string& op, int64_t in, int64_t out
         break;
       }
       case CoordMode::kTorchNearest: {
-        const int64_t s = static_cast<int64_t>(std::floor(static_cast<float>(i) * torch_scale));
+        const int64_t s = FloorIndex(static_cast<float>(i) * torch_scale);
         plan.taps[i] = {{std::min(s, in - 1), 1.0}};
         continue;
       }
       case CoordMode::kTorchNearestExact: {
         const int64_t s =
-            static_cast<int64_t>(std::floor((static_cast<float>(i) + 0.5f) * torch_scale));
+            FloorIndex((static_cast<float>(i) + 0.5f) * torch_scale);
         plan.taps[i] = {{std::min(s, in - 1), 1.0}};
         continue;
       }
@@ -1093,7 +1122,7 @@ absl::StatusOr<AxisPlan> PlanAxis(const std::string& op, int64_t in, int64_t out
           if (o.mode != ResizeMode::kCubic && src < 0) src = 0;
         }
         if (o.mode == ResizeMode::kLinear) {
-          const int64_t i0 = std::min(static_cast<int64_t>(src), in - 1);
+          const int64_t i0 = std::min(FloorIndex(src), in - 1);
           const int64_t i1 = i0 + (i0 < in - 1 ? 1 : 0);
           const double l1 = std::min(std::max(src - static_cast<double>(i0), 0.0), 1.0);
           plan.taps[i] = {{i0, 1.0 - l1}, {i1, l1}};
@@ -1104,7 +1133,7 @@ absl::StatusOr<AxisPlan> PlanAxis(const std::string& op, int64_t in, int64_t out
     }
     const double base = std::floor(src);
     const double t = src - base;
-    const int64_t b = static_cast<int64_t>(base);
+    const int64_t b = FloorIndex(base);
     std::vector<Tap> taps;
     switch (o.mode) {
       case ResizeMode::kNearest: {
@@ -1151,7 +1180,7 @@ std::vector<double> ApplyAxis(const std::vector<double>& v, const std::vector<in
   std::vector<double> r(static_cast<size_t>(outer * out * inner));
   for (int64_t a = 0; a < outer; ++a) {
     for (int64_t o = 0; o < out; ++o) {
-      double* rp = &r[(a * out + o) * inner];
+      double* rp = r.data() + ((a * out + o) * inner);
       if (plan.extrapolate[o]) {
         std::fill(rp, rp + inner, extrapolation);
         continue;
@@ -1159,7 +1188,7 @@ std::vector<double> ApplyAxis(const std::vector<double>& v, const std::vector<in
       for (int64_t c = 0; c < inner; ++c) rp[c] = 0;
       for (const Tap& t : plan.taps[o]) {
         if (t.weight == 0) continue;
-        const double* vp = &v[(a * in + t.index) * inner];
+        const double* vp = v.data() + ((a * in + t.index) * inner);
         for (int64_t c = 0; c < inner; ++c) rp[c] += t.weight * vp[c];
       }
     }
@@ -1232,7 +1261,7 @@ double Reflect(double x, int64_t twice_low, int64_t twice_high) {
   const double span = static_cast<double>(twice_high - twice_low) / 2;
   x = std::fabs(x - mn);
   const double extra = std::fmod(x, span);
-  const int64_t flips = static_cast<int64_t>(std::floor(x / span));
+  const int64_t flips = FloorIndex(x / span);
   return flips % 2 == 0 ? extra + mn : span - extra + mn;
 }
 
@@ -1293,19 +1322,18 @@ absl::StatusOr<Tensor> GridSample2d(const std::string& op, const Tensor& x, cons
                                                align_corners);
                 const double py = ApplyPadding(fy + static_cast<double>(r), h, padding,
                                                align_corners);
-                val += wx * wy * at(b, ch, static_cast<int64_t>(py), static_cast<int64_t>(px));
+                val += wx * wy * at(b, ch, FloorIndex(py), FloorIndex(px));
               }
             }
           } else {
             const double px = ApplyPadding(ix, w, padding, align_corners);
             const double py = ApplyPadding(iy, h, padding, align_corners);
             if (interpolation == 1) {
-              val = at(b, ch, static_cast<int64_t>(std::nearbyint(py)),
-                       static_cast<int64_t>(std::nearbyint(px)));
+              val = at(b, ch, FloorIndex(std::nearbyint(py)), FloorIndex(std::nearbyint(px)));
             } else {
               const double x0 = std::floor(px), y0 = std::floor(py);
               const double tx = px - x0, ty = py - y0;
-              const int64_t xi = static_cast<int64_t>(x0), yi = static_cast<int64_t>(y0);
+              const int64_t xi = FloorIndex(x0), yi = FloorIndex(y0);
               val = at(b, ch, yi, xi) * (1 - tx) * (1 - ty) + at(b, ch, yi, xi + 1) * tx * (1 - ty) +
                     at(b, ch, yi + 1, xi) * (1 - tx) * ty + at(b, ch, yi + 1, xi + 1) * tx * ty;
             }
@@ -1354,14 +1382,19 @@ absl::StatusOr<Tensor> RoiAlign(const std::string& op, const Tensor& x, const Te
       rh = std::max(rh, 1.0);
     }
     const double bin_h = rh / static_cast<double>(ph), bin_w = rw / static_cast<double>(pw);
-    const int64_t gh = o.sampling_ratio > 0 ? o.sampling_ratio
-                                            : static_cast<int64_t>(std::ceil(rh / static_cast<double>(ph)));
-    const int64_t gw = o.sampling_ratio > 0 ? o.sampling_ratio
-                                            : static_cast<int64_t>(std::ceil(rw / static_cast<double>(pw)));
-    if (gh > 4096 || gw > 4096) return Invalid(op, "sampling grid is too large");
+    // Adaptive sampling: ceil(roi size / bins) points per bin and axis.
+    const double gh_d = o.sampling_ratio > 0 ? static_cast<double>(o.sampling_ratio)
+                                             : std::ceil(rh / static_cast<double>(ph));
+    const double gw_d = o.sampling_ratio > 0 ? static_cast<double>(o.sampling_ratio)
+                                             : std::ceil(rw / static_cast<double>(pw));
+    if (!(gh_d <= 4096) || !(gw_d <= 4096)) {
+      return Invalid(op, "rois must be finite with a sampling grid of at most 4096 per axis");
+    }
+    const int64_t gh = static_cast<int64_t>(std::max(gh_d, 0.0));
+    const int64_t gw = static_cast<int64_t>(std::max(gw_d, 0.0));
     const double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
     for (int64_t ch = 0; ch < c; ++ch) {
-      const double* plane = &xv[(b * c + ch) * h * w];
+      const double* plane = xv.data() + ((b * c + ch) * h * w);
       for (int64_t i = 0; i < ph; ++i) {
         for (int64_t j = 0; j < pw; ++j) {
           double acc = o.max_mode ? -std::numeric_limits<double>::infinity() : 0.0;
@@ -1375,7 +1408,8 @@ absl::StatusOr<Tensor> RoiAlign(const std::string& op, const Tensor& x, const Te
               double v = 0;
               double cand = 0;
               if (!(yy < -1.0 || yy > static_cast<double>(h) || xx < -1.0 ||
-                    xx > static_cast<double>(w)) && h > 0 && w > 0) {
+                    xx > static_cast<double>(w)) && std::isfinite(yy) && std::isfinite(xx) &&
+                  h > 0 && w > 0) {
                 double sy = std::max(yy, 0.0), sx = std::max(xx, 0.0);
                 int64_t y_lo = static_cast<int64_t>(sy), x_lo = static_cast<int64_t>(sx);
                 int64_t y_hi, x_hi;

@@ -151,7 +151,7 @@ absl::StatusOr<Tensor> MeanVarianceNorm(const std::string& op, const Tensor& x,
 enum class ResizeMode { kNearest, kLinear, kCubic };
 enum class CoordMode {
   kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfCropAndResize,
-  kTfHalfPixelForNn,
+  kTfHalfPixelForNn, kHalfPixelSymmetric,
   // PyTorch's upsample_* index rules (computed as ATen does, in float):
   kTorchNearest, kTorchNearestExact, kTorchLinear, kTorchLinearAlignCorners,
 };

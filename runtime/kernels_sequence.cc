@@ -324,8 +324,11 @@ absl::StatusOr<RecurrentOutputs> Recurrent(RecurrentKind kind, const RecurrentIn
                                     ShapeToString(in.r.sizes())));
   }
   // Keep the reference loops bounded: sizes come from the model.
-  if (g.hidden <= 0 || g.seq * g.batch * g.dirs * g.gates * g.hidden * (g.input + g.hidden) >
-                           (int64_t{1} << 34)) {
+  // (Counted in double: the product of model-given sizes may overflow int64.)
+  const double work = static_cast<double>(g.seq) * static_cast<double>(g.batch) *
+                      static_cast<double>(dirs * g.gates) * static_cast<double>(g.hidden) *
+                      static_cast<double>(g.input + g.hidden);
+  if (g.hidden <= 0 || work > 1.7e10) {
     return Invalid(op, "hidden size must be positive and the problem small enough");
   }
   const int64_t gh = g.gates * g.hidden;
@@ -571,6 +574,23 @@ absl::StatusOr<Tensor> ConcatFromSequence(const std::vector<Tensor>& seq, int64_
     offset += len;
   }
   return out;
+}
+
+absl::StatusOr<Tensor> StackScanOutputs(const std::vector<Tensor>& seq, int64_t axis,
+                                        std::optional<DType> dtype,
+                                        const std::optional<std::vector<int64_t>>& element_shape) {
+  if (!seq.empty()) return ConcatFromSequence(seq, axis, /*new_axis=*/true);
+  const char* op = "StackScanOutputs";
+  if (!dtype || !element_shape) {
+    return Invalid(op, "the loop ran zero times and the scan output's dtype and shape are unknown");
+  }
+  std::vector<int64_t> sizes = *element_shape;
+  for (int64_t d : sizes) {
+    if (d < 0) return Invalid(op, "element sizes must be non-negative");
+  }
+  ASSIGN_OR_RETURN(int64_t dim, NormalizeDim(axis, static_cast<int64_t>(sizes.size()) + 1, op));
+  sizes.insert(sizes.begin() + dim, 0);
+  return Tensor::Empty(*dtype, std::move(sizes));
 }
 
 }  // namespace kiln::runtime

@@ -86,6 +86,13 @@ absl::StatusOr<std::vector<Tensor>> SplitToSequence(const Tensor& input,
 absl::StatusOr<Tensor> ConcatFromSequence(const std::vector<Tensor>& seq, int64_t axis,
                                           bool new_axis);
 
+// ConcatFromSequence(seq, axis, new_axis) for a loop's scan output; when the
+// loop ran zero times, an empty tensor of `element_shape` with a 0-length
+// `axis` (an error when the element's dtype or shape is unknown).
+absl::StatusOr<Tensor> StackScanOutputs(const std::vector<Tensor>& seq, int64_t axis,
+                                        std::optional<DType> dtype,
+                                        const std::optional<std::vector<int64_t>>& element_shape);
+
 }  // namespace kiln::runtime
 
 #endif  // KILN_RUNTIME_KERNELS_SEQUENCE_H_

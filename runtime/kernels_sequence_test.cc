@@ -287,6 +287,25 @@ TEST(SequenceTest, ConcatFromSequence) {
   EXPECT_FALSE(ConcatFromSequence(same, 2, true).ok());
 }
 
+TEST(SequenceTest, StackScanOutputsHandlesZeroIterations) {
+  std::vector<Tensor> two = {Make(DType::kFloat32, {2}, {1, 2}),
+                             Make(DType::kFloat32, {2}, {3, 4})};
+  auto stacked = StackScanOutputs(two, 1, DType::kFloat32, std::vector<int64_t>{2});
+  ASSERT_TRUE(stacked.ok()) << stacked.status();
+  EXPECT_EQ(stacked->sizes(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(stacked->GetDouble(1), 3);
+  auto empty = StackScanOutputs({}, 0, DType::kInt32, std::vector<int64_t>{3, 1});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->dtype(), DType::kInt32);
+  EXPECT_EQ(empty->sizes(), (std::vector<int64_t>{0, 3, 1}));
+  auto last = StackScanOutputs({}, -1, DType::kFloat32, std::vector<int64_t>{3});
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->sizes(), (std::vector<int64_t>{3, 0}));
+  EXPECT_FALSE(StackScanOutputs({}, 0, std::nullopt, std::vector<int64_t>{3}).ok());
+  EXPECT_FALSE(StackScanOutputs({}, 0, DType::kFloat32, std::nullopt).ok());
+  EXPECT_FALSE(StackScanOutputs({}, 3, DType::kFloat32, std::vector<int64_t>{3}).ok());
+}
+
 TEST(SequenceTest, RegistryKernelsAreFunctional) {
   ir::OpRegistry& ops = ir::BuiltinOps();
   ASSERT_TRUE(RegisterReferenceKernels(ops).ok());
@@ -317,6 +336,21 @@ TEST(SequenceTest, RegistryKernelsAreFunctional) {
   ASSERT_TRUE(got.ok());
   EXPECT_EQ((*got)[0], list);
   EXPECT_FALSE(ops.Find("kiln::optional_get_element")->kernel({IValue::None()}).ok());
+
+  auto bool_of = ops.Find("aten::Bool.Tensor")->kernel({IValue::FromTensor(Make(DType::kBool, {1}, {1}))});
+  ASSERT_TRUE(bool_of.ok()) << bool_of.status();
+  EXPECT_EQ((*bool_of)[0], IValue::Bool(true));
+  auto int_of = ops.Find("aten::Int.Tensor")->kernel({IValue::FromTensor(Make(DType::kInt64, {}, {7}))});
+  ASSERT_TRUE(int_of.ok()) << int_of.status();
+  EXPECT_EQ((*int_of)[0], IValue::Int(7));
+  EXPECT_FALSE(ops.Find("aten::Bool.Tensor")
+                   ->kernel({IValue::FromTensor(Make(DType::kBool, {2}, {1, 0}))})
+                   .ok());
+  auto empty_scan = ops.Find("kiln::stack_scan_outputs")
+                        ->kernel({IValue::List({}), IValue::Int(0),
+                                  IValue::Int(DTypeCode(DType::kFloat32)), IValue::IntList({2})});
+  ASSERT_TRUE(empty_scan.ok()) << empty_scan.status();
+  EXPECT_EQ((*empty_scan)[0].toTensor().sizes(), (std::vector<int64_t>{0, 2}));
 
   // Wrong argument kinds are errors, not crashes.
   EXPECT_FALSE(ops.Find("kiln::sequence_at")->kernel({IValue::Int(1), IValue::Int(0)}).ok());

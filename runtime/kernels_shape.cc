@@ -247,6 +247,12 @@ absl::StatusOr<Tensor> SliceDim(const Tensor& x, int64_t dim, std::optional<int6
                                 std::optional<int64_t> end, int64_t step) {
   RETURN_IF_ERROR(RequireData(x, "slice"));
   if (step <= 0) return Invalid("slice", "step must be positive");
+  if (x.dim() > 0) {
+    // A step beyond the dim size selects at most one element; capping it
+    // keeps the length and stride arithmetic in range.
+    ASSIGN_OR_RETURN(int64_t d, NormalizeDim(dim, x.dim(), "slice"));
+    step = std::min(step, std::max<int64_t>(x.size(d), 1));
+  }
   return Slice(x, dim, start.value_or(0), end.value_or(std::numeric_limits<int64_t>::max()), step);
 }
 
@@ -256,6 +262,10 @@ absl::StatusOr<Tensor> Diagonal(const Tensor& x, int64_t offset, int64_t dim1, i
   ASSIGN_OR_RETURN(int64_t a, NormalizeDim(dim1, x.dim(), "diagonal"));
   ASSIGN_OR_RETURN(int64_t b, NormalizeDim(dim2, x.dim(), "diagonal"));
   if (a == b) return Invalid("diagonal", "dim1 and dim2 must differ");
+  // Offsets beyond either size give an empty diagonal; clamping keeps the
+  // arithmetic in range.
+  const int64_t limit = std::max(x.size(a), x.size(b)) + 1;
+  offset = std::clamp(offset, -limit, limit);
   int64_t start = x.storage_offset();
   int64_t len = 0;
   if (offset >= 0) {
@@ -322,8 +332,11 @@ absl::StatusOr<std::vector<Tensor>> SplitWithSizes(const Tensor& x, Sizes split_
   int64_t total = 0;
   for (int64_t s : split_sizes) {
     if (s < 0) return Invalid("split_with_sizes", "negative split size");
+    if (s > x.size(d) - total) {
+      total = -1;
+      break;
+    }
     total += s;
-    if (total > x.size(d)) break;
   }
   if (total != x.size(d)) {
     return Invalid("split_with_sizes",
@@ -361,9 +374,10 @@ absl::StatusOr<std::vector<Tensor>> Chunk(const Tensor& x, int64_t chunks, int64
   if (x.dim() == 0) return Invalid("chunk", "cannot chunk a 0-dim tensor");
   ASSIGN_OR_RETURN(int64_t d, NormalizeDim(dim, x.dim(), "chunk"));
   const int64_t n = x.size(d);
-  const int64_t size = (n + chunks - 1) / chunks;
+  const int64_t size = n / chunks + (n % chunks != 0 ? 1 : 0);
   if (size == 0) {
     // Every chunk of an empty dim is empty (ATen returns `chunks` of them).
+    if (chunks > (int64_t{1} << 20)) return Invalid("chunk", "too many chunks of an empty dim");
     return SplitWithSizes(x, std::vector<int64_t>(static_cast<size_t>(chunks), 0), d);
   }
   return SplitBySize(x, size, d);
@@ -1062,6 +1076,7 @@ absl::StatusOr<Tensor> Diag(const Tensor& x, int64_t diagonal) {
     return Clone(v);
   }
   if (x.dim() != 1) return Invalid(op, "expects a 1-D or 2-D tensor");
+  if (diagonal > kMaxBytes || diagonal < -kMaxBytes) return Invalid(op, "diagonal too large");
   ASSIGN_OR_RETURN(Bytes xb, ContiguousBytes(x, op));
   const int64_t n = x.size(0) + std::abs(diagonal);
   ASSIGN_OR_RETURN(Tensor out, NewTensor(x.dtype(), {n, n}, op));
@@ -1082,6 +1097,7 @@ absl::StatusOr<Tensor> OneHot(const Tensor& x, int64_t num_classes) {
     if (x.numel() == 0) return Invalid(op, "cannot infer num_classes of an empty tensor");
     int64_t m = 0;
     for (int64_t i = 0; i < x.numel(); ++i) m = std::max(m, x.GetInt(i));
+    if (m >= kMaxBytes) return Invalid(op, absl::StrCat("class ", m, " is too large"));
     num_classes = m + 1;
   }
   std::vector<int64_t> sizes = x.sizes();
@@ -1167,7 +1183,8 @@ absl::StatusOr<Tensor> Eye(int64_t n, int64_t m, int64_t k, DType dtype) {
   if (n < 0 || m < 0) return Invalid(op, "sizes must be non-negative");
   ASSIGN_OR_RETURN(Tensor out, NewTensor(dtype, {n, m}, op));
   const Tensor one = Tensor::ScalarInt(1, dtype);
-  for (int64_t i = 0; i < n; ++i) {
+  // k outside (-n, m) leaves every element zero (and i + k could overflow).
+  for (int64_t i = 0; k > -n && k < m && i < n; ++i) {
     const int64_t j = i + k;
     if (j >= 0 && j < m) std::memcpy(MutableAt(out, i * m + j), one.raw_data(), out.element_size());
   }
@@ -1451,7 +1468,9 @@ absl::StatusOr<Tensor> OnnxSlice(const Tensor& x, Sizes starts, Sizes ends, Size
     const int64_t d = a < 0 ? a + r : a;
     if (seen[d]) return Invalid(op, "repeated axis");
     seen[d] = true;
-    const int64_t st = steps.empty() ? 1 : steps[i];
+    // (INT64_MIN would overflow on negation; it selects the same elements as
+    // -INT64_MAX.)
+    const int64_t st = steps.empty() ? 1 : std::max(steps[i], -std::numeric_limits<int64_t>::max());
     if (st == 0) return Invalid(op, "step cannot be 0");
     const int64_t n = x.size(d);
     int64_t s = starts[i], e = ends[i];
@@ -1644,7 +1663,15 @@ absl::StatusOr<Tensor> OnnxOneHot(const Tensor& indices, const Tensor& depth,
   for (int64_t o = 0; o < a.outer; ++o) {
     for (int64_t in = 0; in < a.inner; ++in) {
       const int64_t src = o * a.inner + in;
-      int64_t hot = fl ? static_cast<int64_t>(indices.GetDouble(src)) : indices.GetInt(src);
+      int64_t hot = -depth_v - 1;  // out of range: an all-off row
+      if (!fl) {
+        hot = indices.GetInt(src);
+      } else {
+        const double h = indices.GetDouble(src);
+        if (std::isfinite(h) && std::fabs(h) <= static_cast<double>(kMaxBytes)) {
+          hot = static_cast<int64_t>(h);
+        }
+      }
       if (hot < 0) hot += depth_v;
       for (int64_t j = 0; j < depth_v; ++j) {
         std::memcpy(MutableAt(out, (o * depth_v + j) * a.inner + in), vb.at(j == hot ? 1 : 0), vb.es);

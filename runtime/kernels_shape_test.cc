@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -417,6 +419,163 @@ TEST(ShapeRegistryTest, KernelsReachableThroughSchemas) {
   EXPECT_FALSE(ops.Find("aten::reflection_pad1d")
                    ->kernel({IValue::FromTensor(Iota({1, 2})), IValue::IntList({2, 0})})
                    .ok());
+}
+
+
+// ------------------------------------------------------------------ layouts
+
+TEST(ShapeLayoutTest, NonContiguousInputs) {
+  // x^T = [[0, 3], [1, 4], [2, 5]] (a strided view).
+  auto xt = Transpose(Iota({2, 3}), 0, 1);
+  ASSERT_TRUE(xt.ok());
+  ASSERT_FALSE(xt->is_contiguous());
+  Expect(Gather(*xt, 1, Longs({3, 1}, {1, 0, 1})), DType::kFloat32, {3, 1}, {3, 1, 5});
+  Expect(Index(*xt, {Longs({2}, {2, 0})}), DType::kFloat32, {2, 2}, {2, 5, 0, 3});
+  Expect(Pad(*xt, std::vector<int64_t>{1, 0}, PadMode::kReplicate, Tensor::ScalarInt(0)),
+         DType::kFloat32, {3, 3}, {0, 0, 3, 1, 1, 4, 2, 2, 5});
+  Expect(OnnxSlice(*xt, std::vector<int64_t>{-1}, std::vector<int64_t>{-10},
+                   std::vector<int64_t>{0}, std::vector<int64_t>{-1}),
+         DType::kFloat32, {3, 2}, {2, 5, 1, 4, 0, 3});
+  Expect(Flip(*xt, std::vector<int64_t>{0}), DType::kFloat32, {3, 2}, {2, 5, 1, 4, 0, 3});
+  Expect(Clone(*xt), DType::kFloat32, {3, 2}, {0, 3, 1, 4, 2, 5});
+  // A view of a view still shares the original storage.
+  auto col = Select(*xt, 1, 1);
+  Expect(col, DType::kFloat32, {3}, {3, 4, 5});
+  EXPECT_TRUE(col->storage() == xt->storage());
+  auto c = Clone(*xt);
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->storage() == xt->storage());
+  // Expanded (stride-0) inputs.
+  auto e = Expand(Iota({1, 2}), std::vector<int64_t>{3, 2});
+  ASSERT_TRUE(e.ok());
+  Expect(Cumulative(*e, 0, std::nullopt, false), DType::kFloat32, {3, 2}, {0, 1, 0, 2, 0, 3});
+}
+
+TEST(ShapeLayoutTest, BytewiseKernelsKeepHalfPrecision) {
+  Tensor h = Tensor::Empty(DType::kFloat16, {3});
+  for (int i = 0; i < 3; ++i) {
+    Tensor s = Tensor::ScalarDouble(i + 0.5, DType::kFloat16);
+    std::memcpy(static_cast<char*>(h.raw_data()) + 2 * i, s.raw_data(), 2);
+  }
+  Expect(Flip(h, std::vector<int64_t>{0}), DType::kFloat16, {3}, {2.5, 1.5, 0.5});
+  Expect(Cat({h, h}, 0), DType::kFloat16, {6}, {0.5, 1.5, 2.5, 0.5, 1.5, 2.5});
+  Expect(Pad(h, std::vector<int64_t>{1, 0}, PadMode::kConstant, Tensor::ScalarDouble(-1)),
+         DType::kFloat16, {4}, {-1, 0.5, 1.5, 2.5});
+  Expect(Full(std::vector<int64_t>{2}, Tensor::ScalarDouble(0.25), DType::kFloat16),
+         DType::kFloat16, {2}, {0.25, 0.25});
+}
+
+// ------------------------------------------------------------------ hostile arguments
+
+// Every overload runtime/register_shape.cc fills.
+constexpr const char* kShapeKernelNames[] = {
+    "aten::_unique2", "aten::arange", "aten::arange.start", "aten::arange.start_step",
+    "aten::argsort", "aten::argsort.stable", "aten::cat", "aten::chunk", "aten::clone",
+    "aten::concat", "aten::constant_pad_nd", "aten::contiguous", "aten::cumprod", "aten::cumsum",
+    "aten::detach", "aten::diag", "aten::diagonal", "aten::dim", "aten::embedding",
+    "aten::empty.memory_format", "aten::empty_like", "aten::expand", "aten::expand_as",
+    "aten::eye", "aten::eye.m", "aten::flatten.named_out_dim", "aten::flatten.using_ints",
+    "aten::flip", "aten::full", "aten::full_like", "aten::gather", "aten::index_put",
+    "aten::index_put.hacked_twin", "aten::index_select", "aten::masked_select",
+    "aten::movedim.int", "aten::movedim.intlist", "aten::narrow", "aten::new_empty",
+    "aten::new_full", "aten::new_ones", "aten::new_zeros", "aten::nonzero", "aten::numel",
+    "aten::one_hot", "aten::ones", "aten::ones_like", "aten::pad", "aten::permute",
+    "aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d", "aten::repeat",
+    "aten::replication_pad1d", "aten::replication_pad2d", "aten::replication_pad3d",
+    "aten::reshape", "aten::reshape_as", "aten::roll", "aten::scatter.reduce", "aten::scatter.src",
+    "aten::scatter.value", "aten::scatter.value_reduce", "aten::scatter_add",
+    "aten::scatter_reduce.two", "aten::select.int", "aten::size", "aten::size.int", "aten::sort",
+    "aten::sort.stable", "aten::split", "aten::split.sizes", "aten::split_with_sizes",
+    "aten::squeeze", "aten::squeeze.dim", "aten::stack", "aten::t", "aten::take_along_dim",
+    "aten::tile", "aten::topk", "aten::transpose.int", "aten::tril", "aten::triu",
+    "aten::unbind.int", "aten::unique_consecutive", "aten::unique_dim", "aten::unsqueeze",
+    "aten::view", "aten::view_as", "aten::zeros", "aten::zeros_like", "kiln::compress",
+    "kiln::eye_like", "kiln::gather_nd", "kiln::onnx_cumsum", "kiln::onnx_expand",
+    "kiln::onnx_flatten", "kiln::onnx_gather_elements", "kiln::onnx_one_hot", "kiln::onnx_pad",
+    "kiln::onnx_reshape", "kiln::onnx_scatter_elements", "kiln::onnx_slice", "kiln::onnx_squeeze",
+    "kiln::onnx_unique", "kiln::onnx_unsqueeze", "kiln::range", "kiln::reverse_sequence",
+    "kiln::scatter_nd", "kiln::shape", "kiln::size", "kiln::tensor_to_int",
+    "kiln::tensor_to_int_list",
+};
+
+
+// Every kernel of this family, fed arguments of the schema's kinds drawn from
+// pools of awkward values (empty and 0-dim tensors, views, extreme ints,
+// unknown strings) and occasionally of the wrong kind, must return a status
+// rather than crash.
+TEST(ShapeRobustnessTest, HostileArgumentsNeverCrash) {
+  ir::OpRegistry& ops = ir::BuiltinOps();
+  ASSERT_TRUE(RegisterReferenceKernels(ops).ok());
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  auto xt = Transpose(Iota({2, 3}), 0, 1);
+  ASSERT_TRUE(xt.ok());
+  const std::vector<IValue> tensors = {
+      IValue::FromTensor(Tensor::ScalarDouble(1.5, DType::kFloat32)),
+      IValue::FromTensor(Iota({0})),
+      IValue::FromTensor(Iota({2, 3})),
+      IValue::FromTensor(*xt),
+      IValue::FromTensor(Longs({2}, {-1, 5})),
+      IValue::FromTensor(Longs({1, 1}, {0})),
+      IValue::FromTensor(Longs({}, {2})),
+      IValue::FromTensor(Make(DType::kBool, {2, 3}, {1, 0, 1, 0, 0, 1})),
+      IValue::FromTensor(Tensor::Empty(DType::kFloat16, {2})),
+      IValue::FromTensor(Tensor::Placeholder(DType::kFloat32, {2})),
+  };
+  const std::vector<IValue> ints = {IValue::Int(-1), IValue::Int(0), IValue::Int(1),
+                                    IValue::Int(2), IValue::Int(kMax), IValue::Int(kMin),
+                                    IValue::Int(int64_t{1} << 40)};
+  const std::vector<IValue> int_lists = {
+      IValue::IntList({}), IValue::IntList({0}), IValue::IntList({-1}),
+      IValue::IntList({1, 2}), IValue::IntList({kMax}), IValue::IntList({kMin, 1}),
+      IValue::IntList({2, -1, 3}), IValue::IntList({int64_t{1} << 40, int64_t{1} << 40}),
+      IValue::IntList({0, 1, 0, 1})};
+  const std::vector<IValue> numbers = {IValue::Int(1), IValue::Double(NAN), IValue::Bool(true),
+                                       IValue::Double(1e300)};
+  const std::vector<IValue> strings = {IValue::String("none"), IValue::String("add"),
+                                       IValue::String("reflect"), IValue::String("bogus")};
+  uint64_t seed = 12345;
+  auto next = [&seed](size_t n) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<size_t>((seed >> 33) % n);
+  };
+  auto pick = [&](const std::vector<IValue>& pool) { return pool[next(pool.size())]; };
+  std::function<IValue(const ir::TypePtr&)> value_of = [&](const ir::TypePtr& t) -> IValue {
+    if (next(12) == 0) return pick(ints);  // the wrong kind, now and then
+    switch (t->kind()) {
+      case ir::TypeKind::kTensor: return pick(tensors);
+      case ir::TypeKind::kInt:
+      case ir::TypeKind::kScalarType: return pick(ints);
+      case ir::TypeKind::kBool: return IValue::Bool(next(2) == 0);
+      case ir::TypeKind::kFloat:
+      case ir::TypeKind::kNumber: return pick(numbers);
+      case ir::TypeKind::kStr: return pick(strings);
+      case ir::TypeKind::kOptional:
+        return next(3) == 0 ? IValue::None() : value_of(t->contained()[0]);
+      case ir::TypeKind::kList: {
+        const ir::TypePtr& e = t->contained()[0];
+        if (e->kind() == ir::TypeKind::kInt) return pick(int_lists);
+        std::vector<IValue> elems;
+        for (size_t i = 0, n = next(4); i < n; ++i) elems.push_back(value_of(e));
+        return IValue::List(std::move(elems));
+      }
+      default: return IValue::None();
+    }
+  };
+  int calls = 0;
+  for (const char* name : kShapeKernelNames) {
+    const ir::Operator* op = ops.Find(name);
+    ASSERT_NE(op, nullptr) << name;
+    ASSERT_TRUE(op->kernel) << name;
+    for (int trial = 0; trial < 150; ++trial) {
+      std::vector<IValue> args;
+      for (const auto& arg : op->schema.arguments) args.push_back(value_of(arg.type));
+      (void)op->kernel(args);
+      ++calls;
+    }
+    (void)op->kernel({});
+  }
+  EXPECT_GT(calls, 1000);
 }
 
 }  // namespace

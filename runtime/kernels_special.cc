@@ -69,7 +69,9 @@ int64_t Product(absl::Span<const int64_t> sizes) {
 }
 
 // Guards allocations driven by attacker-controlled sizes.
-constexpr int64_t kMaxElements = int64_t{1} << 31;
+constexpr int64_t kMaxElements = int64_t{1} << 28;
+// Bounds the naive O(n^2) transforms (multiply-adds).
+constexpr double kMaxTransformWork = 4e9;
 
 absl::Status CheckSizes(absl::Span<const int64_t> sizes, const char* op) {
   int64_t n = 1;
@@ -369,7 +371,7 @@ absl::StatusOr<Tensor> NonMaxSuppression(const Tensor& boxes, const Tensor& scor
                                     ShapeToString(boxes.sizes()), ", got ",
                                     ShapeToString(scores.sizes())));
   }
-  if (iou_threshold < 0 || iou_threshold > 1) {
+  if (!(iou_threshold >= 0 && iou_threshold <= 1)) {
     return Invalid(op, absl::StrCat("iou_threshold must lie in [0, 1], got ", iou_threshold));
   }
   const int64_t batches = boxes.size(0), num_boxes = boxes.size(1), classes = scores.size(1);
@@ -600,9 +602,8 @@ absl::StatusOr<Tensor> MelWeightMatrix(int64_t num_mel_bins, int64_t dft_length,
     return Invalid(op, "num_mel_bins, dft_length and sample_rate must be positive");
   }
   if (!(lower_edge_hertz >= 0 && lower_edge_hertz < upper_edge_hertz &&
-        upper_edge_hertz <= static_cast<double>(sample_rate) / 2 + 1e-6)) {
-    return Invalid(op, absl::StrCat("need 0 <= lower_edge_hertz < upper_edge_hertz <= "
-                                    "sample_rate / 2, got ",
+        std::isfinite(upper_edge_hertz))) {
+    return Invalid(op, absl::StrCat("need 0 <= lower_edge_hertz < upper_edge_hertz, got ",
                                     lower_edge_hertz, " and ", upper_edge_hertz));
   }
   const int64_t bins = dft_length / 2 + 1;
@@ -705,6 +706,12 @@ absl::StatusOr<Tensor> Dft(const Tensor& x, std::optional<int64_t> dft_length, i
                                     .subspan(static_cast<size_t>(axis + 1),
                                              static_cast<size_t>(rank - 2 - axis)));
   const int64_t ch = complex_in ? 2 : 1;
+  if (static_cast<double>(outer) * static_cast<double>(inner) * static_cast<double>(bins) *
+          static_cast<double>(n) > kMaxTransformWork) {
+    return absl::UnimplementedError(
+        absl::StrCat(op, ": a ", n, "-point transform of ", ShapeToString(x.sizes()),
+                     " is too large for the reference kernel"));
+  }
   Tensor out = Tensor::Empty(x.dtype(), out_sizes);
   std::vector<double> re(static_cast<size_t>(n)), im(static_cast<size_t>(n)), ore, oim;
   for (int64_t o = 0; o < outer; ++o) {
@@ -771,6 +778,12 @@ absl::StatusOr<Tensor> Stft(const Tensor& signal, int64_t frame_step,
   const int64_t frames = (len - fl) / frame_step + 1;
   const int64_t bins = onesided ? fl / 2 + 1 : fl;
   RETURN_IF_ERROR(CheckSizes({batch, frames, bins, 2}, op));
+  if (static_cast<double>(batch) * static_cast<double>(frames) * static_cast<double>(bins) *
+          static_cast<double>(fl) > kMaxTransformWork) {
+    return absl::UnimplementedError(
+        absl::StrCat(op, ": ", frames, " frames of ", fl, " points are too many for the "
+                     "reference kernel"));
+  }
   Tensor out = Tensor::Empty(signal.dtype(), {batch, frames, bins, 2});
   const int64_t ch = complex_in ? 2 : 1;
   std::vector<double> re(static_cast<size_t>(fl)), im(static_cast<size_t>(fl)), ore, oim;
@@ -849,7 +862,8 @@ absl::StatusOr<Tensor> TfIdfVectorize(const Tensor& x, const TfIdfOptions& o) {
     std::vector<int64_t> counts(static_cast<size_t>(position), 0);
     for (int64_t n = o.min_gram_length; n <= std::min(o.max_gram_length, levels); ++n) {
       // Unigrams have no gaps to skip: count them once.
-      const int64_t max_skip = n == 1 ? 0 : o.max_skip_count;
+      // Skips wider than the row match nothing.
+      const int64_t max_skip = n == 1 ? 0 : std::min(o.max_skip_count, cols);
       for (int64_t skip = 0; skip <= max_skip; ++skip) {
         const int64_t stride = skip + 1;
         for (int64_t i = 0; i + (n - 1) * stride < cols; ++i) {
@@ -1021,8 +1035,10 @@ absl::StatusOr<Tensor> MultinomialFromWeights(const Tensor& weights, int64_t num
       total += v;
     }
     if (!(total > 0)) return Invalid(op, "each row of weights needs a positive sum");
+    std::discrete_distribution<int64_t> dist(w.begin(), w.end());
     for (int64_t s = 0; s < num_samples; ++s) {
-      std::discrete_distribution<int64_t> dist(w.begin(), w.end());
+      // Without replacement the weights change after every draw.
+      if (!replacement && s > 0) dist = std::discrete_distribution<int64_t>(w.begin(), w.end());
       const int64_t c = dist(gen);
       RETURN_IF_ERROR(SetInt(out, r * num_samples + s, c));
       if (!replacement) w[static_cast<size_t>(c)] = 0;

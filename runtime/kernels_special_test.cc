@@ -160,6 +160,32 @@ TEST(NmsTest, CenterPointBoxesAndBadShapes) {
   EXPECT_TRUE(IsInvalid(
       NonMaxSuppression(boxes, Make(DType::kFloat32, {1, 1, 2}, {0, 0}), 5, 0.5, 0, false)
           .status()));
+  EXPECT_TRUE(IsInvalid(NonMaxSuppression(boxes, scores, 5, NAN, 0, true).status()));
+}
+
+TEST(NmsTest, RegisteredKernelReadsScalarTensors) {
+  Tensor boxes = Make(DType::kFloat32, {1, 2, 4}, {0, 0, 1, 1, 0, 0, 1, 1});
+  Tensor scores = Make(DType::kFloat32, {1, 1, 2}, {0.5, 0.6});
+  // Absent max_output_boxes_per_class selects nothing; NaN counts as 0.
+  auto none = Call("kiln::non_max_suppression",
+                   {T(boxes), T(scores), IValue(), IValue(), IValue(), IValue::Int(0)});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ((*none)[0].toTensor().sizes(), (std::vector<int64_t>{0, 3}));
+  auto nan = Call("kiln::non_max_suppression",
+                  {T(boxes), T(scores), T(Make(DType::kFloat32, {1}, {NAN})), IValue(), IValue(),
+                   IValue::Int(0)});
+  ASSERT_TRUE(nan.ok()) << nan.status();
+  EXPECT_EQ((*nan)[0].toTensor().sizes(), (std::vector<int64_t>{0, 3}));
+  // Identical boxes: the higher score wins, the other is suppressed (IoU 1).
+  auto one = Call("kiln::non_max_suppression",
+                  {T(boxes), T(scores), T(Make(DType::kInt64, {1}, {10})),
+                   T(Make(DType::kFloat32, {1}, {0.5})), IValue(), IValue::Int(0)});
+  ASSERT_TRUE(one.ok()) << one.status();
+  ExpectValues((*one)[0].toTensor(), DType::kInt64, {1, 3}, {0, 0, 1});
+  auto bad = Call("kiln::non_max_suppression",
+                  {T(boxes), T(scores), T(Make(DType::kInt64, {2}, {1, 2})), IValue(), IValue(),
+                   IValue::Int(0)});
+  EXPECT_TRUE(IsInvalid(bad.status()));
 }
 
 // ------------------------------------------------------------ quantization
@@ -239,6 +265,9 @@ TEST(SignalTest, DftForwardInverseOnesided) {
   EXPECT_EQ(padded->sizes(), (std::vector<int64_t>{1, 8, 2}));
   EXPECT_NEAR(padded->GetDouble(0), 2.0, 1e-6);
   EXPECT_TRUE(IsInvalid(Dft(x, std::nullopt, 2, false, false).status()));
+  // A huge dft_length is refused instead of running for hours.
+  EXPECT_EQ(Dft(x, int64_t{1} << 26, 1, false, false).status().code(),
+            absl::StatusCode::kUnimplemented);
 }
 
 TEST(SignalTest, StftMatchesFramewiseDft) {
@@ -293,6 +322,9 @@ TEST(TextTest, TfIdfBigramsWithSkips) {
   o.max_skip_count = 0;
   ExpectValues(TfIdfVectorize(batch, o), DType::kFloat32, {2, 7},
                {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1});
+  o.max_skip_count = int64_t{1} << 62;  // wider than the row: same as skipping up to C
+  ExpectValues(TfIdfVectorize(batch, o), DType::kFloat32, {2, 7},
+               {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1});
   o.ngram_counts = {0, 5};  // 5 unigrams leave 5 values: not whole bigrams
   EXPECT_TRUE(IsInvalid(TfIdfVectorize(x, o).status()));
 }

@@ -311,10 +311,7 @@ void RegisterReductions(Registrar& r) {
     r.AddIfPresent(name, [name](Args a) -> Result {
       ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
       ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> dims, Dims(name, a, 1));
-      // An explicit empty list counts nothing away: every dim stays.
-      if (dims && dims->empty()) {
-        return absl::UnimplementedError(absl::StrCat(name, ": empty dim list"));
-      }
+      // An empty dim list counts over every dim (as ATen).
       return One(CountNonzero(x, dims));
     });
   }

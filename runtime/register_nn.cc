@@ -635,8 +635,8 @@ absl::StatusOr<std::vector<int64_t>> TorchOutSizes(const std::string& name, cons
     if (size) {
       out[d + 2] = (*size)[d];
     } else {
-      if (!(scales[d] > 0) || !std::isfinite(scales[d])) {
-        return Invalid(name, "scale factors must be positive");
+      if (!(scales[d] > 0) || !(static_cast<double>(in) * scales[d] < 1e12)) {
+        return Invalid(name, "scale factors must be positive and finite");
       }
       out[d + 2] = static_cast<int64_t>(std::floor(static_cast<double>(in) * scales[d]));
     }
@@ -727,6 +727,7 @@ absl::StatusOr<nn::ResizeOptions> OnnxResizeOptions(const std::string& name, Arg
       {"align_corners", nn::CoordMode::kAlignCorners},
       {"asymmetric", nn::CoordMode::kAsymmetric},
       {"tf_half_pixel_for_nn", nn::CoordMode::kTfHalfPixelForNn},
+      {"half_pixel_symmetric", nn::CoordMode::kHalfPixelSymmetric},
       {"tf_crop_and_resize", nn::CoordMode::kTfCropAndResize}};
   bool found = false;
   for (const auto& [s, m] : coords) {

@@ -162,6 +162,14 @@ void RegisterSequences(Registrar& r) {
     ASSIGN_OR_RETURN(int64_t new_axis, IntArg(op, a, 2));
     return One(ConcatFromSequence(seq, axis, new_axis != 0));
   });
+  r.Add("kiln::stack_scan_outputs", [](Args a) -> Result {
+    const std::string op = "kiln::stack_scan_outputs";
+    ASSIGN_OR_RETURN(std::vector<Tensor> seq, TensorListArg(op, a, 0));
+    ASSIGN_OR_RETURN(int64_t axis, IntArg(op, a, 1));
+    ASSIGN_OR_RETURN(int64_t code, IntArg(op, a, 2));
+    ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> shape, DimsArg(op, a, 3));
+    return One(StackScanOutputs(seq, axis, code < 0 ? std::nullopt : DTypeFromCode(code), shape));
+  });
   r.Add("kiln::optional_has_element", [](Args a) -> Result {
     if (a.empty()) return ArgError("kiln::optional_has_element", 0, "present");
     return One(Tensor::ScalarInt(a[0].isNone() ? 0 : 1, DType::kBool));

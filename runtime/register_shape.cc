@@ -729,9 +729,8 @@ void RegisterSorting(Registrar& r) {
     const std::string name = "aten::unique_dim";
     ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
     ASSIGN_OR_RETURN(int64_t d, IntArg(name, a, 1));
-    ASSIGN_OR_RETURN(bool inv, BoolArg(name, a, 3));
-    ASSIGN_OR_RETURN(bool cnt, BoolArg(name, a, 4));
-    return UniqueOutputs(sk::Unique(x, d, true, false), inv, cnt);
+    // ATen's unique_dim computes inverse and counts whatever the flags say.
+    return UniqueOutputs(sk::Unique(x, d, true, false), true, true);
   });
   r.Add("aten::_unique2", [](Args a) -> Result {
     const std::string name = "aten::_unique2";

@@ -266,8 +266,9 @@ void RegisterDetectionAndQuantization(Registrar& r) {
     // Without a score threshold every box is a candidate.
     const double score_thr = score.value_or(-std::numeric_limits<double>::infinity());
     const double cap = max_out.value_or(0.0);
-    const int64_t max_boxes = cap > 9e18 ? std::numeric_limits<int64_t>::max()
-                                         : static_cast<int64_t>(std::max(cap, 0.0));
+    int64_t max_boxes = 0;  // also for NaN
+    if (cap > 9e18) max_boxes = std::numeric_limits<int64_t>::max();
+    else if (cap > 0) max_boxes = static_cast<int64_t>(cap);
     return One(NonMaxSuppression(boxes, scores, max_boxes, iou.value_or(0.0), score_thr,
                                  center == 1));
   });
@@ -481,17 +482,6 @@ void RegisterTraining(Registrar& r) {
   });
 }
 
-// ir/builtin_ops.cc marks ATen's random ops nondeterministic; the kiln::
-// random ops need the same so that constant propagation and CSE leave them
-// alone (the registry is mutable until start-up ends).
-void MarkNondeterministic(Registrar& r) {
-  for (const char* q : {"kiln::dropout", "kiln::random_uniform", "kiln::random_normal",
-                        "kiln::random_uniform_like", "kiln::random_normal_like",
-                        "kiln::bernoulli", "kiln::multinomial"}) {
-    if (ir::Operator* op = r.reg.FindMutable(q)) op->traits.nondeterministic = true;
-  }
-}
-
 }  // namespace
 
 void RegisterSpecialKernels(Registrar& r) {
@@ -503,7 +493,6 @@ void RegisterSpecialKernels(Registrar& r) {
   RegisterText(r);
   RegisterKilnRandom(r);
   RegisterTraining(r);
-  MarkNondeterministic(r);
 }
 
 }  // namespace kiln::runtime

@@ -49,6 +49,8 @@ TypePtr TypeFromOnnx(const onnx::TypeProto& t) {
     case onnx::TypeProto::kTensorType: {
       ir::TensorInfo info;
       const onnx::TypeProto::Tensor& tt = t.tensor_type();
+      // String tensors are (int[] sizes, str[] data) values, not Tensors.
+      if (tt.elem_type() == onnx::TensorProto::STRING) return Type::Any();
       if (tt.elem_type() != 0) {
         absl::StatusOr<DType> d = DTypeFromOnnx(tt.elem_type());
         if (d.ok()) info.dtype = *d;

@@ -4,7 +4,7 @@
 //
 // Loop-shaped ops share one pattern: a prim::Loop carries the ONNX state plus
 // one list per scan output; each iteration appends to the lists with
-// kiln::sequence_insert, and after the loop kiln::concat_from_sequence stacks
+// kiln::sequence_insert, and after the loop kiln::stack_scan_outputs stacks
 // each list along its new axis.
 #include <cstdint>
 #include <limits>
@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "frontend/onnx/ops_families.h"
+#include "frontend/onnx/tensor_proto.h"
 #include "ir/ir.h"
 #include "ir/symbol.h"
 #include "ir/type.h"
@@ -133,6 +134,30 @@ ir::Node* CarryingLoop(GraphBuilder& b, Value* trips, Value* cond,
   return loop;
 }
 
+// Stacks the list a loop accumulated for scan output `out` of its body along
+// a new `axis`. The body's declared dtype and shape (when complete) give the
+// result of a loop that ran zero times.
+absl::StatusOr<Value*> StackScanOutput(GraphBuilder& b, Value* list, int64_t axis,
+                                       const onnx::ValueInfoProto& out) {
+  int64_t dtype_code = -1;
+  Value* shape = b.None();
+  if (out.type().has_tensor_type()) {
+    const onnx::TypeProto::Tensor& tt = out.type().tensor_type();
+    absl::StatusOr<DType> dtype = DTypeFromOnnx(tt.elem_type());
+    if (dtype.ok()) dtype_code = DTypeCode(*dtype);
+    if (tt.has_shape()) {
+      std::vector<int64_t> dims;
+      bool complete = true;
+      for (const auto& d : tt.shape().dim()) {
+        if (!d.has_dim_value() || d.dim_value() < 0) complete = false;
+        dims.push_back(d.dim_value());
+      }
+      if (complete) shape = b.IntList(dims);
+    }
+  }
+  return b.Op("kiln::stack_scan_outputs", {list, b.Int(axis), b.Int(dtype_code), shape});
+}
+
 // ------------------------------------------------------------ If
 
 absl::Status ConvertIf(ConvertContext& c) {
@@ -245,8 +270,8 @@ absl::Status ConvertLoop(ConvertContext& c) {
   for (int k = 0; k < num_scan; ++k) {
     if (!c.has_output(num_carried + k)) continue;
     ASSIGN_OR_RETURN(Value * stacked,
-                     b.Op("kiln::concat_from_sequence",
-                          {loop->output(1 + num_carried + k), b.Int(0), b.Int(1)}));
+                     StackScanOutput(b, loop->output(1 + num_carried + k), 0,
+                                     body_g->output(1 + num_carried + k)));
     RETURN_IF_ERROR(c.SetOutput(num_carried + k, stacked));
   }
   return absl::OkStatus();
@@ -335,8 +360,8 @@ absl::StatusOr<std::vector<Value*>> EmitScan(ConvertContext& c, absl::Span<Value
   for (size_t s = 0; s < n; ++s) outs.push_back(loop->output(s));
   for (size_t k = 0; k < k_out; ++k) {
     ASSIGN_OR_RETURN(Value * stacked,
-                     b.Op("kiln::concat_from_sequence",
-                          {loop->output(n + k), b.Int(axes.output_axes[k]), b.Int(1)}));
+                     StackScanOutput(b, loop->output(n + k), axes.output_axes[k],
+                                     body_g->output(static_cast<int>(n + k))));
     outs.push_back(stacked);
   }
   return outs;

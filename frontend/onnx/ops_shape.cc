@@ -136,11 +136,11 @@ absl::Status ConvertFlatten(ConvertContext& c) {
   GraphBuilder& b = c.b();
   if (r == 0) return Bind(c, b.Op("aten::reshape", {x, b.IntList({1, 1})}));
   if (axis == 0 || axis == r) {
-    ASSIGN_OR_RETURN(Value * flat, b.Op("aten::flatten.using_ints", {x, b.Int(0), b.Int(-1)}));
+    ASSIGN_OR_RETURN(Value * flat, b.Op("aten::flatten", {x, b.Int(0), b.Int(-1)}));
     return Bind(c, b.Op("aten::unsqueeze", {flat, b.Int(axis == 0 ? 0 : 1)}));
   }
-  ASSIGN_OR_RETURN(Value * inner, b.Op("aten::flatten.using_ints", {x, b.Int(axis), b.Int(-1)}));
-  return Bind(c, b.Op("aten::flatten.using_ints", {inner, b.Int(0), b.Int(axis - 1)}));
+  ASSIGN_OR_RETURN(Value * inner, b.Op("aten::flatten", {x, b.Int(axis), b.Int(-1)}));
+  return Bind(c, b.Op("aten::flatten", {inner, b.Int(0), b.Int(axis - 1)}));
 }
 
 // Squeeze/Unsqueeze axes: the attribute before opset 13, an input after.
@@ -172,7 +172,7 @@ absl::Status ConvertSqueeze(ConvertContext& c) {
     dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
     Value* v = x;
     for (int64_t d : dims) {
-      ASSIGN_OR_RETURN(v, b.Op("aten::squeeze.dim", {v, b.Int(d)}));
+      ASSIGN_OR_RETURN(v, b.Op("aten::squeeze", {v, b.Int(d)}));
     }
     if (dims.empty()) { ASSIGN_OR_RETURN(v, b.Op("aten::detach", {x})); }
     return c.SetOutput(0, v);
@@ -321,7 +321,7 @@ absl::Status EmitSlice(ConvertContext& c, Value* x, const std::vector<int64_t>& 
   }
   Value* v = x;
   for (size_t i = 0; i < starts.size(); ++i) {
-    ASSIGN_OR_RETURN(v, b.Op("aten::slice.Tensor", {v, b.Int(axes[i]), b.Int(starts[i]),
+    ASSIGN_OR_RETURN(v, b.Op("aten::slice", {v, b.Int(axes[i]), b.Int(starts[i]),
                                                     b.Int(ends[i]), b.Int(steps[i])}));
   }
   if (starts.empty()) { ASSIGN_OR_RETURN(v, b.Op("aten::detach", {x})); }
@@ -366,7 +366,7 @@ absl::Status ConvertGather(ConvertContext& c) {
   for (int64_t d = 0; d < axis; ++d) indices.push_back(b.None());
   indices.push_back(idx);
   Value* list = b.List(Type::Optional(Type::Tensor()), indices);
-  return Bind(c, b.Op("aten::index.Tensor", {x, list}));
+  return Bind(c, b.Op("aten::index", {x, list}));
 }
 
 absl::Status ConvertGatherElements(ConvertContext& c) {
@@ -561,7 +561,7 @@ absl::Status ConvertWhere(ConvertContext& c) {
   ASSIGN_OR_RETURN(Value * cond, c.RequiredInput(0));
   ASSIGN_OR_RETURN(Value * x, c.RequiredInput(1));
   ASSIGN_OR_RETURN(Value * y, c.RequiredInput(2));
-  return Bind(c, c.b().Op("aten::where.self", {cond, x, y}));
+  return Bind(c, c.b().Op("aten::where", {cond, x, y}));
 }
 
 // ------------------------------------------------------------ sorting

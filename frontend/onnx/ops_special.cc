@@ -340,7 +340,7 @@ absl::Status ConvertAdagrad(ConvertContext& c) {
   GraphBuilder& b = c.b();
   return ConvertOptimizer(c, "kiln::adagrad", 3,
                           {b.Double(c.AttrFloat("decay_factor", 0.0f)),
-                           b.Double(c.AttrFloat("epsilon", 0.0f)),
+                           b.Double(c.AttrFloat("epsilon", 1e-6f)),
                            b.Double(c.AttrFloat("norm_coefficient", 0.0f))});
 }
 
@@ -348,7 +348,7 @@ absl::Status ConvertAdam(ConvertContext& c) {
   GraphBuilder& b = c.b();
   return ConvertOptimizer(c, "kiln::adam", 4,
                           {b.Double(c.AttrFloat("alpha", 0.9f)), b.Double(c.AttrFloat("beta", 0.999f)),
-                           b.Double(c.AttrFloat("epsilon", 0.0f)),
+                           b.Double(c.AttrFloat("epsilon", 1e-6f)),
                            b.Double(c.AttrFloat("norm_coefficient", 0.0f)),
                            b.Double(c.AttrFloat("norm_coefficient_post", 0.0f))});
 }
@@ -376,6 +376,11 @@ absl::Status ConvertMomentum(ConvertContext& c) {
 // (xs) and the value named by attribute `y`, emitted as more kiln ops. Covers
 // elementwise add/sub/mul/div/neg of same-shaped operands, enough for the
 // ONNX Gradient tests; anything else is Unsupported naming the op.
+bool IsNumber(const Value* v) {
+  const ir::TypeKind k = v->type()->kind();
+  return k == ir::TypeKind::kInt || k == ir::TypeKind::kFloat || k == ir::TypeKind::kNumber;
+}
+
 class GradientBuilder {
  public:
   explicit GradientBuilder(ConvertContext& c) : c_(c), b_(c.b()) {}
@@ -491,6 +496,16 @@ class GradientBuilder {
       ASSIGN_OR_RETURN(Value * gb, b_.Op("aten::neg", {gq}));
       RETURN_IF_ERROR(Accumulate(n->input(0), ga));
       return Accumulate(n->input(1), gb);
+    }
+    // A tensor combined with a Python number (x + 2.0, x * 0.5).
+    if ((kind == "aten::add" || kind == "aten::sub") && tensor_in(0) &&
+        IsNumber(n->input(1))) {
+      return Accumulate(n->input(0), g);
+    }
+    if ((kind == "aten::mul" || kind == "aten::div") && tensor_in(0) &&
+        n->inputs().size() == 2 && IsNumber(n->input(1))) {
+      ASSIGN_OR_RETURN(Value * ga, b_.Op(kind, {g, n->input(1)}));
+      return Accumulate(n->input(0), ga);
     }
     if (kind == "aten::neg" && tensor_in(0)) {
       ASSIGN_OR_RETURN(Value * ga, b_.Op("aten::neg", {g}));
