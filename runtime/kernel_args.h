@@ -34,6 +34,11 @@ absl::StatusOr<Operand> OperandArg(const std::string& op, Args a, size_t i);
 absl::StatusOr<std::optional<Operand>> OptionalOperandArg(const std::string& op, Args a,
                                                           size_t i);
 absl::StatusOr<double> NumberArg(const std::string& op, Args a, size_t i);
+// float? : nullopt for None.
+absl::StatusOr<std::optional<double>> OptionalNumberArg(const std::string& op, Args a, size_t i);
+// float[] (ints are accepted as numbers).
+absl::StatusOr<std::vector<double>> DoubleListArg(const std::string& op, Args a, size_t i);
+absl::StatusOr<std::vector<std::string>> StringListArg(const std::string& op, Args a, size_t i);
 absl::StatusOr<int64_t> IntArg(const std::string& op, Args a, size_t i);
 absl::StatusOr<bool> BoolArg(const std::string& op, Args a, size_t i);
 absl::StatusOr<std::string> StringArg(const std::string& op, Args a, size_t i);

@@ -24,12 +24,6 @@ Result Two(absl::StatusOr<std::pair<Tensor, Tensor>> r) {
                              IValue::FromTensor(std::move(r->second))};
 }
 
-absl::StatusOr<std::optional<double>> OptionalNumberArg(const std::string& op, Args a, size_t i) {
-  if (i >= a.size() || a[i].isNone()) return std::optional<double>();
-  ASSIGN_OR_RETURN(double v, NumberArg(op, a, i));
-  return std::optional<double>(v);
-}
-
 void RegisterElementwise(Registrar& r) {
   for (const MathUnaryInfo& info : MathUnaryOps()) {
     const std::string name = absl::StrCat("aten::", info.name);

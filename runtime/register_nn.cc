@@ -39,7 +39,7 @@ absl::StatusOr<std::vector<int64_t>> PerDim(const std::string& op, Args a, size_
 }
 
 // float[]? : nullopt for None.
-absl::StatusOr<std::optional<std::vector<double>>> DoubleListArg(const std::string& op, Args a,
+absl::StatusOr<std::optional<std::vector<double>>> OptionalDoubleListArg(const std::string& op, Args a,
                                                                  size_t i) {
   if (i >= a.size() || a[i].isNone()) return std::optional<std::vector<double>>();
   if (!a[i].isList()) return ArgError(op, i, "a list of floats");
@@ -688,7 +688,7 @@ void AddUpsample(Registrar& r, const std::string& base, size_t n, nn::ResizeMode
       ASSIGN_OR_RETURN(align, BoolArg(vec, a, 2));
       scale_i = 3;
     }
-    ASSIGN_OR_RETURN(std::optional<std::vector<double>> factors, DoubleListArg(vec, a, scale_i));
+    ASSIGN_OR_RETURN(std::optional<std::vector<double>> factors, OptionalDoubleListArg(vec, a, scale_i));
     if (size.has_value() == factors.has_value()) {
       return Invalid(vec, "exactly one of output_size and scale_factors must be given");
     }

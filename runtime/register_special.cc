@@ -22,33 +22,6 @@ namespace {
 
 using ir::IValue;
 
-absl::StatusOr<std::optional<double>> OptionalNumberArg(const std::string& op, Args a,
-                                                        size_t i) {
-  if (i >= a.size() || a[i].isNone()) return std::optional<double>();
-  ASSIGN_OR_RETURN(double v, NumberArg(op, a, i));
-  return std::optional<double>(v);
-}
-
-absl::StatusOr<std::vector<double>> DoubleListArg(const std::string& op, Args a, size_t i) {
-  if (i >= a.size() || !a[i].isList()) return ArgError(op, i, "a list of floats");
-  std::vector<double> out;
-  for (const IValue& e : a[i].elements()) {
-    if (!e.isNumber()) return ArgError(op, i, "a list of floats");
-    out.push_back(e.toNumberAsDouble());
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<std::string>> StringListArg(const std::string& op, Args a, size_t i) {
-  if (i >= a.size() || !a[i].isList()) return ArgError(op, i, "a list of strings");
-  std::vector<std::string> out;
-  for (const IValue& e : a[i].elements()) {
-    if (!e.isString()) return ArgError(op, i, "a list of strings");
-    out.push_back(e.toString());
-  }
-  return out;
-}
-
 // Optional one-element tensor argument as a number.
 absl::StatusOr<std::optional<double>> OptionalScalarTensorArg(const std::string& op, Args a,
                                                               size_t i, const char* what) {
