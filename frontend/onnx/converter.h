@@ -91,7 +91,19 @@ class ConvertContext {
   // block's scope; the caller registers them as block outputs).
   absl::StatusOr<std::vector<ir::Value*>> ConvertSubgraph(absl::string_view name,
                                                           ir::Block* block);
+  // Converts graph attribute `name` at the end of the current insertion
+  // block (b()), with the subgraph's inputs bound to `inputs` (one per
+  // subgraph input, any values of that block's scope): a prim::Loop body,
+  // whose block inputs are (iteration, carried...), feeds ONNX bodies values
+  // computed inside it.
+  absl::StatusOr<std::vector<ir::Value*>> ConvertSubgraphInline(absl::string_view name,
+                                                                absl::Span<ir::Value* const> inputs);
   const onnx::GraphProto* AttrGraph(absl::string_view name) const;
+
+  // The value an ONNX name denotes in the current scope (outer scopes
+  // included), or null. Inputs of this node should use input(i); this is for
+  // attributes that name values (Gradient's `y`).
+  ir::Value* LookupName(absl::string_view onnx_name) const;
 
   // --- outputs ---
   int num_outputs() const { return node_->output_size(); }

@@ -164,6 +164,21 @@ absl::StatusOr<std::vector<ir::Value*>> ConvertContext::ConvertSubgraph(absl::st
   return importer_->ConvertGraph(*g, inputs, sub);
 }
 
+absl::StatusOr<std::vector<ir::Value*>> ConvertContext::ConvertSubgraphInline(
+    absl::string_view name, absl::Span<ir::Value* const> inputs) {
+  const onnx::GraphProto* g = AttrGraph(name);
+  if (g == nullptr) return Error(absl::StrCat("graph attribute '", name, "' is missing"));
+  if (inputs.size() != static_cast<size_t>(g->input_size())) {
+    return Error(absl::StrCat("subgraph '", name, "' takes ", g->input_size(), " inputs, got ",
+                              inputs.size()));
+  }
+  return importer_->ConvertGraph(*g, inputs, *builder_);
+}
+
+ir::Value* ConvertContext::LookupName(absl::string_view onnx_name) const {
+  return importer_->Lookup(std::string(onnx_name));
+}
+
 bool ConvertContext::has_output(int i) const {
   return i >= 0 && i < node_->output_size() && !node_->output(i).empty();
 }

@@ -82,38 +82,6 @@ absl::StatusOr<Value*> IntToTensor(GraphBuilder& b, Value* i) {
 
 Value* EmptyTensorList(GraphBuilder& b) { return b.List(Type::Tensor(), {}); }
 
-// Converts graph attribute `name` at the end of the current insertion block
-// with the subgraph's inputs bound to `inputs`.
-//
-// ConvertContext::ConvertSubgraph binds a subgraph's inputs to a block's
-// inputs, but a prim::Loop body's inputs are (int iteration, carried...)
-// while ONNX bodies take tensors computed inside the body. So the subgraph
-// is converted into a scratch block whose inputs stand for `inputs`; its
-// nodes then move to the insertion block and the stand-ins are replaced.
-absl::StatusOr<std::vector<Value*>> ConvertSubgraphWith(ConvertContext& c,
-                                                        absl::string_view name,
-                                                        absl::Span<Value* const> inputs) {
-  GraphBuilder& b = c.b();
-  ir::Block* target = b.insertion_block();
-  ir::Node* scratch = b.graph()->create(ir::sym::kIf, 0);
-  scratch->insertBefore(target->return_node());
-  ir::Block* tmp = scratch->addBlock();
-  for (Value* v : inputs) tmp->addInput()->setType(v->type());
-  ASSIGN_OR_RETURN(std::vector<Value*> outs, c.ConvertSubgraph(name, tmp));
-  std::vector<ir::Node*> nodes;
-  for (ir::Node* n : tmp->nodes()) nodes.push_back(n);
-  for (ir::Node* n : nodes) n->moveBefore(scratch);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    Value* stand_in = tmp->inputs()[i];
-    for (Value*& o : outs) {
-      if (o == stand_in) o = inputs[i];
-    }
-    stand_in->replaceAllUsesWith(inputs[i]);
-  }
-  scratch->destroy();
-  return outs;
-}
-
 // Ends a loop body: registers the outputs and returns to `outer`.
 void FinishBody(GraphBuilder& b, ir::Block* body, ir::Block* outer,
                 absl::Span<Value* const> outputs) {
@@ -243,7 +211,7 @@ absl::Status ConvertLoop(ConvertContext& c) {
   ASSIGN_OR_RETURN(Value * iteration, IntToTensor(b, body->inputs()[0]));
   std::vector<Value*> body_inputs = {iteration};
   for (int i = 0; i <= num_carried; ++i) body_inputs.push_back(body->inputs()[1 + i]);
-  absl::StatusOr<std::vector<Value*>> outs = ConvertSubgraphWith(c, "body", body_inputs);
+  absl::StatusOr<std::vector<Value*>> outs = c.ConvertSubgraphInline("body", body_inputs);
   if (!outs.ok()) {
     b.SetInsertionBlock(outer);
     return outs.status();
@@ -338,7 +306,7 @@ absl::StatusOr<std::vector<Value*>> EmitScan(ConvertContext& c, absl::Span<Value
       ASSIGN_OR_RETURN(Value * element, b.Op("kiln::sequence_at", {slices[j], position}));
       body_inputs.push_back(element);
     }
-    ASSIGN_OR_RETURN(std::vector<Value*> outs, ConvertSubgraphWith(c, "body", body_inputs));
+    ASSIGN_OR_RETURN(std::vector<Value*> outs, c.ConvertSubgraphInline("body", body_inputs));
     std::vector<Value*> results = {b.Bool(true)};
     for (size_t s = 0; s < n; ++s) results.push_back(outs[s]);
     for (size_t k = 0; k < k_out; ++k) {
@@ -516,7 +484,7 @@ absl::Status ConvertSequenceMap(ConvertContext& c) {
         body_inputs.push_back(inputs[i]);
       }
     }
-    ASSIGN_OR_RETURN(std::vector<Value*> outs, ConvertSubgraphWith(c, "body", body_inputs));
+    ASSIGN_OR_RETURN(std::vector<Value*> outs, c.ConvertSubgraphInline("body", body_inputs));
     std::vector<Value*> results = {b.Bool(true)};
     for (size_t k = 0; k < k_out; ++k) {
       ASSIGN_OR_RETURN(Value * appended,

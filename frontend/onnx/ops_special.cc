@@ -14,7 +14,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "frontend/onnx/importer_internal.h"
 #include "frontend/onnx/ops_families.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "ir/ir.h"
@@ -393,8 +392,7 @@ class GradientBuilder {
         c_.num_outputs() != c_.num_inputs()) {
       return c_.Error("needs one input and one output per name in 'xs'");
     }
-    // The importer names values after their ONNX names.
-    Value* y = b_.graph()->findValue(SanitizedName(y_name));
+    Value* y = c_.LookupName(y_name);
     if (y == nullptr || y->node()->owningBlock() != b_.insertion_block()) {
       return c_.Unsupported(absl::StrCat("cannot find the value of y '", y_name, "'"));
     }
