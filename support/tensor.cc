@@ -13,12 +13,17 @@
 namespace kiln {
 
 std::shared_ptr<Storage> Storage::AllocateCpu(size_t nbytes) {
+  std::shared_ptr<Storage> s = AllocateCpuUninitialized(nbytes);
+  std::memset(s->data(), 0, nbytes);
+  return s;
+}
+
+std::shared_ptr<Storage> Storage::AllocateCpuUninitialized(size_t nbytes) {
   // aligned_alloc needs a size that is a multiple of the alignment.
   size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded == 0) rounded = kAlignment;
   void* p = std::aligned_alloc(kAlignment, rounded);
   if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, rounded);
   return std::shared_ptr<Storage>(new Storage(p, nbytes));
 }
 
@@ -68,7 +73,13 @@ absl::StatusOr<Tensor> Tensor::FromBytes(DType dtype, std::vector<int64_t> sizes
         "tensor data has ", nbytes, " bytes but ", DTypeName(dtype), " of ",
         n, " elements needs ", want));
   }
-  Tensor t = Empty(dtype, std::move(sizes));
+  Tensor t;
+  t.defined_ = true;
+  t.dtype_ = dtype;
+  t.strides_ = ContiguousStrides(sizes);
+  t.sizes_ = std::move(sizes);
+  // Every byte is written next: zero-filling first would touch each page twice.
+  t.storage_ = Storage::AllocateCpuUninitialized(nbytes);
   if (nbytes > 0) std::memcpy(t.raw_data(), bytes, nbytes);
   return t;
 }

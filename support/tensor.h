@@ -26,6 +26,8 @@ class Storage {
   static constexpr size_t kAlignment = 64;
   // Zero-initialised CPU storage of `nbytes` bytes.
   static std::shared_ptr<Storage> AllocateCpu(size_t nbytes);
+  // For callers that write every byte before reading any.
+  static std::shared_ptr<Storage> AllocateCpuUninitialized(size_t nbytes);
 
   ~Storage();
   Storage(const Storage&) = delete;

@@ -93,11 +93,15 @@ absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes) {
 }
 
 absl::StatusOr<onnx::ModelProto> LoadModelFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  // One read into a buffer of the file's size: models are tens of MB, and
+  // every extra copy costs its page faults.
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  const std::string bytes = buf.str();
+  const std::streamoff size = in.tellg();
+  if (size < 0) return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  if (!in.read(bytes.data(), size)) return absl::DataLossError(absl::StrCat("cannot read ", path));
   absl::StatusOr<onnx::ModelProto> m = ParseModel(bytes);
   if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
   return m;
@@ -114,6 +118,52 @@ std::vector<const onnx::ValueInfoProto*> RuntimeInputs(const onnx::ModelProto& m
     if (!initialized.contains(in.name())) out.push_back(&in);
   }
   return out;
+}
+
+namespace {
+
+// Initializers whose data shape inference may read: integer tensors small
+// enough to be shapes, axes or indices.
+bool KeepInitializerData(const onnx::TensorProto& t) {
+  const int32_t dt = t.data_type();
+  if (dt != onnx::TensorProto::INT64 && dt != onnx::TensorProto::INT32) return false;
+  int64_t numel = 1;
+  for (int64_t d : t.dims()) numel *= d < 0 ? 0 : d;
+  return numel <= 64;
+}
+
+}  // namespace
+
+onnx::ModelProto WeightlessCopy(const onnx::ModelProto& model) {
+  onnx::ModelProto copy;
+  copy.set_ir_version(model.ir_version());
+  *copy.mutable_opset_import() = model.opset_import();
+  const onnx::GraphProto& g = model.graph();
+  onnx::GraphProto* cg = copy.mutable_graph();
+  cg->set_name(g.name());
+  *cg->mutable_node() = g.node();
+  *cg->mutable_input() = g.input();
+  *cg->mutable_output() = g.output();
+  *cg->mutable_value_info() = g.value_info();
+  *copy.mutable_functions() = model.functions();
+  absl::flat_hash_set<std::string> listed;
+  for (const onnx::ValueInfoProto& in : g.input()) listed.insert(in.name());
+  for (const onnx::TensorProto& t : g.initializer()) {
+    if (KeepInitializerData(t)) {
+      *cg->add_initializer() = t;
+      continue;
+    }
+    // Declared as a graph input of the initializer's type instead: shape
+    // inference needs its type, not its data.
+    if (!listed.contains(t.name())) {
+      onnx::ValueInfoProto* in = cg->add_input();
+      in->set_name(t.name());
+      auto* tt = in->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(t.data_type());
+      for (int64_t d : t.dims()) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+  }
+  return copy;
 }
 
 // --- Importer ---
@@ -251,6 +301,8 @@ absl::StatusOr<std::vector<Value*>> Importer::ConvertGraph(const onnx::GraphProt
   return outs;
 }
 
+void Importer::AddValueInfo(const onnx::GraphProto& g) { CollectValueInfo(g, 0); }
+
 absl::Status Importer::ImportMain(const onnx::ModelProto& model) {
   for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
     opsets_[CanonicalDomain(o.domain())] = o.version();
@@ -272,22 +324,22 @@ absl::Status Importer::ImportMain(const onnx::ModelProto& model) {
 absl::StatusOr<std::unique_ptr<ir::Graph>> ImportModel(const onnx::ModelProto& model,
                                                        const ImportOptions& options) {
   if (!model.has_graph()) return absl::InvalidArgumentError("ONNX model has no graph");
-  const onnx::ModelProto* source = &model;
-  onnx::ModelProto inferred;
-  if (options.shape_inference) {
-    inferred = model;
-    try {
-      onnx::shape_inference::InferShapes(inferred);
-      source = &inferred;
-    } catch (const std::exception&) {
-      // Inference is advisory: converters that need a rank report it.
-      source = &model;
-    }
-  }
   auto graph = std::make_unique<ir::Graph>();
   Importer importer(graph.get(),
                     options.converters ? options.converters : &DefaultConverters());
-  RETURN_IF_ERROR(importer.ImportMain(*source));
+  if (options.shape_inference) {
+    // Inference runs on a copy without the large weights (it reads only
+    // small integer initializers, e.g. Reshape's shape); its facts are
+    // merged by value name.
+    onnx::ModelProto skeleton = WeightlessCopy(model);
+    try {
+      onnx::shape_inference::InferShapes(skeleton);
+      importer.AddValueInfo(skeleton.graph());
+    } catch (const std::exception&) {
+      // Inference is advisory: converters that need a rank report it.
+    }
+  }
+  RETURN_IF_ERROR(importer.ImportMain(model));
   return graph;
 }
 

@@ -26,6 +26,9 @@ class Importer {
       : graph_(graph), converters_(converters) {}
 
   absl::Status ImportMain(const onnx::ModelProto& model);
+  // Facts about value types (from shape inference) for converters; the first
+  // fact recorded for a name wins.
+  void AddValueInfo(const onnx::GraphProto& g);
 
   // Converts `g`'s initializers and nodes with `builder` in a new scope in
   // which `g`'s inputs are bound to `inputs`; returns `g`'s outputs.
@@ -54,6 +57,10 @@ class Importer {
   absl::flat_hash_map<std::string, onnx::TypeProto> types_;
   std::vector<absl::flat_hash_map<std::string, ir::Value*>> scopes_;
 };
+
+// `model` without the data of its large initializers (they become typed
+// graph inputs): what shape inference needs, at a fraction of the copy.
+onnx::ModelProto WeightlessCopy(const onnx::ModelProto& model);
 
 // kiln type of an ONNX type (tensor, sequence, optional); Any for others.
 ir::TypePtr TypeFromOnnx(const onnx::TypeProto& t);
