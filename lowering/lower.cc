@@ -1,0 +1,238 @@
+// The LowerGraph driver: graph inputs and constants become buffers, scalar
+// nodes fold to constants, every tensor op goes through its family's
+// lowering or the extern fallback, and in-place ops lower functionally.
+#include "lowering/lower.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "ir/constants.h"
+#include "ir/scalar_eval.h"
+#include "ir/verifier.h"
+#include "lowering/lower_context.h"
+#include "support/status.h"
+
+namespace kiln::lowering {
+namespace {
+
+const LoweringTable& Table() {
+  static const LoweringTable* table = [] {
+    auto* t = new LoweringTable();
+    AddPointwiseLowerings(*t);
+    AddActivationLowerings(*t);
+    AddReductionLowerings(*t);
+    AddNormLowerings(*t);
+    AddViewLowerings(*t);
+    return t;
+  }();
+  return *table;
+}
+
+bool IsTensorType(const ir::Value* v) { return v->type() && v->type()->is_tensor(); }
+
+absl::Status LowerInput(LowerContext& ctx, const ir::Value* v, size_t index) {
+  const ir::TypePtr& type = v->type();
+  if (!type || !type->is_tensor() || !type->tensor().dtype || !type->tensor().HasCompleteSizes()) {
+    return absl::UnimplementedError(
+        absl::StrCat("lowering: graph input %", v->debugName(), " (", type ? type->ToString() : "?",
+                     ") is not a tensor with static shape and dtype"));
+  }
+  const ir::TensorInfo& info = type->tensor();
+  Buffer b;
+  b.name = absl::StrCat("arg", index);
+  b.kind = BufferKind::kInput;
+  b.layout = Layout::Contiguous(*info.dtype, info.ConcreteSizes(),
+                                info.device ? info.device->type : "cpu");
+  for (int64_t s : b.layout.sizes) {
+    if (s < 0) return absl::InvalidArgumentError("lowering: negative size in graph input");
+  }
+  ctx.BindTensor(v, TensorRef{b.name, b.name, b.layout});
+  ctx.graph().inputs.push_back(b.name);
+  ctx.AddBuffer(std::move(b));
+  return absl::OkStatus();
+}
+
+void LowerConstant(LowerContext& ctx, const ir::Node& node) {
+  const ir::Value* out = node.output(0);
+  std::optional<ir::IValue> value = ir::ConstantValue(out);
+  if (!value) return;  // types, complex numbers: an error only if something uses it
+  if (!value->isTensor()) {
+    ctx.BindConstant(out, *std::move(value));
+    return;
+  }
+  const Tensor& t = value->toTensor();
+  Buffer b;
+  b.name = ctx.NewConstantName();
+  b.kind = BufferKind::kConstant;
+  b.layout = Layout::Contiguous(t.dtype(), t.sizes());
+  b.constant = t.has_data() ? t.Contiguous() : t;
+  b.origins = {"constant"};
+  ctx.BindTensor(out, TensorRef{b.name, b.name, b.layout});
+  ctx.AddBuffer(std::move(b));
+}
+
+// List and tuple constructs/unpacks of constants or tensors.
+bool LowerContainer(LowerContext& ctx, const ir::Node& node) {
+  absl::string_view kind = node.kind().qualString();
+  if (kind == "prim::ListConstruct" || kind == "prim::TupleConstruct") {
+    std::vector<ir::IValue> constants;
+    std::vector<TensorRef> tensors;
+    for (const ir::Value* v : node.inputs()) {
+      if (const ir::IValue* c = ctx.FindConstant(v)) constants.push_back(*c);
+      if (const TensorRef* t = ctx.FindTensor(v)) tensors.push_back(*t);
+    }
+    if (constants.size() == node.inputs().size()) {
+      ctx.BindConstant(node.output(0), kind == "prim::ListConstruct"
+                                           ? ir::IValue::List(std::move(constants))
+                                           : ir::IValue::Tuple(std::move(constants)));
+    } else if (tensors.size() == node.inputs().size()) {
+      ctx.BindTensorList(node.output(0), std::move(tensors));
+    }
+    return true;
+  }
+  if (kind == "prim::ListUnpack" || kind == "prim::TupleUnpack") {
+    const ir::Value* in = node.input(0);
+    if (const std::vector<TensorRef>* list = ctx.FindTensorList(in)) {
+      if (list->size() != node.outputs().size()) return true;
+      for (size_t i = 0; i < list->size(); ++i) ctx.BindTensor(node.output(i), (*list)[i]);
+    } else if (const ir::IValue* c = ctx.FindConstant(in)) {
+      if ((!c->isList() && !c->isTuple()) || c->elements().size() != node.outputs().size()) {
+        return true;
+      }
+      for (size_t i = 0; i < node.outputs().size(); ++i) {
+        ctx.BindConstant(node.output(i), c->elements()[i]);
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+// Scalar nodes fold to constants where their inputs are known (shape
+// queries read the static shapes). Values that do not fold stay unbound:
+// only a use that needs them is an error.
+void FoldScalarNode(LowerContext& ctx, const ir::Node& node) {
+  absl::string_view kind = node.kind().qualString();
+  if (node.inputs().size() >= 1 && node.outputs().size() == 1) {
+    if (const TensorRef* t = ctx.FindTensor(node.input(0))) {
+      const std::vector<int64_t>& sizes = t->layout.sizes;
+      int64_t rank = static_cast<int64_t>(sizes.size());
+      if (kind == "aten::dim") {
+        ctx.BindConstant(node.output(0), ir::IValue::Int(rank));
+      } else if (kind == "aten::numel") {
+        ctx.BindConstant(node.output(0), ir::IValue::Int(t->layout.numel()));
+      } else if (kind == "aten::len" && rank > 0) {
+        ctx.BindConstant(node.output(0), ir::IValue::Int(sizes[0]));
+      } else if (kind == "aten::size" && node.inputs().size() == 1) {
+        ctx.BindConstant(node.output(0), ir::IValue::IntList(sizes));
+      } else if (kind == "aten::size" && node.inputs().size() == 2) {
+        const ir::IValue* d = ctx.FindConstant(node.input(1));
+        if (d && d->isInt() && d->toInt() >= -rank && d->toInt() < rank) {
+          int64_t dim = d->toInt() < 0 ? d->toInt() + rank : d->toInt();
+          ctx.BindConstant(node.output(0), ir::IValue::Int(sizes[dim]));
+        }
+      }
+      return;
+    }
+  }
+  std::vector<ir::IValue> inputs;
+  for (const ir::Value* v : node.inputs()) {
+    const ir::IValue* c = ctx.FindConstant(v);
+    if (c == nullptr) return;
+    inputs.push_back(*c);
+  }
+  absl::StatusOr<std::vector<ir::IValue>> results = ir::EvaluateScalarOp(node.kind(), inputs);
+  if (!results.ok() || results->size() != node.outputs().size()) return;
+  for (size_t i = 0; i < results->size(); ++i) ctx.BindConstant(node.output(i), (*results)[i]);
+}
+
+absl::Status LowerTensorNode(LowerContext& ctx, const ir::Node& node) {
+  const ir::Operator* op = ctx.registry().Match(node);
+  ctx.SetNode(&node, op);
+  std::string name(node.kind().name());
+  bool in_place = op != nullptr && op->traits.mutates && absl::EndsWith(name, "_") &&
+                  !absl::EndsWith(name, "__");
+  if (in_place) name.pop_back();
+  bool handled = false;
+  if (node.kind().is_aten() && op != nullptr) {
+    auto it = Table().find(name);
+    if (it != Table().end()) {
+      ASSIGN_OR_RETURN(handled, it->second(ctx));
+    }
+  }
+  if (!handled) RETURN_IF_ERROR(LowerAsExtern(ctx));
+  if (in_place) {
+    // Later uses of the operand (and of its full aliases) see the updated
+    // value: rebind them. Sound only when no view of the old storage is
+    // read later, and the operand itself is not a view.
+    const ir::Value* self = node.input(0);
+    const TensorRef* before_ptr = ctx.FindTensor(self);
+    const TensorRef* after_ptr = ctx.FindTensor(node.output(0));
+    if (before_ptr == nullptr || after_ptr == nullptr) {
+      return ctx.Unimplemented("in-place op on a non-tensor");
+    }
+    TensorRef before = *before_ptr, after = *after_ptr;
+    if (before.is_view()) return ctx.Unimplemented("in-place update of a view");
+    if (before.layout.sizes != after.layout.sizes) {
+      return ctx.Invalid("in-place op changes its operand's shape");
+    }
+    for (const ir::Value* v : ctx.ValuesOnStorage(before.storage)) {
+      const TensorRef* t = ctx.FindTensor(v);
+      if (t->buffer == before.buffer && t->layout == before.layout) {
+        ctx.BindTensor(v, after);
+        continue;
+      }
+      for (const ir::Use& use : v->uses()) {
+        if (use.user->isAfter(&node) || use.user == node.owningBlock()->return_node()) {
+          return ctx.Unimplemented("in-place update of a tensor whose view is read later");
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LowerNode(LowerContext& ctx, const ir::Node& node) {
+  ctx.SetNode(&node, nullptr);
+  if (!node.blocks().empty()) return ctx.Unimplemented("control flow is not lowered");
+  if (node.kind().qualString() == "prim::Constant") {
+    if (node.outputs().size() == 1) LowerConstant(ctx, node);
+    return absl::OkStatus();
+  }
+  if (LowerContainer(ctx, node)) return absl::OkStatus();
+  if (node.outputs().empty()) return ctx.Unimplemented("op without outputs (side effect)");
+  bool any_tensor = false;
+  for (const ir::Value* v : node.outputs()) any_tensor |= IsTensorType(v);
+  if (!any_tensor) {
+    FoldScalarNode(ctx, node);
+    return absl::OkStatus();
+  }
+  return LowerTensorNode(ctx, node);
+}
+
+}  // namespace
+
+absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph, const ir::OpRegistry& registry) {
+  LoopGraph out;
+  LowerContext ctx(registry, &out);
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    RETURN_IF_ERROR(LowerInput(ctx, graph.inputs()[i], i));
+  }
+  for (const ir::Node* node : graph.nodes()) {
+    RETURN_IF_ERROR(LowerNode(ctx, *node));
+  }
+  for (const ir::Value* v : graph.outputs()) {
+    const TensorRef* t = ctx.FindTensor(v);
+    if (t == nullptr) {
+      return absl::UnimplementedError(absl::StrCat("lowering: graph output %", v->debugName(),
+                                                   " is not a lowered tensor"));
+    }
+    out.outputs.push_back(t->buffer);
+  }
+  return out;
+}
+
+}  // namespace kiln::lowering

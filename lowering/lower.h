@@ -1,0 +1,27 @@
+// Lowering: kiln IR (with static shapes, after shape propagation) -> LoopGraph.
+//
+// Pointwise aten ops, reductions (sum, mean, amax/amin, prod, argmax/argmin,
+// var via Welford), softmax/log_softmax and layer_norm decompose into
+// Pointwise / Reduction buffers; views (view/reshape/permute/transpose/
+// expand/slice/select/squeeze/unsqueeze/flatten/t) become kView buffers when
+// the strides allow, else a copy. mm/bmm/matmul/linear/addmm/convolution are
+// extern kernels. Every other op with a registry kernel becomes an extern call
+// of that kernel (so whatever the interpreter runs also compiles). Graphs with
+// prim::If / prim::Loop, non-tensor outputs, or tensors without static shapes
+// and dtypes are Unimplemented, naming the node.
+#ifndef KILN_LOWERING_LOWER_H_
+#define KILN_LOWERING_LOWER_H_
+
+#include "absl/status/statusor.h"
+#include "ir/ir.h"
+#include "ir/op_registry.h"
+#include "lowering/loop_ir.h"
+
+namespace kiln::lowering {
+
+absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph,
+                                     const ir::OpRegistry& registry = ir::BuiltinOps());
+
+}  // namespace kiln::lowering
+
+#endif  // KILN_LOWERING_LOWER_H_

@@ -1,0 +1,97 @@
+// The extern-kernel fallback: any op with a registry kernel runs as an
+// ExternCall of its overload (mm/bmm/matmul/linear/addmm/convolution always
+// do), so every graph the interpreter runs also lowers.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "lowering/lower_context.h"
+#include "support/status.h"
+
+namespace kiln::lowering {
+namespace {
+
+absl::StatusOr<ExternArg> ArgFor(const LowerContext& ctx, const ir::Value* v, size_t position) {
+  ExternArg arg;
+  if (const TensorRef* t = ctx.FindTensor(v)) {
+    arg.buffer = t->buffer;
+  } else if (const std::vector<TensorRef>* list = ctx.FindTensorList(v)) {
+    arg.is_buffer_list = true;
+    for (const TensorRef& t : *list) arg.buffer_list.push_back(t.buffer);
+  } else if (const ir::IValue* c = ctx.FindConstant(v)) {
+    arg.constant = *c;
+  } else {
+    return ctx.Unimplemented(absl::StrCat("input ", position, " (%", v->debugName(),
+                                          ") is neither a tensor nor a constant"));
+  }
+  return arg;
+}
+
+}  // namespace
+
+absl::Status LowerAsExtern(LowerContext& ctx) {
+  const ir::Node& node = ctx.node();
+  const ir::Operator* op = ctx.op();
+  if (op == nullptr) return ctx.Unimplemented("no registry overload matches");
+  if (op->traits.mutates) {
+    // Lowered code never writes its inputs: run the functional variant.
+    const ir::Operator* functional = nullptr;
+    if (op->traits.functional_variant.valid()) {
+      std::vector<ir::TypePtr> types;
+      for (const ir::Value* v : node.inputs()) types.push_back(v->type());
+      functional =
+          ctx.registry().Match(op->traits.functional_variant, types, node.outputs().size());
+    }
+    if (functional == nullptr) return ctx.Unimplemented("mutating op without a functional variant");
+    op = functional;
+  }
+  if (!op->kernel) return ctx.Unimplemented("no lowering and no reference kernel");
+
+  ExternCall call;
+  call.op = op->schema.QualifiedName();
+  call.num_outputs = static_cast<int>(node.outputs().size());
+  const auto& schema_args = op->schema.arguments;
+  for (size_t i = 0; i < schema_args.size(); ++i) {
+    if (i < node.inputs().size()) {
+      ASSIGN_OR_RETURN(ExternArg arg, ArgFor(ctx, node.input(i), i));
+      call.args.push_back(std::move(arg));
+    } else if (schema_args[i].default_value) {
+      call.args.push_back(ExternArg{"", schema_args[i].default_value});
+    } else {
+      return ctx.Invalid(absl::StrCat("missing argument '", schema_args[i].name, "'"));
+    }
+  }
+  for (size_t i = schema_args.size(); i < node.inputs().size(); ++i) {  // varargs
+    ASSIGN_OR_RETURN(ExternArg arg, ArgFor(ctx, node.input(i), i));
+    call.args.push_back(std::move(arg));
+  }
+
+  std::string holder;
+  for (size_t i = 0; i < node.outputs().size(); ++i) {
+    const ir::Value* out = node.output(i);
+    if (!out->type() || !out->type()->is_tensor()) {
+      if (out->hasUses()) return ctx.Unimplemented("extern op with a used non-tensor output");
+      continue;
+    }
+    ASSIGN_OR_RETURN(OutputInfo info, ctx.Output(i));
+    Buffer b;
+    b.name = ctx.NewBufferName();
+    b.kind = BufferKind::kExtern;
+    b.layout = Layout::Contiguous(info.dtype, info.sizes, info.device);
+    b.origins = {ctx.Origin()};
+    b.extern_output = static_cast<int>(i);
+    if (holder.empty()) {
+      holder = b.name;
+      b.extern_call = call;
+    } else {
+      b.extern_source = holder;
+    }
+    ctx.BindTensor(out, TensorRef{b.name, b.name, b.layout});
+    ctx.AddBuffer(std::move(b));
+  }
+  if (holder.empty()) return ctx.Unimplemented("extern op without tensor outputs");
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::lowering

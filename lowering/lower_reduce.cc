@@ -1,0 +1,256 @@
+// Reduction lowerings: sum, mean, prod, amax/amin, max/min (full and .dim),
+// argmax/argmin, all/any, var/std (Welford), logsumexp.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lowering/elementwise.h"
+#include "lowering/index_math.h"
+#include "lowering/lower_context.h"
+#include "lowering/reduce_builder.h"
+#include "support/status.h"
+
+namespace kiln::lowering {
+namespace {
+
+// The dims argument (named `dim` in every overload), all dims when absent.
+absl::StatusOr<std::vector<int64_t>> DimsArg(const LowerContext& ctx, int64_t rank) {
+  std::optional<std::vector<int64_t>> dims;
+  if (ctx.HasArg("dim")) {
+    ASSIGN_OR_RETURN(dims, ctx.IntListArg("dim"));
+  }
+  return ReduceDims(ctx, dims, rank);
+}
+
+absl::StatusOr<bool> KeepdimArg(const LowerContext& ctx) {
+  if (!ctx.HasArg("keepdim")) return false;
+  return ctx.BoolArg("keepdim");
+}
+
+// A reduction whose result, cast, is the node's output `index`.
+LoweringFn Simple(ReductionType type, bool to_bool = false) {
+  return [type, to_bool](LowerContext& ctx) -> absl::StatusOr<bool> {
+    ASSIGN_OR_RETURN(TensorRef x, ctx.TensorArg("self"));
+    ASSIGN_OR_RETURN(OutputInfo out, ctx.Output(0));
+    if (IsComplex(out.dtype) || IsComplex(x.layout.dtype)) return false;
+    ReduceSpec spec;
+    ASSIGN_OR_RETURN(spec.dims, DimsArg(ctx, static_cast<int64_t>(x.layout.sizes.size())));
+    ASSIGN_OR_RETURN(spec.keepdim, KeepdimArg(ctx));
+    spec.type = type;
+    spec.accumulate = to_bool ? DType::kBool : ComputeDType(out.dtype);
+    spec.stored = out.dtype;
+    ASSIGN_OR_RETURN(TensorRef r, AddReduce(ctx, x, spec));
+    if (r.layout.sizes != out.sizes) return ctx.Invalid("reduction shape disagrees with the output");
+    ctx.BindTensor(ctx.node().output(0), r);
+    return true;
+  };
+}
+
+// argmax/argmin: `dim` None reduces the flattened tensor.
+LoweringFn ArgReduce(ReductionType type) {
+  return [type](LowerContext& ctx) -> absl::StatusOr<bool> {
+    ASSIGN_OR_RETURN(TensorRef x, ctx.TensorArg("self"));
+    ASSIGN_OR_RETURN(OutputInfo out, ctx.Output(0));
+    if (IsComplex(x.layout.dtype)) return false;
+    ReduceSpec spec;
+    ASSIGN_OR_RETURN(spec.dims, DimsArg(ctx, static_cast<int64_t>(x.layout.sizes.size())));
+    ASSIGN_OR_RETURN(spec.keepdim, KeepdimArg(ctx));
+    spec.type = type;
+    spec.accumulate = ComputeDType(x.layout.dtype);
+    spec.stored = out.dtype;
+    ASSIGN_OR_RETURN(TensorRef r, AddReduce(ctx, x, spec));
+    if (r.layout.numel() != Layout::Contiguous(out.dtype, out.sizes).numel()) {
+      return ctx.Invalid("reduction shape disagrees with the output");
+    }
+    r.layout.sizes = out.sizes;  // keepdim of a flattened argmax: all ones
+    r.layout.strides = Tensor::ContiguousStrides(out.sizes);
+    if (!ctx.graph().buffers.empty()) {
+      Buffer& b = ctx.graph().buffers.back();
+      b.layout = r.layout;
+      b.reduction->ranges = out.sizes;
+    }
+    ctx.BindTensor(ctx.node().output(0), r);
+    return true;
+  };
+}
+
+// max.dim / min.dim: (values, indices).
+LoweringFn ValuesAndIndices(ReductionType values, ReductionType indices) {
+  return [values, indices](LowerContext& ctx) -> absl::StatusOr<bool> {
+    if (ctx.node().outputs().size() != 2) return false;
+    ASSIGN_OR_RETURN(TensorRef x, ctx.TensorArg("self"));
+    ASSIGN_OR_RETURN(OutputInfo out_values, ctx.Output(0));
+    ASSIGN_OR_RETURN(OutputInfo out_indices, ctx.Output(1));
+    if (IsComplex(x.layout.dtype)) return false;
+    ReduceSpec spec;
+    ASSIGN_OR_RETURN(spec.dims, DimsArg(ctx, static_cast<int64_t>(x.layout.sizes.size())));
+    ASSIGN_OR_RETURN(spec.keepdim, KeepdimArg(ctx));
+    spec.accumulate = ComputeDType(x.layout.dtype);
+    spec.type = values;
+    spec.stored = out_values.dtype;
+    ASSIGN_OR_RETURN(TensorRef v, AddReduce(ctx, x, spec));
+    spec.type = indices;
+    spec.stored = out_indices.dtype;
+    ASSIGN_OR_RETURN(TensorRef i, AddReduce(ctx, x, spec));
+    if (v.layout.sizes != out_values.sizes || i.layout.sizes != out_indices.sizes) {
+      return ctx.Invalid("reduction shape disagrees with the output");
+    }
+    ctx.BindTensor(ctx.node().output(0), v);
+    ctx.BindTensor(ctx.node().output(1), i);
+    return true;
+  };
+}
+
+// mean = sum / n; var = welford m2 / (n - correction); std = sqrt(var).
+enum class Moment { kMean, kVar, kStd };
+
+LoweringFn MomentOp(Moment moment) {
+  return [moment](LowerContext& ctx) -> absl::StatusOr<bool> {
+    if (ctx.node().outputs().size() != 1) return false;  // var_mean & co: extern
+    ASSIGN_OR_RETURN(TensorRef x, ctx.TensorArg("self"));
+    ASSIGN_OR_RETURN(OutputInfo out, ctx.Output(0));
+    if (!IsFloatingPoint(out.dtype)) return false;
+    double correction = 0;
+    if (moment != Moment::kMean) {
+      correction = 1;
+      if (ctx.HasArg("correction")) {
+        if (!ctx.IsNone("correction")) {
+      ASSIGN_OR_RETURN(correction, ctx.DoubleArg("correction"));
+    }
+      } else if (ctx.HasArg("unbiased")) {
+        ASSIGN_OR_RETURN(bool unbiased, ctx.BoolArg("unbiased"));
+        correction = unbiased ? 1 : 0;
+      }
+    }
+    ReduceSpec spec;
+    ASSIGN_OR_RETURN(spec.dims, DimsArg(ctx, static_cast<int64_t>(x.layout.sizes.size())));
+    ASSIGN_OR_RETURN(spec.keepdim, KeepdimArg(ctx));
+    spec.type = moment == Moment::kMean ? ReductionType::kSum : ReductionType::kWelfordM2;
+    spec.accumulate = ComputeDType(out.dtype);
+    spec.stored = spec.accumulate;
+    ASSIGN_OR_RETURN(TensorRef r, AddReduce(ctx, x, spec));
+    if (r.layout.sizes != out.sizes) return ctx.Invalid("reduction shape disagrees with the output");
+    double divisor = static_cast<double>(ReducedCount(x, spec.dims)) - correction;
+    if (divisor < 0) divisor = 0;
+    ExprPtr value = Binary(ExprOp::kDiv, ctx.LoadAt(r, Vars(0, static_cast<int>(out.sizes.size())),
+                                                    out.sizes),
+                           Literal(divisor, spec.accumulate));
+    if (moment == Moment::kStd) value = Unary(ExprOp::kSqrt, value);
+    ctx.BindTensor(ctx.node().output(0), ctx.AddPointwise(out, value));
+    return true;
+  };
+}
+
+// logsumexp = log(sum(exp(x - m))) + m, m the max with infinities as 0.
+absl::StatusOr<bool> LogSumExp(LowerContext& ctx) {
+  ASSIGN_OR_RETURN(TensorRef x, ctx.TensorArg("self"));
+  ASSIGN_OR_RETURN(OutputInfo out, ctx.Output(0));
+  if (!IsFloatingPoint(out.dtype)) return false;
+  DType acc = ComputeDType(out.dtype);
+  ReduceSpec spec;
+  ASSIGN_OR_RETURN(spec.dims, DimsArg(ctx, static_cast<int64_t>(x.layout.sizes.size())));
+  ASSIGN_OR_RETURN(bool keepdim, KeepdimArg(ctx));
+  spec.keepdim = true;
+  spec.type = ReductionType::kMax;
+  spec.accumulate = acc;
+  spec.stored = acc;
+  ASSIGN_OR_RETURN(TensorRef m, AddReduce(ctx, x, spec));
+  auto finite_max = [acc](ExprPtr mx) {
+    ExprPtr is_inf = Binary(ExprOp::kEq, Unary(ExprOp::kAbs, mx), FloatConst(INFINITY, acc));
+    return Where(is_inf, Literal(0, acc), mx);
+  };
+  // The sum's body reads m at the input index with reduced dims at 0.
+  ReduceSpec sum = spec;
+  sum.type = ReductionType::kSum;
+  std::vector<int64_t> in = x.layout.sizes;
+  std::vector<bool> reduced(in.size(), false);
+  for (int64_t d : spec.dims) reduced[d] = true;
+  TensorRef m_ref = m;
+  sum.prologue = nullptr;
+  // Build the sum manually: its prologue needs the per-dim index.
+  {
+    OutputInfo kept;
+    kept.dtype = acc;
+    kept.device = x.layout.device;
+    kept.sizes = m.layout.sizes;
+    std::vector<int64_t> red_ranges, var_ranges = kept.sizes;
+    for (size_t d = 0; d < in.size(); ++d) {
+      if (reduced[d]) red_ranges.push_back(in[d]);
+    }
+    var_ranges.insert(var_ranges.end(), red_ranges.begin(), red_ranges.end());
+    std::vector<ExprPtr> x_idx, m_idx;
+    int red = 0;
+    for (size_t d = 0; d < in.size(); ++d) {
+      if (reduced[d]) {
+        x_idx.push_back(Var(static_cast<int>(kept.sizes.size()) + red++));
+        m_idx.push_back(IntConst(0));
+      } else {
+        x_idx.push_back(Var(static_cast<int>(d)));
+        m_idx.push_back(Var(static_cast<int>(d)));
+      }
+    }
+    ExprPtr xv = Cast(ctx.LoadAt(x, x_idx, var_ranges), acc);
+    ExprPtr mv = finite_max(ctx.LoadAt(m_ref, m_idx, var_ranges));
+    TensorRef s = ctx.AddReduction(kept, red_ranges, ReductionType::kSum,
+                                   Unary(ExprOp::kExp, Binary(ExprOp::kSub, xv, mv)));
+    // Output: over `out` (keepdim or not); index the kept-dim buffers.
+    std::vector<ExprPtr> k_idx;
+    int pos = 0;
+    for (size_t d = 0; d < in.size(); ++d) {
+      if (reduced[d]) {
+        k_idx.push_back(IntConst(0));
+        if (keepdim) ++pos;
+      } else {
+        k_idx.push_back(Var(pos++));
+      }
+    }
+    if (static_cast<size_t>(pos) != out.sizes.size()) {
+      return ctx.Invalid("reduction shape disagrees with the output");
+    }
+    ExprPtr value = Binary(ExprOp::kAdd, Unary(ExprOp::kLog, ctx.LoadAt(s, k_idx, out.sizes)),
+                           finite_max(ctx.LoadAt(m_ref, k_idx, out.sizes)));
+    ctx.BindTensor(ctx.node().output(0), ctx.AddPointwise(out, value));
+  }
+  return true;
+}
+
+}  // namespace
+
+void AddReductionLowerings(LoweringTable& t) {
+  t["sum"] = Simple(ReductionType::kSum);
+  t["prod"] = Simple(ReductionType::kProd);
+  t["amax"] = Simple(ReductionType::kMax);
+  t["amin"] = Simple(ReductionType::kMin);
+  t["all"] = Simple(ReductionType::kMin, /*to_bool=*/true);
+  t["any"] = Simple(ReductionType::kMax, /*to_bool=*/true);
+  t["argmax"] = ArgReduce(ReductionType::kArgmax);
+  t["argmin"] = ArgReduce(ReductionType::kArgmin);
+  t["mean"] = MomentOp(Moment::kMean);
+  t["var"] = MomentOp(Moment::kVar);
+  t["std"] = MomentOp(Moment::kStd);
+  t["logsumexp"] = LogSumExp;
+  // max/min: max(Tensor) reduces everything, max.dim gives (values,
+  // indices), max.other is elementwise.
+  t["max"] = [](LowerContext& ctx) -> absl::StatusOr<bool> {
+    if (ctx.HasArg("other")) {
+      return LowerElementwise(ctx, {"self", "other"}, ComputeKind::kResult,
+                              [](const std::vector<ExprPtr>& a, DType) -> absl::StatusOr<ExprPtr> {
+                                return Binary(ExprOp::kMax, a[0], a[1]);
+                              });
+    }
+    if (ctx.HasArg("dim")) return ValuesAndIndices(ReductionType::kMax, ReductionType::kArgmax)(ctx);
+    return Simple(ReductionType::kMax)(ctx);
+  };
+  t["min"] = [](LowerContext& ctx) -> absl::StatusOr<bool> {
+    if (ctx.HasArg("other")) {
+      return LowerElementwise(ctx, {"self", "other"}, ComputeKind::kResult,
+                              [](const std::vector<ExprPtr>& a, DType) -> absl::StatusOr<ExprPtr> {
+                                return Binary(ExprOp::kMin, a[0], a[1]);
+                              });
+    }
+    if (ctx.HasArg("dim")) return ValuesAndIndices(ReductionType::kMin, ReductionType::kArgmin)(ctx);
+    return Simple(ReductionType::kMin)(ctx);
+  };
+}
+
+}  // namespace kiln::lowering

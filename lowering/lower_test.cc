@@ -1,0 +1,106 @@
+#include "lowering/lower.h"
+
+#include <string>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "lowering/lower_test_util.h"
+
+namespace kiln::lowering {
+namespace {
+
+using testing::LowerText;
+
+std::string Dump(const std::string& text) {
+  absl::StatusOr<LoopGraph> g = LowerText(text);
+  if (!g.ok()) return std::string(g.status().message());
+  return g->ToString();
+}
+
+TEST(LowerTest, AddTanh) {
+  EXPECT_EQ(Dump(R"(graph(%x : Float(2, 3)):
+  %one : int = prim::Constant[value=1]()
+  %c : float = prim::Constant[value=1.]()
+  %y : Tensor = aten::add(%x, %c, %one)
+  %z : Tensor = aten::tanh(%y)
+  return (%z))"),
+            "arg0 : Float[2, 3] = input\n"
+            "buf0 : Float[2, 3] = pointwise [2, 3] load(arg0, v0 * 3 + v1) + 1.0\n"
+            "buf1 : Float[2, 3] = pointwise [2, 3] tanh(load(buf0, v0 * 3 + v1))\n"
+            "inputs: arg0\noutputs: buf1\n");
+}
+
+
+TEST(LowerTest, ViewsReinterpretAndNonViewableReshapeCopies) {
+  EXPECT_EQ(Dump(R"(graph(%x : Float(2, 3, 4)):
+  %p : int[] = prim::Constant[value=[2, 0, 1]]()
+  %y : Tensor = aten::permute(%x, %p)
+  %d : int = prim::Constant[value=2]()
+  %s : int = prim::Constant[value=1]()
+  %e : int = prim::Constant[value=3]()
+  %one : int = prim::Constant[value=1]()
+  %z : Float(4, 2, 2) = aten::slice(%y, %d, %s, %e, %one)
+  %sh : int[] = prim::Constant[value=[16]]()
+  %r : Tensor = aten::reshape(%z, %sh)
+  return (%z, %r))"),
+            "arg0 : Float[2, 3, 4] = input\n"
+            "view0 : Float[4, 2, 3] strides [1, 12, 4] offset 0 = view of arg0\n"
+            "view1 : Float[4, 2, 2] strides [1, 12, 4] offset 4 = view of arg0\n"
+            "buf0 : Float[16] = pointwise [16] load(arg0, v0 % 2 * 4 + v0 // 2 % 2 * 12 + v0 // 4 + 4)\n"
+            "inputs: arg0\n"
+            "outputs: view1, buf0\n");
+}
+
+TEST(LowerTest, ArgmaxKeepdimAndVarianceViaWelford) {
+  EXPECT_EQ(Dump(R"(graph(%x : Float(3, 5)):
+  %d : int = prim::Constant[value=1]()
+  %t : bool = prim::Constant[value=1]()
+  %f : bool = prim::Constant[value=0]()
+  %a : Tensor = aten::argmax(%x, %d, %t)
+  %dims : int[] = prim::Constant[value=[1]]()
+  %v : Tensor = aten::var(%x, %dims, %t, %f)
+  return (%a, %v))"),
+            "arg0 : Float[3, 5] = input\n"
+            "buf0 : Long[3, 1] = argmax [3, 1] over [5] load(arg0, v0 * 5 + v2)\n"
+            "buf1 : Float[3] = welford_m2 [3] over [5] load(arg0, v0 * 5 + v1)\n"
+            "buf2 : Float[3] = pointwise [3] load(buf1, v0) / 4.0\n"
+            "inputs: arg0\n"
+            "outputs: buf0, buf2\n");
+}
+
+TEST(LowerTest, NonTensorOutputIsUnimplemented) {
+  EXPECT_EQ(Dump(R"(graph(%x : Float(2, 3)):
+  %n : int = aten::size(%x, %x)
+  return (%n))"),
+            "lowering: graph output %n is not a lowered tensor");
+}
+
+TEST(LowerTest, TypePromotionAndWhere) {
+  EXPECT_EQ(Dump(R"(graph(%x : Int(2, 3), %y : Float(3)):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %y, %one)
+  %c : Tensor = aten::gt(%x, %one)
+  %w : Tensor = aten::where(%c, %a, %y)
+  return (%w))"),
+            "arg0 : Int[2, 3] = input\n"
+            "arg1 : Float[3] = input\n"
+            "buf0 : Float[2, 3] = pointwise [2, 3] cast(load(arg0, v0 * 3 + v1), Float) + load(arg1, v1)\n"
+            "buf1 : Bool[2, 3] = pointwise [2, 3] load(arg0, v0 * 3 + v1) > 1\n"
+            "buf2 : Float[2, 3] = pointwise [2, 3] where(load(buf1, v0 * 3 + v1), load(buf0, v0 * 3 + v1), load(arg1, v1))\n"
+            "inputs: arg0, arg1\n"
+            "outputs: buf2\n");
+}
+
+TEST(LowerTest, ExternFallbackKeepsConstantArgs) {
+  std::string out = Dump(R"(graph(%x : Float(1, 2, 8, 8), %w : Float(4, 2, 3, 3)):
+  %none : NoneType = prim::Constant()
+  %s : int[] = prim::Constant[value=[1, 1]]()
+  %p : int[] = prim::Constant[value=[0, 0]]()
+  %g : int = prim::Constant[value=1]()
+  %y : Tensor = aten::conv2d(%x, %w, %none, %s, %p, %s, %g)
+  return (%y))");
+  EXPECT_TRUE(absl::StrContains(out, "buf0 : Float[1, 4, 6, 6] = extern aten::conv2d(arg0, arg1, None, [1, 1], [0, 0], [1, 1], 1)")) << out;
+}
+
+}  // namespace
+}  // namespace kiln::lowering

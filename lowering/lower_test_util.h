@@ -1,0 +1,23 @@
+// Test helpers: TorchScript IR text -> shape propagation -> LoopGraph
+// (-> Schedule), with readable summaries to compare against.
+#ifndef KILN_LOWERING_LOWER_TEST_UTIL_H_
+#define KILN_LOWERING_LOWER_TEST_UTIL_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "lowering/loop_ir.h"
+#include "lowering/schedule.h"
+
+namespace kiln::lowering::testing {
+
+// Parses `text`, runs shape propagation and lowers. Reference kernels and
+// shape functions are registered in ir::BuiltinOps() first.
+absl::StatusOr<LoopGraph> LowerText(const std::string& text);
+
+// One line per step: "kernel NAME [buffers] reads [reads]" or "extern BUF".
+std::string ScheduleToString(const Schedule& schedule);
+
+}  // namespace kiln::lowering::testing
+
+#endif  // KILN_LOWERING_LOWER_TEST_UTIL_H_
