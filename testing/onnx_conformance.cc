@@ -15,12 +15,14 @@
 #include "frontend/onnx/tensor_proto.h"
 #include "ir/ivalue.h"
 #include "onnx/onnx-data_pb.h"
+#include "devices/cpu/cpu_backend.h"
 #include "passes/all_passes.h"
 #include "passes/pipeline.h"
 #include "re2/re2.h"
 #include "runtime/interpreter.h"
 #include "runtime/register_kernels.h"
 #include "support/status.h"
+#include "wrapper/driver/compile_graph.h"
 
 namespace kiln::testing {
 namespace {
@@ -232,16 +234,56 @@ std::string CompareValues(const IValue& actual, const IValue& expected, double r
 }
 
 absl::Status EnsureKernels() {
-  static const absl::Status status = runtime::RegisterReferenceKernels(ir::BuiltinOps());
+  static const absl::Status status = [] {
+    RETURN_IF_ERROR(runtime::RegisterReferenceKernels(ir::BuiltinOps()));
+    return devices::cpu::RegisterCpuBackend();
+  }();
   return status;
 }
 
+// Runs the graph by one backend: the interpreter, or the program compiled
+// for the CPU (its inputs and outputs are tensors).
+class Executor {
+ public:
+  static absl::StatusOr<std::unique_ptr<Executor>> Create(ir::Graph& graph,
+                                                          const std::string& backend) {
+    auto e = std::unique_ptr<Executor>(new Executor());
+    if (backend == "interpreter") {
+      e->interp_ = std::make_unique<runtime::Interpreter>(graph);
+      RETURN_IF_ERROR(e->interp_->Prepare());
+    } else if (backend == "compiled") {
+      ASSIGN_OR_RETURN(wrapper::CompiledGraph compiled, wrapper::CompileGraph(graph));
+      e->compiled_ = std::move(compiled.compiled);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown backend '", backend, "' (available: interpreter, compiled)"));
+    }
+    return e;
+  }
+
+  absl::StatusOr<std::vector<IValue>> Run(const std::vector<IValue>& inputs) {
+    if (interp_) return interp_->Run(inputs);
+    std::vector<Tensor> tensors;
+    for (const IValue& v : inputs) {
+      if (!v.isTensor()) {
+        return absl::UnimplementedError("the compiled backend takes tensor inputs only");
+      }
+      tensors.push_back(v.toTensor());
+    }
+    ASSIGN_OR_RETURN(std::vector<Tensor> outs, compiled_->Run(tensors));
+    std::vector<IValue> values;
+    for (Tensor& t : outs) values.push_back(IValue::FromTensor(std::move(t)));
+    return values;
+  }
+
+ private:
+  Executor() = default;
+  std::unique_ptr<runtime::Interpreter> interp_;
+  std::unique_ptr<wrapper::CompiledProgram> compiled_;
+};
+
 absl::Status RunTest(const fs::path& dir, const ConformanceOptions& options, bool random) {
   RETURN_IF_ERROR(EnsureKernels());
-  if (options.backend != "interpreter") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown backend '", options.backend, "' (available: interpreter)"));
-  }
   ASSIGN_OR_RETURN(onnx::ModelProto model, onnx_import::LoadModelFile((dir / "model.onnx").string()));
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, onnx_import::ImportModel(model));
   if (!options.pipeline.empty()) {
@@ -250,8 +292,7 @@ absl::Status RunTest(const fs::path& dir, const ConformanceOptions& options, boo
     ASSIGN_OR_RETURN(bool changed, pipeline->Run(*graph));
     (void)changed;
   }
-  runtime::Interpreter interp(*graph);
-  RETURN_IF_ERROR(interp.Prepare());
+  ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(*graph, options.backend));
   const std::vector<const onnx::ValueInfoProto*> inputs = onnx_import::RuntimeInputs(model);
   std::vector<fs::path> sets;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -271,7 +312,7 @@ absl::Status RunTest(const fs::path& dir, const ConformanceOptions& options, boo
       ASSIGN_OR_RETURN(IValue v, ReadValue(p, type));
       in.push_back(std::move(v));
     }
-    ASSIGN_OR_RETURN(std::vector<IValue> out, interp.Run(in));
+    ASSIGN_OR_RETURN(std::vector<IValue> out, executor->Run(in));
     for (size_t k = 0;; ++k) {
       const fs::path p = set / absl::StrCat("output_", k, ".pb");
       if (!fs::exists(p)) {

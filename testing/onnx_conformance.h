@@ -23,7 +23,8 @@ struct ConformanceOptions {
   std::string root;
   // RE2 regex matched (partially) against test directory names; "" = all.
   std::string filter;
-  // "interpreter" (the only backend so far).
+  // "interpreter", or "compiled" (lowering, fusion, Wrapper IR, the CPU
+  // backend's generated C++).
   std::string backend = "interpreter";
   // Pass pipeline (preset or pipeline string) run before execution.
   std::string pipeline = "-O2";

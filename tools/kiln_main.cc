@@ -5,6 +5,7 @@
 
 #include "support/allocator.h"
 #include "tools/cli.h"
+#include "tools/commands/compile.h"
 #include "tools/commands/conformance.h"
 #include "tools/commands/convert.h"
 #include "tools/commands/import.h"
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   const Command commands[] = {
       ParseCommand(),  PrintCommand(),  VerifyCommand(),      ConvertCommand(),
       OptCommand(),    ImportCommand(), RunCommand(),         ConformanceCommand(),
+      CompileCommand(),
   };
   // `kiln opt` spellings the generic flag parser does not know (-O2,
   // --dump-dir, a repeated --disable-pass).

@@ -9,7 +9,7 @@
 
 ABSL_FLAG(std::string, root, "", "Directory of ONNX backend tests (<test>/model.onnx ...)");
 ABSL_FLAG(std::string, filter, "", "Regex: run only the tests whose name matches");
-ABSL_FLAG(std::string, backend, "interpreter", "Execution backend: interpreter");
+ABSL_FLAG(std::string, backend, "interpreter", "Execution backend: interpreter or compiled");
 ABSL_FLAG(std::string, report, "", "Write the per-test report (PASS/FAIL with reasons) here");
 ABSL_FLAG(std::string, pipeline, "-O2", "Passes run before execution (preset or pipeline)");
 
@@ -19,7 +19,7 @@ namespace {
 int RunConformanceCommand(const std::vector<std::string>& args) {
   if (!ExpectArgCount(args, 0, "conformance", "no positional arguments")) return kExitUsageError;
   testing::ConformanceOptions options;
-  options.root = absl::GetFlag(FLAGS_root);
+  options.root = ResolveUserPath(absl::GetFlag(FLAGS_root));
   if (options.root.empty()) return ReportError("conformance: missing --root DIR");
   options.filter = absl::GetFlag(FLAGS_filter);
   options.backend = absl::GetFlag(FLAGS_backend);
@@ -45,7 +45,7 @@ Command ConformanceCommand() {
   Command command;
   command.name = "conformance";
   command.summary = "Run ONNX backend tests: import, -O2, execute, compare.";
-  command.usage = "--root DIR [--filter REGEX] [--backend interpreter] [--report FILE]";
+  command.usage = "--root DIR [--filter REGEX] [--backend interpreter|compiled] [--report FILE]";
   command.details =
       "Compares every output with rtol 1e-3, atol 1e-7 (ONNX's runner's tolerance).\n"
       "Prints each failure with its reason and 'N passed, M failed'; exits 1 when\n"

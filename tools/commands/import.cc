@@ -7,6 +7,7 @@
 #include "frontend/onnx/importer.h"
 #include "ir/verifier.h"
 #include "tools/common_flags.h"
+#include "tools/file_io.h"
 #include "tools/graph_io.h"
 
 namespace kiln::tools {
@@ -18,7 +19,7 @@ int RunImport(const std::vector<std::string>& args) {
   if (out.empty()) return ReportError("import: missing -o OUT (.txt, .pb or .pbtxt; - for stdout)");
   const absl::StatusOr<GraphFormat> format = ChooseGraphFormat(out, absl::GetFlag(FLAGS_format));
   if (!format.ok()) return ReportError(format.status());
-  absl::StatusOr<onnx::ModelProto> model = frontend::onnx_import::LoadModelFile(args[0]);
+  absl::StatusOr<onnx::ModelProto> model = frontend::onnx_import::LoadModelFile(ResolveUserPath(args[0]));
   if (!model.ok()) return ReportError(model.status());
   absl::StatusOr<std::unique_ptr<ir::Graph>> graph = frontend::onnx_import::ImportModel(*model);
   if (!graph.ok()) return ReportError(graph.status());

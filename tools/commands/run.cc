@@ -18,9 +18,15 @@
 #include "runtime/interpreter.h"
 #include "runtime/register_kernels.h"
 #include "testing/onnx_conformance.h"
+#include "tools/compiled_model.h"
+#include "tools/file_io.h"
 
 ABSL_FLAG(std::string, inputs, "",
           "Directory with input_K.pb files (backend-test layout); default: generated inputs");
+ABSL_FLAG(int, iterations, 1, "Timed calls (compiled backend)");
+ABSL_FLAG(int, warmup, 0, "Untimed calls before the timed ones (compiled backend)");
+ABSL_FLAG(bool, check, true,
+          "Compiled backend: also run the interpreter and report the largest difference");
 ABSL_DECLARE_FLAG(std::string, backend);
 ABSL_DECLARE_FLAG(std::string, pipeline);
 
@@ -100,16 +106,99 @@ std::string Summary(const IValue& v) {
   return s;
 }
 
+absl::StatusOr<std::vector<IValue>> ModelInputs(const onnx::ModelProto& model) {
+  const auto runtime_inputs = frontend::onnx_import::RuntimeInputs(model);
+  std::vector<IValue> inputs;
+  const std::string dir = absl::GetFlag(FLAGS_inputs);
+  for (size_t k = 0; k < runtime_inputs.size(); ++k) {
+    absl::StatusOr<IValue> v =
+        dir.empty() ? GeneratedInput(*runtime_inputs[k])
+                    : testing::ReadTestValue(absl::StrCat(ResolveUserPath(dir), "/input_", k, ".pb"),
+                                             &runtime_inputs[k]->type());
+    if (!v.ok()) return v.status();
+    inputs.push_back(*std::move(v));
+  }
+  return inputs;
+}
+
+void PrintOutputs(const onnx::ModelProto& model, const std::vector<IValue>& outs) {
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const std::string name =
+        k < static_cast<size_t>(model.graph().output_size()) ? model.graph().output(k).name() : "";
+    std::printf("output %zu '%s': %s\n", k, name.c_str(), Summary(outs[k]).c_str());
+  }
+}
+
+int RunCompiled(const std::string& path) {
+  absl::StatusOr<CompiledModel> m = CompileModelFile(path, absl::GetFlag(FLAGS_pipeline));
+  if (!m.ok()) return ReportError(m.status());
+  absl::StatusOr<std::vector<IValue>> inputs = ModelInputs(m->model);
+  if (!inputs.ok()) return ReportError(inputs.status());
+  std::vector<Tensor> tensors;
+  for (const IValue& v : *inputs) {
+    if (!v.isTensor()) return ReportError("run: the compiled backend takes tensor inputs only");
+    tensors.push_back(v.toTensor());
+  }
+  wrapper::CompiledProgram& program = *m->compiled.compiled;
+  for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) {
+    absl::StatusOr<std::vector<Tensor>> r = program.Run(tensors);
+    if (!r.ok()) return ReportError(r.status());
+  }
+  std::vector<double> ms;
+  std::vector<Tensor> outs;
+  const int iterations = std::max(1, absl::GetFlag(FLAGS_iterations));
+  for (int i = 0; i < iterations; ++i) {
+    const auto t = Clock::now();
+    absl::StatusOr<std::vector<Tensor>> r = program.Run(tensors);
+    ms.push_back(Ms(t, Clock::now()));
+    if (!r.ok()) return ReportError(r.status());
+    outs = *std::move(r);
+  }
+  std::vector<IValue> values;
+  for (Tensor& t : outs) values.push_back(IValue::FromTensor(t));
+  PrintOutputs(m->model, values);
+  std::sort(ms.begin(), ms.end());
+  const wrapper::CompileTimes& ct = m->compiled.times;
+  std::printf("import %.1f ms, passes %.1f ms, lower+fuse+wrapper+plan %.1f ms, C++ compile %.1f ms\n",
+              m->import_ms, m->passes_ms, ct.FrontHalfMs(), ct.compile_ms);
+  std::printf("run (compiled, %d kernels, %d extern calls): median %.3f ms, min %.3f ms, max %.3f ms over %d calls\n",
+              m->compiled.num_kernels, m->compiled.num_externs, ms[ms.size() / 2], ms.front(),
+              ms.back(), iterations);
+  if (absl::GetFlag(FLAGS_check)) {
+    // The graph was compiled in place; the interpreter runs a fresh import.
+    absl::StatusOr<std::unique_ptr<ir::Graph>> g = frontend::onnx_import::ImportModel(m->model);
+    if (!g.ok()) return ReportError(g.status());
+    absl::StatusOr<std::vector<IValue>> want = runtime::RunGraph(**g, *inputs);
+    if (!want.ok()) return ReportError(want.status());
+    double worst = 0;
+    for (size_t k = 0; k < want->size() && k < values.size(); ++k) {
+      const Tensor& a = values[k].toTensor();
+      const Tensor& b = (*want)[k].toTensor();
+      if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) {
+        return ReportError(absl::StrCat("run: output ", k, " differs in shape or dtype from the interpreter's"));
+      }
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        worst = std::max(worst, std::fabs(a.GetDouble(i) - b.GetDouble(i)));
+      }
+    }
+    std::printf("check against the interpreter: max abs difference %.3g\n", worst);
+  }
+  return kExitOk;
+}
+
 int RunRun(const std::vector<std::string>& args) {
   if (!ExpectArgCount(args, 1, "run", "one ONNX model file")) return kExitUsageError;
-  if (absl::GetFlag(FLAGS_backend) != "interpreter") {
-    return ReportError(absl::StrCat("run: unknown --backend '", absl::GetFlag(FLAGS_backend),
-                                    "' (available: interpreter)"));
+  const std::string backend = absl::GetFlag(FLAGS_backend);
+  if (backend == "compiled") return RunCompiled(ResolveUserPath(args[0]));
+  if (backend != "interpreter") {
+    return ReportError(absl::StrCat("run: unknown --backend '", backend,
+                                    "' (available: interpreter, compiled)"));
   }
   const absl::Status kernels = runtime::RegisterReferenceKernels(ir::BuiltinOps());
   if (!kernels.ok()) return ReportError(kernels);
   const auto t0 = Clock::now();
-  absl::StatusOr<onnx::ModelProto> model = frontend::onnx_import::LoadModelFile(args[0]);
+  absl::StatusOr<onnx::ModelProto> model =
+      frontend::onnx_import::LoadModelFile(ResolveUserPath(args[0]));
   if (!model.ok()) return ReportError(model.status());
   absl::StatusOr<std::unique_ptr<ir::Graph>> graph = frontend::onnx_import::ImportModel(*model);
   if (!graph.ok()) return ReportError(graph.status());
@@ -121,29 +210,16 @@ int RunRun(const std::vector<std::string>& args) {
   if (!changed.ok()) return ReportError(changed.status());
   const auto t2 = Clock::now();
 
-  const auto runtime_inputs = frontend::onnx_import::RuntimeInputs(*model);
-  std::vector<IValue> inputs;
-  const std::string dir = absl::GetFlag(FLAGS_inputs);
-  for (size_t k = 0; k < runtime_inputs.size(); ++k) {
-    absl::StatusOr<IValue> v =
-        dir.empty() ? GeneratedInput(*runtime_inputs[k])
-                    : testing::ReadTestValue(absl::StrCat(dir, "/input_", k, ".pb"),
-                                             &runtime_inputs[k]->type());
-    if (!v.ok()) return ReportError(v.status());
-    inputs.push_back(*std::move(v));
-  }
+  absl::StatusOr<std::vector<IValue>> inputs = ModelInputs(*model);
+  if (!inputs.ok()) return ReportError(inputs.status());
   runtime::Interpreter interp(**graph);
   const absl::Status prepared = interp.Prepare();
   if (!prepared.ok()) return ReportError(prepared);
   const auto t3 = Clock::now();
-  absl::StatusOr<std::vector<IValue>> outs = interp.Run(inputs);
+  absl::StatusOr<std::vector<IValue>> outs = interp.Run(*inputs);
   if (!outs.ok()) return ReportError(outs.status());
   const auto t4 = Clock::now();
-  for (size_t k = 0; k < outs->size(); ++k) {
-    const std::string name =
-        k < static_cast<size_t>(model->graph().output_size()) ? model->graph().output(k).name() : "";
-    std::printf("output %zu '%s': %s\n", k, name.c_str(), Summary((*outs)[k]).c_str());
-  }
+  PrintOutputs(*model, *outs);
   std::printf("import %.1f ms, passes %.1f ms, run %.1f ms (%lld nodes executed, interpreter)\n",
               Ms(t0, t1), Ms(t1, t2), Ms(t3, t4),
               static_cast<long long>(interp.stats().nodes_executed));
@@ -156,11 +232,15 @@ Command RunCommand() {
   Command command;
   command.name = "run";
   command.summary = "Run an ONNX model: import, -O2, execute; print outputs and times.";
-  command.usage = "MODEL.onnx [--inputs DIR] [--backend interpreter] [--pipeline -O2]";
+  command.usage =
+      "MODEL.onnx [--inputs DIR] [--backend interpreter|compiled] [--iterations N] [--warmup W]";
   command.details =
       "Inputs come from DIR/input_K.pb (backend-test layout) or, without --inputs,\n"
-      "are generated deterministically from the model's static input shapes.";
-  command.flags = {"inputs", "backend", "pipeline"};
+      "are generated deterministically from the model's static input shapes.\n"
+      "--backend=compiled compiles for the CPU (lowering, fusion, generated C++), times\n"
+      "--iterations calls after --warmup ones (median, min, max) and, with --check,\n"
+      "compares the outputs with the interpreter's.";
+  command.flags = {"inputs", "backend", "pipeline", "iterations", "warmup", "check"};
   command.run = RunRun;
   return command;
 }

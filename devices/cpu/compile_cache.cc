@@ -1,0 +1,314 @@
+#include "devices/cpu/compile_cache.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "support/hash.h"
+#include "support/status.h"
+
+extern char** environ;
+
+namespace kiln::devices::cpu {
+namespace {
+
+constexpr char kSidecarMagic[] = "kiln-cpu-cache-v1";
+
+std::string Hash128(const void* data, size_t n) {
+  return absl::StrFormat("%016x%016x", HashBytes(data, n, 0x6b696c6e), HashBytes(data, n, 0x63707531));
+}
+
+absl::Status Errno(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno(absl::StrCat("cannot create ", path));
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      return Errno(absl::StrCat("cannot write ", path));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::fsync(fd);
+  if (::close(fd) != 0) return Errno(absl::StrCat("cannot close ", path));
+  return absl::OkStatus();
+}
+
+absl::Status MakeDirs(const std::string& path) {
+  std::string partial;
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    absl::StrAppend(&partial, part, "/");
+    if (part.empty()) continue;
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Errno(absl::StrCat("cannot create directory ", partial));
+    }
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::InternalError(absl::StrCat("cache directory ", path, " is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+// The compiler's identity, once per process and compiler.
+absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler) {
+  static std::mutex mu;
+  static std::map<std::string, std::string>* cache = new std::map<std::string, std::string>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache->find(compiler);
+  if (it != cache->end()) return it->second;
+  std::string output;
+  ASSIGN_OR_RETURN(int rc, RunProcess({compiler, "--version"}, &output));
+  if (rc != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("C++ compiler '", compiler, "' is not usable (--version exited ", rc, ")"));
+  }
+  std::string first_line(output.substr(0, output.find('\n')));
+  return cache->emplace(compiler, first_line).first->second;
+}
+
+// The host CPU's model and feature flags (what -march=native depends on).
+const std::string& CpuIdentity() {
+  static const std::string* id = [] {
+    std::string text;
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, model, flags;
+    while (std::getline(in, line)) {
+      if (model.empty() && line.rfind("model name", 0) == 0) model = line;
+      if (flags.empty() && line.rfind("flags", 0) == 0) flags = line;
+      if (!model.empty() && !flags.empty()) break;
+    }
+    return new std::string(absl::StrCat(model, "|", flags));
+  }();
+  return *id;
+}
+
+std::string TempSuffix() {
+  static std::atomic<uint64_t> counter{0};
+  return absl::StrCat(".tmp.", ::getpid(), ".",
+                      std::hash<std::thread::id>()(std::this_thread::get_id()) % 1000000, ".",
+                      counter.fetch_add(1));
+}
+
+// Holds an exclusive flock for its lifetime (best effort: without a lock
+// file, concurrent compiles still end with a valid entry via the renames).
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ >= 0) {
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+    }
+  }
+  ~FileLock() {
+    if (fd_ >= 0) {
+      ::flock(fd_, LOCK_UN);
+      ::close(fd_);
+    }
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
+absl::StatusOr<int> RunProcess(const std::vector<std::string>& argv, std::string* output) {
+  if (argv.empty()) return absl::InvalidArgumentError("RunProcess: empty argv");
+  char log_template[] = "/tmp/kiln-cc-log-XXXXXX";
+  const int log_fd = ::mkstemp(log_template);
+  if (log_fd < 0) return Errno("cannot create a log file");
+  ::unlink(log_template);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int err = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (err != 0) {
+    ::close(log_fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot run '", argv[0], "': ", std::strerror(err)));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      ::close(log_fd);
+      return Errno("waitpid");
+    }
+  }
+  if (output != nullptr) {
+    output->clear();
+    ::lseek(log_fd, 0, SEEK_SET);
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(log_fd, buf, sizeof(buf))) > 0 && output->size() < (1 << 20)) {
+      output->append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(log_fd);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+std::string CompileCache::DefaultDirectory() {
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v != nullptr ? std::string(v) : std::string();
+  };
+  if (std::string d = env("KILN_CACHE_DIR"); !d.empty()) return d;
+  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return absl::StrCat(d, "/kiln/cpu");
+  if (std::string d = env("HOME"); !d.empty()) return absl::StrCat(d, "/.cache/kiln/cpu");
+  return absl::StrCat("/tmp/kiln-cache-", ::getuid(), "/cpu");
+}
+
+CompileCache::CompileCache(std::string directory, CompilerConfig config)
+    : directory_(std::move(directory)), config_(std::move(config)) {
+  while (directory_.size() > 1 && directory_.back() == '/') directory_.pop_back();
+}
+
+std::string CompileCache::PathFor(const std::string& key, const char* suffix) const {
+  return absl::StrCat(directory_, "/", key, suffix);
+}
+
+absl::StatusOr<std::string> CompileCache::Key(const std::string& source) const {
+  ASSIGN_OR_RETURN(std::string compiler, CompilerIdentity(config_.compiler));
+  std::string material = absl::StrCat(
+      "source:", source.size(), ":", Hash128(source.data(), source.size()), "\ncompiler:",
+      config_.compiler, "|", compiler, "\nflags:", absl::StrJoin(config_.flags, " "), "|",
+      absl::StrJoin(config_.libs, " "), "\ncpu:", CpuIdentity());
+  return Hash128(material.data(), material.size());
+}
+
+absl::Status CompileCache::Validate(const std::string& key) const {
+  ASSIGN_OR_RETURN(std::string sidecar, ReadFile(PathFor(key, ".sum")));
+  ASSIGN_OR_RETURN(std::string library, ReadFile(PathFor(key, ".so")));
+  std::vector<std::string> fields = absl::StrSplit(absl::StripTrailingAsciiWhitespace(sidecar), ' ');
+  uint64_t size = 0;
+  if (fields.size() != 3 || fields[0] != kSidecarMagic || !absl::SimpleAtoi(fields[1], &size)) {
+    return absl::DataLossError(absl::StrCat("cache entry ", key, ": malformed checksum sidecar"));
+  }
+  if (size != library.size() || library.size() < 4 || library.compare(0, 4, "\x7f" "ELF") != 0) {
+    return absl::DataLossError(absl::StrCat("cache entry ", key, ": library size ", library.size(),
+                                            " does not match the sidecar's ", size));
+  }
+  if (Hash128(library.data(), library.size()) != fields[2]) {
+    return absl::DataLossError(absl::StrCat("cache entry ", key, ": library checksum mismatch"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CacheEntry> CompileCache::GetOrCompile(const std::string& source) {
+  const auto start = std::chrono::steady_clock::now();
+  auto finish = [&](CacheEntry e) {
+    e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return e;
+  };
+  ASSIGN_OR_RETURN(std::string key, Key(source));
+  CacheEntry entry;
+  entry.key = key;
+  entry.library_path = PathFor(key, ".so");
+  if (Validate(key).ok()) {
+    entry.hit = true;
+    return finish(entry);
+  }
+  RETURN_IF_ERROR(MakeDirs(directory_));
+  FileLock lock(PathFor(key, ".lock"));
+  // Another thread or process may have built it while we waited.
+  if (Validate(key).ok()) {
+    entry.hit = true;
+    return finish(entry);
+  }
+  ASSIGN_OR_RETURN(CacheEntry built, CompileLocked(key, source));
+  return finish(built);
+}
+
+absl::StatusOr<CacheEntry> CompileCache::CompileLocked(const std::string& key, const std::string& source) {
+  const std::string tmp = PathFor(key, TempSuffix().c_str());
+  const std::string tmp_cc = tmp + ".cc", tmp_so = tmp + ".so", tmp_sum = tmp + ".sum";
+  auto cleanup = [&] {
+    ::unlink(tmp_cc.c_str());
+    ::unlink(tmp_so.c_str());
+    ::unlink(tmp_sum.c_str());
+  };
+  absl::Status s = WriteFile(tmp_cc, source);
+  if (!s.ok()) {
+    cleanup();
+    return s;
+  }
+  std::vector<std::string> argv = {config_.compiler};
+  argv.insert(argv.end(), config_.flags.begin(), config_.flags.end());
+  argv.insert(argv.end(), {"-o", tmp_so, tmp_cc});
+  argv.insert(argv.end(), config_.libs.begin(), config_.libs.end());
+  std::string log;
+  absl::StatusOr<int> rc = RunProcess(argv, &log);
+  if (!rc.ok() || *rc != 0) {
+    cleanup();
+    if (!rc.ok()) return rc.status();
+    if (log.size() > 4000) log = log.substr(0, 4000) + "\n...";
+    return absl::InternalError(absl::StrCat("C++ compiler exited with status ", *rc, ":\n", log));
+  }
+  absl::StatusOr<std::string> library = ReadFile(tmp_so);
+  if (!library.ok()) {
+    cleanup();
+    return library.status();
+  }
+  s = WriteFile(tmp_sum, absl::StrCat(kSidecarMagic, " ", library->size(), " ",
+                                      Hash128(library->data(), library->size()), "\n"));
+  if (s.ok() && ::rename(tmp_so.c_str(), PathFor(key, ".so").c_str()) != 0) s = Errno("rename library");
+  if (s.ok() && ::rename(tmp_sum.c_str(), PathFor(key, ".sum").c_str()) != 0) s = Errno("rename sidecar");
+  // The source stays beside the entry for people reading generated code.
+  if (s.ok()) ::rename(tmp_cc.c_str(), PathFor(key, ".cc").c_str());
+  cleanup();
+  RETURN_IF_ERROR(s);
+  CacheEntry entry;
+  entry.key = key;
+  entry.library_path = PathFor(key, ".so");
+  entry.compiled = true;
+  return entry;
+}
+
+}  // namespace kiln::devices::cpu

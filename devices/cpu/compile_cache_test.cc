@@ -1,0 +1,188 @@
+#include "devices/cpu/compile_cache.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace kiln::devices::cpu {
+namespace {
+
+// Tiny, fast compiles: the cache logic does not depend on the flags.
+CompilerConfig FastConfig() {
+  CompilerConfig c;
+  c.flags = {"-O0", "-shared", "-fPIC"};
+  c.libs = {};
+  return c;
+}
+
+std::string FreshDir(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/", name, "_", ::getpid());
+  std::string cmd_dir = dir;
+  std::system(absl::StrCat("rm -rf '", cmd_dir, "'").c_str());
+  return dir + "/nested/cache";
+}
+
+std::string Source(int value) {
+  return absl::StrCat("extern \"C\" int kiln_test_value() { return ", value, "; }\n");
+}
+
+int CallValue(const std::string& path) {
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) return -1;
+  auto fn = reinterpret_cast<int (*)()>(::dlsym(h, "kiln_test_value"));
+  const int v = fn != nullptr ? fn() : -2;
+  ::dlclose(h);
+  return v;
+}
+
+TEST(CompileCache, MissThenHit) {
+  CompileCache cache(FreshDir("miss_hit"), FastConfig());
+  auto first = cache.GetOrCompile(Source(41));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->compiled);
+  EXPECT_FALSE(first->hit);
+  auto second = cache.GetOrCompile(Source(41));
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(second->hit);
+  EXPECT_FALSE(second->compiled);
+  EXPECT_EQ(second->library_path, first->library_path);
+  EXPECT_EQ(CallValue(second->library_path), 41);
+  // Different source, different key.
+  auto other = cache.Key(Source(42));
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(*other, first->key);
+  // Different flags, different key.
+  CompilerConfig flags = FastConfig();
+  flags.flags.push_back("-g");
+  auto flagged = CompileCache(cache.directory(), flags).Key(Source(41));
+  ASSERT_TRUE(flagged.ok());
+  EXPECT_NE(*flagged, first->key);
+}
+
+TEST(CompileCache, CorruptEntriesAreDetectedAndRebuilt) {
+  CompileCache cache(FreshDir("corrupt"), FastConfig());
+  auto built = cache.GetOrCompile(Source(7));
+  ASSERT_TRUE(built.ok()) << built.status();
+  const std::string so = built->library_path;
+  const std::string sum = so.substr(0, so.size() - 3) + ".sum";
+
+  // A truncated library.
+  ASSERT_EQ(::truncate(so.c_str(), 100), 0);
+  EXPECT_FALSE(cache.Validate(built->key).ok());
+  auto rebuilt = cache.GetOrCompile(Source(7));
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  EXPECT_TRUE(rebuilt->compiled);
+  EXPECT_TRUE(cache.Validate(built->key).ok());
+  EXPECT_EQ(CallValue(so), 7);
+
+  // A garbled sidecar.
+  { std::ofstream(sum, std::ios::trunc) << "kiln-cpu-cache-v1 12 deadbeef\n"; }
+  EXPECT_FALSE(cache.Validate(built->key).ok());
+  auto again = cache.GetOrCompile(Source(7));
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->compiled);
+
+  // A flipped byte in the library with the size intact.
+  {
+    std::fstream f(so, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(200);
+    f.put('\x5a');
+  }
+  EXPECT_FALSE(cache.Validate(built->key).ok());
+  ASSERT_TRUE(cache.GetOrCompile(Source(7)).ok());
+
+  // A missing sidecar.
+  ASSERT_EQ(::unlink(sum.c_str()), 0);
+  auto missing = cache.GetOrCompile(Source(7));
+  ASSERT_TRUE(missing.ok());
+  EXPECT_TRUE(missing->compiled);
+  EXPECT_EQ(CallValue(so), 7);
+}
+
+TEST(CompileCache, RacingThreadsEndWithOneGoodEntryAndOneCompile) {
+  const std::string dir = FreshDir("threads");
+  constexpr int kThreads = 4;
+  std::vector<absl::StatusOr<CacheEntry>> results(kThreads, absl::UnknownError("unset"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] { results[i] = CompileCache(dir, FastConfig()).GetOrCompile(Source(99)); });
+  }
+  for (auto& t : threads) t.join();
+  int compiles = 0;
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    compiles += r->compiled;
+  }
+  EXPECT_EQ(compiles, 1);
+  EXPECT_TRUE(CompileCache(dir, FastConfig()).Validate(results[0]->key).ok());
+  EXPECT_EQ(CallValue(results[0]->library_path), 99);
+}
+
+TEST(CompileCache, RacingProcessesEndWithOneGoodEntry) {
+  const std::string dir = FreshDir("procs");
+  constexpr int kProcs = 3;
+  std::vector<pid_t> pids;
+  for (int i = 0; i < kProcs; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto r = CompileCache(dir, FastConfig()).GetOrCompile(Source(123));
+      // Exit code: 0 hit, 1 compiled, 2 failed.
+      ::_exit(!r.ok() ? 2 : (r->compiled ? 1 : 0));
+    }
+    pids.push_back(pid);
+  }
+  int compiles = 0;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_NE(WEXITSTATUS(status), 2);
+    compiles += WEXITSTATUS(status);
+  }
+  EXPECT_EQ(compiles, 1);
+  CompileCache cache(dir, FastConfig());
+  auto entry = cache.GetOrCompile(Source(123));
+  ASSERT_TRUE(entry.ok());
+  EXPECT_TRUE(entry->hit);
+  EXPECT_EQ(CallValue(entry->library_path), 123);
+  // No temporary files are left behind.
+  std::string out;
+  ASSERT_TRUE(RunProcess({"sh", "-c", absl::StrCat("ls '", dir, "' | grep -c tmp || true")}, &out).ok());
+  EXPECT_EQ(out, "0\n");
+}
+
+TEST(CompileCache, CompilerErrorsAreStatusesWithTheLog) {
+  CompileCache cache(FreshDir("errors"), FastConfig());
+  auto r = cache.GetOrCompile("this is not C++;\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("error"), std::string::npos) << r.status();
+  CompilerConfig missing = FastConfig();
+  missing.compiler = "/nonexistent/kiln-no-such-compiler";
+  EXPECT_FALSE(CompileCache(cache.directory(), missing).GetOrCompile(Source(1)).ok());
+}
+
+TEST(CompileCache, DefaultDirectoryHonoursOverrides) {
+  ::setenv("KILN_CACHE_DIR", "/some/where", 1);
+  EXPECT_EQ(CompileCache::DefaultDirectory(), "/some/where");
+  ::unsetenv("KILN_CACHE_DIR");
+  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
+  EXPECT_EQ(CompileCache::DefaultDirectory(), "/xdg/kiln/cpu");
+  ::unsetenv("XDG_CACHE_HOME");
+  ::setenv("HOME", "/home/u", 1);
+  EXPECT_EQ(CompileCache::DefaultDirectory(), "/home/u/.cache/kiln/cpu");
+}
+
+}  // namespace
+}  // namespace kiln::devices::cpu

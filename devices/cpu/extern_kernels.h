@@ -1,0 +1,32 @@
+// Extern kernels, run by the host when a compiled program calls back:
+// matmul-family float32 ops through OpenBLAS's cblas_sgemm, everything else
+// through the op's reference kernel in ir::BuiltinOps() (filled by
+// runtime::RegisterReferenceKernels), its results copied into the outputs
+// the wrapper planned.
+#ifndef KILN_DEVICES_CPU_EXTERN_KERNELS_H_
+#define KILN_DEVICES_CPU_EXTERN_KERNELS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "lowering/loop_ir.h"
+#include "support/tensor.h"
+
+namespace kiln::devices::cpu {
+
+// `buffer_args`: views of the call's buffer arguments, in argument order;
+// `outputs`: views of its output buffers (written in place).
+absl::Status RunExternKernel(const std::string& op, const std::vector<lowering::ExternArg>& args,
+                             const std::vector<Tensor>& buffer_args, std::vector<Tensor>& outputs);
+
+// Copies `src` into `dst` element by element (same dtype and sizes, any
+// strides).
+absl::Status CopyInto(const Tensor& src, Tensor& dst);
+
+// True when `op` went to BLAS last time it was seen (for tests/reports).
+bool IsBlasOp(const std::string& op);
+
+}  // namespace kiln::devices::cpu
+
+#endif  // KILN_DEVICES_CPU_EXTERN_KERNELS_H_

@@ -1,0 +1,368 @@
+#include "devices/cpu/kernel_codegen.h"
+
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "devices/cpu/expr_emitter.h"
+#include "devices/cpu/identifiers.h"
+#include "devices/cpu/layout_util.h"
+#include "support/status.h"
+
+namespace kiln::devices::cpu {
+
+using lowering::Buffer;
+using lowering::BufferKind;
+using lowering::ReductionType;
+
+namespace {
+
+// Element count of an index space; error past int64 or for negative sizes.
+absl::StatusOr<int64_t> SpaceSize(const std::vector<int64_t>& ranges, const std::string& what) {
+  int64_t n = 1;
+  for (int64_t r : ranges) {
+    if (r < 0) return absl::InvalidArgumentError(absl::StrCat("cpu codegen: ", what, " has a negative range"));
+    if (r != 0 && n > std::numeric_limits<int64_t>::max() / r) {
+      return absl::InvalidArgumentError(absl::StrCat("cpu codegen: ", what, " overflows int64"));
+    }
+    n *= r;
+  }
+  return n;
+}
+
+// The flat storage offset a buffer stores index (v0..v{k-1}) of `ranges` at.
+absl::StatusOr<std::string> StoreIndex(const Buffer& buf, const std::vector<int64_t>& ranges) {
+  const lowering::Layout& l = buf.layout;
+  if (l.strides.size() != l.sizes.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpu codegen: buffer ", SanitizeComment(buf.name), " has ", l.sizes.size(),
+                     " sizes but ", l.strides.size(), " strides"));
+  }
+  std::vector<std::string> terms = {IntLiteral(l.offset)};
+  if (l.sizes == ranges) {
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      if (ranges[i] != 1) terms.push_back(absl::StrCat("l_v", i, " * ", IntLiteral(l.strides[i])));
+    }
+    return absl::StrCat("(", absl::StrJoin(terms, " + "), ")");
+  }
+  // Same element count, different shape (e.g. keepdim): row-major over the
+  // ranges, which needs a contiguous layout.
+  ASSIGN_OR_RETURN(int64_t n, SpaceSize(ranges, "loop"));
+  ASSIGN_OR_RETURN(int64_t m, SpaceSize(l.sizes, "layout"));
+  if (n != m || !IsContiguousLayout(l)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cpu codegen: buffer ", SanitizeComment(buf.name), " layout ", LayoutString(l),
+        " does not match its loop ranges"));
+  }
+  int64_t stride = 1;
+  for (size_t i = ranges.size(); i-- > 0;) {
+    if (ranges[i] != 1) terms.push_back(absl::StrCat("l_v", i, " * ", IntLiteral(stride)));
+    stride *= ranges[i];
+  }
+  return absl::StrCat("(", absl::StrJoin(terms, " + "), ")");
+}
+
+struct LoopSpec {
+  std::vector<int64_t> ranges;
+  int first_var = 0;
+};
+
+// Opens loops for `ranges` binding l_v{first}..; size-1 dims become
+// constants. `pragma_outer` goes on the outermost loop (or is dropped when
+// no loop is left); `pragma_inner` on the innermost. Returns the number of
+// opened braces.
+int OpenLoops(const std::vector<int64_t>& ranges, int first_var, const std::string& pragma_outer,
+              const std::string& pragma_inner, std::string& indent, std::string* out) {
+  std::vector<size_t> loops;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i] == 1) {
+      absl::StrAppend(out, indent, "const int64_t l_v", first_var + i, " = 0;\n");
+    } else {
+      loops.push_back(i);
+    }
+  }
+  for (size_t j = 0; j < loops.size(); ++j) {
+    const size_t i = loops[j];
+    if (j == 0 && !pragma_outer.empty()) {
+      std::string p = pragma_outer;
+      // collapse(@): all loops but the innermost (which keeps simd);
+      // collapse(*): all loops.
+      const size_t n = p.find("collapse(@)") != std::string::npos ? loops.size() - 1 : loops.size();
+      for (const char* token : {"collapse(@)", "collapse(*)"}) {
+        const size_t at = p.find(token);
+        if (at == std::string::npos) continue;
+        p.replace(at, 11, n > 1 ? absl::StrCat("collapse(", n, ")") : std::string());
+      }
+      absl::StrAppend(out, indent, p, "\n");
+    } else if (j + 1 == loops.size() && !pragma_inner.empty()) {
+      absl::StrAppend(out, indent, pragma_inner, "\n");
+    }
+    absl::StrAppend(out, indent, "for (int64_t l_v", first_var + i, " = 0; l_v", first_var + i,
+                    " < ", IntLiteral(ranges[i]), "; ++l_v", first_var + i, ") {\n");
+    indent += "  ";
+  }
+  return static_cast<int>(loops.size());
+}
+
+void CloseLoops(int n, std::string& indent, std::string* out) {
+  for (int i = 0; i < n; ++i) {
+    indent.resize(indent.size() - 2);
+    absl::StrAppend(out, indent, "}\n");
+  }
+}
+
+int NonUnitDims(const std::vector<int64_t>& r) {
+  int n = 0;
+  for (int64_t v : r) n += v != 1;
+  return n;
+}
+
+absl::Status EmitPointwise(const Buffer& buf, const std::map<std::string, BufferRef>& refs,
+                           int* temps, std::string* out) {
+  const lowering::Pointwise& pw = *buf.pointwise;
+  ASSIGN_OR_RETURN(int64_t numel, SpaceSize(pw.ranges, "pointwise ranges"));
+  if (numel == 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::string store, StoreIndex(buf, pw.ranges));
+  ASSIGN_OR_RETURN(std::string type, CTypeName(buf.layout.dtype));
+  const BufferRef& self = refs.at(buf.name);
+  const bool parallel = numel >= kParallelThreshold;
+  const int dims = NonUnitDims(pw.ranges);
+  std::string outer, inner = "#pragma omp simd";
+  if (parallel) outer = dims == 1 ? "#pragma omp parallel for simd" : "#pragma omp parallel for collapse(@)";
+  else if (dims == 1) outer = "#pragma omp simd";
+  std::string indent = "  ";
+  absl::StrAppend(out, indent, "{\n");
+  indent += "  ";
+  const int opened = OpenLoops(pw.ranges, 0, outer, inner, indent, out);
+  ExprEmitter em(&refs, static_cast<int>(pw.ranges.size()), temps);
+  em.set_indent(indent);
+  ASSIGN_OR_RETURN(std::string value, em.Emit(pw.body));
+  ASSIGN_OR_RETURN(std::string body_type, CTypeName(pw.body->dtype));
+  absl::StrAppend(out, em.statements());
+  const std::string stored = pw.body->dtype == buf.layout.dtype
+                                 ? value
+                                 : (buf.layout.dtype == DType::kBool
+                                        ? absl::StrCat("(", value, " != 0)")
+                                        : absl::StrCat("static_cast<", type, ">(", value, ")"));
+  absl::StrAppend(out, indent, self.identifier, "[", store, "] = ", stored, ";\n");
+  CloseLoops(opened, indent, out);
+  indent.resize(indent.size() - 2);
+  absl::StrAppend(out, indent, "}\n");
+  return absl::OkStatus();
+}
+
+bool IsFloatType(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
+
+// One pass over the reduced index space inside the output loops: emits the
+// loops and their body; `update(value)` gives the accumulation statement(s).
+template <typename Update>
+absl::Status EmitReductionPass(const lowering::Reduction& red, const std::map<std::string, BufferRef>& refs,
+                               int* temps, const std::string& pragma_outer, const std::string& pragma_inner,
+                               std::string& indent, std::string* out, Update update) {
+  const int k = static_cast<int>(red.ranges.size());
+  const int opened = OpenLoops(red.reduction_ranges, k, pragma_outer, pragma_inner, indent, out);
+  ExprEmitter em(&refs, k + static_cast<int>(red.reduction_ranges.size()), temps);
+  em.set_indent(indent);
+  ASSIGN_OR_RETURN(std::string value, em.Emit(red.body));
+  absl::StrAppend(out, em.statements());
+  absl::StrAppend(out, update(indent, value));
+  CloseLoops(opened, indent, out);
+  return absl::OkStatus();
+}
+
+absl::Status EmitReduction(const Buffer& buf, const std::map<std::string, BufferRef>& refs, int* temps,
+                           std::string* out) {
+  const lowering::Reduction& red = *buf.reduction;
+  if (red.body == nullptr) return absl::InvalidArgumentError("cpu codegen: reduction without a body");
+  ASSIGN_OR_RETURN(int64_t numel, SpaceSize(red.ranges, "reduction output ranges"));
+  ASSIGN_OR_RETURN(int64_t rnumel, SpaceSize(red.reduction_ranges, "reduction ranges"));
+  if (numel == 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::string store, StoreIndex(buf, red.ranges));
+  ASSIGN_OR_RETURN(std::string out_type, CTypeName(buf.layout.dtype));
+  const DType vt = red.body->dtype;
+  ASSIGN_OR_RETURN(std::string vtype, CTypeName(vt));
+  const bool fp = IsFloatType(vt);
+  // Accumulators: the body's float type, or int64 for integers and bools.
+  const DType at = fp ? vt : DType::kInt64;
+  ASSIGN_OR_RETURN(std::string atype, CTypeName(at));
+  const std::string& self = refs.at(buf.name).identifier;
+
+  const int64_t total = numel * std::max<int64_t>(rnumel, 1);
+  const bool parallel = total >= kParallelThreshold;
+  const int outer_dims = NonUnitDims(red.ranges);
+  const int red_dims = NonUnitDims(red.reduction_ranges);
+  // Parallelize over outputs, or (a full reduction) over the reduced loop.
+  const bool parallel_outputs = parallel && outer_dims > 0;
+  const bool parallel_reduce = parallel && outer_dims == 0;
+
+  std::string indent = "  ";
+  absl::StrAppend(out, indent, "{\n");
+  indent += "  ";
+  std::string outer_pragma = parallel_outputs ? "#pragma omp parallel for collapse(*)" : "";
+  // Outer loops: a dummy inner pragma is never placed (the innermost output
+  // loop holds the reduction), so pass the same pragma only on the outermost.
+  const int opened = OpenLoops(red.ranges, 0, outer_pragma, "", indent, out);
+
+  auto red_pragmas = [&](const std::string& clause) {
+    // Returns {outer, inner} pragmas for the reduced loops.
+    std::string simd = absl::StrCat("#pragma omp simd ", clause);
+    if (parallel_reduce) {
+      if (red_dims == 1) return std::make_pair(absl::StrCat("#pragma omp parallel for simd ", clause), std::string());
+      return std::make_pair(absl::StrCat("#pragma omp parallel for ", clause), simd);
+    }
+    if (red_dims == 1) return std::make_pair(simd, std::string());
+    return std::make_pair(std::string(), simd);
+  };
+  const std::string n_literal = fp ? FloatLiteral(static_cast<double>(rnumel), vt) : IntLiteral(rnumel);
+  std::string result;
+
+  switch (red.type) {
+    case ReductionType::kSum:
+    case ReductionType::kProd: {
+      const bool sum = red.type == ReductionType::kSum;
+      absl::StrAppend(out, indent, atype, " l_acc = ", sum ? "0" : "1", ";\n");
+      auto [po, pi] = red_pragmas(sum ? "reduction(+:l_acc)" : "reduction(*:l_acc)");
+      RETURN_IF_ERROR(EmitReductionPass(red, refs, temps, po, pi, indent, out,
+                                        [&](const std::string& ind, const std::string& v) {
+                                          return absl::StrCat(ind, "l_acc ", sum ? "+=" : "*=", " static_cast<",
+                                                              atype, ">(", v, ");\n");
+                                        }));
+      result = "l_acc";
+      break;
+    }
+    case ReductionType::kMax:
+    case ReductionType::kMin: {
+      const bool mx = red.type == ReductionType::kMax;
+      const std::string init = fp ? absl::StrCat(mx ? "-" : "", "std::numeric_limits<", vtype, ">::infinity()")
+                                  : absl::StrCat("std::numeric_limits<", vtype, ">::", mx ? "lowest()" : "max()");
+      absl::StrAppend(out, indent, vtype, " l_acc = ", init, ";\n");
+      absl::StrAppend(out, indent, "int l_nan = 0;\n");
+      auto [po, pi] = red_pragmas(absl::StrCat("reduction(", mx ? "max" : "min", ":l_acc) reduction(|:l_nan)"));
+      RETURN_IF_ERROR(EmitReductionPass(
+          red, refs, temps, po, pi, indent, out, [&](const std::string& ind, const std::string& v) {
+            std::string s = absl::StrCat(ind, "l_acc = ", v, mx ? " > " : " < ", "l_acc ? ", v, " : l_acc;\n");
+            if (fp) absl::StrAppend(&s, ind, "l_nan |= (", v, " != ", v, ");\n");
+            return s;
+          }));
+      result = fp ? absl::StrCat("(l_nan ? std::numeric_limits<", vtype, ">::quiet_NaN() : l_acc)") : "l_acc";
+      break;
+    }
+    case ReductionType::kArgmax:
+    case ReductionType::kArgmin: {
+      // First index of the extreme value; NaN counts as the extreme (torch).
+      const bool mx = red.type == ReductionType::kArgmax;
+      const std::string init = fp ? absl::StrCat(mx ? "-" : "", "std::numeric_limits<", vtype, ">::infinity()")
+                                  : absl::StrCat("std::numeric_limits<", vtype, ">::", mx ? "lowest()" : "max()");
+      absl::StrAppend(out, indent, vtype, " l_best = ", init, ";\n");
+      absl::StrAppend(out, indent, "int64_t l_arg = 0, l_pos = 0;\n");
+      RETURN_IF_ERROR(EmitReductionPass(
+          red, refs, temps, "", "", indent, out, [&](const std::string& ind, const std::string& v) {
+            std::string better = absl::StrCat(v, mx ? " > " : " < ", "l_best");
+            if (fp) better = absl::StrCat("l_best == l_best && (", better, " || ", v, " != ", v, ")");
+            return absl::StrCat(ind, "if (l_pos == 0 || ", better, ") { l_best = ", v, "; l_arg = l_pos; }\n",
+                                ind, "++l_pos;\n");
+          }));
+      result = "l_arg";
+      break;
+    }
+    case ReductionType::kWelfordMean:
+    case ReductionType::kWelfordM2: {
+      // Two passes (mean, then centred squares): as accurate as Welford's
+      // update, and both passes vectorize.
+      if (!fp) return absl::UnimplementedError("cpu codegen: welford over a non-float body");
+      absl::StrAppend(out, indent, vtype, " l_acc = 0;\n");
+      auto [po, pi] = red_pragmas("reduction(+:l_acc)");
+      RETURN_IF_ERROR(EmitReductionPass(red, refs, temps, po, pi, indent, out,
+                                        [&](const std::string& ind, const std::string& v) {
+                                          return absl::StrCat(ind, "l_acc += ", v, ";\n");
+                                        }));
+      absl::StrAppend(out, indent, "const ", vtype, " l_mean = l_acc / ", n_literal, ";\n");
+      if (red.type == ReductionType::kWelfordMean) {
+        result = "l_mean";
+        break;
+      }
+      absl::StrAppend(out, indent, vtype, " l_m2 = 0;\n");
+      auto [po2, pi2] = red_pragmas("reduction(+:l_m2)");
+      RETURN_IF_ERROR(EmitReductionPass(red, refs, temps, po2, pi2, indent, out,
+                                        [&](const std::string& ind, const std::string& v) {
+                                          return absl::StrCat(ind, "{ const ", vtype, " l_d = ", v,
+                                                              " - l_mean; l_m2 += l_d * l_d; }\n");
+                                        }));
+      result = "l_m2";
+      break;
+    }
+  }
+  const DType result_type = (red.type == ReductionType::kArgmax || red.type == ReductionType::kArgmin)
+                                ? DType::kInt64
+                                : (red.type == ReductionType::kSum || red.type == ReductionType::kProd ? at : vt);
+  std::string stored = result;
+  if (result_type != buf.layout.dtype) {
+    stored = buf.layout.dtype == DType::kBool ? absl::StrCat("(", result, " != 0)")
+                                              : absl::StrCat("static_cast<", out_type, ">(", result, ")");
+  }
+  absl::StrAppend(out, indent, self, "[", store, "] = ", stored, ";\n");
+  CloseLoops(opened, indent, out);
+  indent.resize(indent.size() - 2);
+  absl::StrAppend(out, indent, "}\n");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string KernelFunctionName(const std::string& kernel_name) {
+  return SanitizeIdentifier(kernel_name);
+}
+
+absl::StatusOr<std::string> CpuKernelSource(const lowering::LoopGraph& graph,
+                                            const lowering::FusedKernel& kernel) {
+  if (kernel.buffers.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpu codegen: kernel ", SanitizeComment(kernel.name), " writes no buffer"));
+  }
+  IdentifierTable ids;
+  std::map<std::string, BufferRef> refs;
+  std::vector<std::string> params;
+  auto add_param = [&](const std::string& name, bool written) -> absl::Status {
+    const Buffer* buf = FindBuffer(graph, name);
+    if (buf == nullptr) {
+      return absl::NotFoundError(absl::StrCat("cpu codegen: kernel ", SanitizeComment(kernel.name),
+                                              " names unknown buffer '", SanitizeComment(name), "'"));
+    }
+    if (refs.count(name) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("cpu codegen: kernel ", SanitizeComment(kernel.name),
+                                                     " lists buffer '", SanitizeComment(name), "' twice"));
+    }
+    ASSIGN_OR_RETURN(std::string type, CTypeName(buf->layout.dtype));
+    const std::string& id = ids.Get(name);
+    refs[name] = BufferRef{id, buf->layout.dtype};
+    params.push_back(absl::StrCat(written ? "" : "const ", type, "* ", id));
+    return absl::OkStatus();
+  };
+  for (const std::string& r : kernel.reads) RETURN_IF_ERROR(add_param(r, false));
+  for (const std::string& b : kernel.buffers) RETURN_IF_ERROR(add_param(b, true));
+
+  std::string out = absl::StrCat("static void ", KernelFunctionName(kernel.name), "(",
+                                 absl::StrJoin(params, ", "), ") {\n");
+  int temps = 0;
+  for (const std::string& name : kernel.buffers) {
+    const Buffer& buf = *FindBuffer(graph, name);
+    if (buf.kind != BufferKind::kComputed) {
+      return absl::InvalidArgumentError(absl::StrCat("cpu codegen: kernel buffer '", SanitizeComment(name),
+                                                     "' is not a computed buffer"));
+    }
+    if (buf.pointwise.has_value()) {
+      if (buf.pointwise->body == nullptr) return absl::InvalidArgumentError("cpu codegen: pointwise without a body");
+      RETURN_IF_ERROR(EmitPointwise(buf, refs, &temps, &out));
+    } else if (buf.reduction.has_value()) {
+      RETURN_IF_ERROR(EmitReduction(buf, refs, &temps, &out));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("cpu codegen: computed buffer '", SanitizeComment(name),
+                                                     "' has neither a pointwise nor a reduction"));
+    }
+  }
+  absl::StrAppend(&out, "}\n");
+  return out;
+}
+
+}  // namespace kiln::devices::cpu

@@ -1,0 +1,129 @@
+#include <string>
+
+#include "devices/cpu/identifiers.h"
+#include "devices/cpu/kernel_codegen.h"
+#include "devices/cpu/test_graphs.h"
+#include "gtest/gtest.h"
+
+namespace kiln::devices::cpu {
+namespace {
+
+using namespace testing;  // NOLINT
+using lowering::Buffer;
+using lowering::BufferKind;
+using lowering::FusedKernel;
+using lowering::LoopGraph;
+
+LoopGraph PointwiseGraph(int64_t n) {
+  LoopGraph g;
+  Buffer x;
+  x.name = "arg0";
+  x.kind = BufferKind::kInput;
+  x.layout = Contig({n});
+  Buffer b;
+  b.name = "buf0";
+  b.layout = Contig({n});
+  b.pointwise = lowering::Pointwise{{n}, Un(ExprOp::kTanh, Bin(ExprOp::kAdd, Ld("arg0", V(0)), F(1.0)))};
+  g.buffers = {x, b};
+  g.inputs = {"arg0"};
+  g.outputs = {"buf0"};
+  return g;
+}
+
+TEST(Identifiers, SanitizeKeepsOnlySafeCharacters) {
+  EXPECT_EQ(SanitizeIdentifier("buf0"), "buf0");
+  const std::string hostile = SanitizeIdentifier("x); system(\"rm -rf /\"); //");
+  for (char c : hostile) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '_') << hostile;
+  EXPECT_EQ(hostile.find("__"), std::string::npos);
+  EXPECT_EQ(SanitizeIdentifier("1abc")[0], 'b');
+  EXPECT_EQ(SanitizeIdentifier("int"), "b_int");
+  EXPECT_EQ(SanitizeIdentifier("l_t0"), "b_l_t0");
+  EXPECT_EQ(SanitizeIdentifier(""), "b");
+  IdentifierTable t;
+  EXPECT_NE(t.Get("a-b"), t.Get("a+b"));
+  EXPECT_EQ(t.Get("a-b"), t.Get("a-b"));
+  EXPECT_EQ(SanitizeComment("a\nb\\c*/"), "a?b?c*/");
+}
+
+TEST(KernelSource, PointwiseIsParallelAndVectorized) {
+  LoopGraph g = PointwiseGraph(1 << 20);
+  FusedKernel k{"cpp_fused_add_tanh_0", "cpu", {"buf0"}, {"arg0"}};
+  auto src = CpuKernelSource(g, k);
+  ASSERT_TRUE(src.ok()) << src.status();
+  EXPECT_NE(src->find("static void cpp_fused_add_tanh_0(const float* arg0, float* buf0)"), std::string::npos)
+      << *src;
+  EXPECT_NE(src->find("#pragma omp parallel for simd"), std::string::npos) << *src;
+  EXPECT_NE(src->find("tanhf("), std::string::npos) << *src;
+}
+
+TEST(KernelSource, SmallPointwiseStaysOnOneThread) {
+  LoopGraph g = PointwiseGraph(16);
+  auto src = CpuKernelSource(g, FusedKernel{"k", "cpu", {"buf0"}, {"arg0"}});
+  ASSERT_TRUE(src.ok());
+  EXPECT_EQ(src->find("parallel"), std::string::npos) << *src;
+  EXPECT_NE(src->find("#pragma omp simd"), std::string::npos) << *src;
+}
+
+TEST(KernelSource, BadInputIsAnErrorNotACrash) {
+  LoopGraph g = PointwiseGraph(8);
+  // Unknown buffer in the kernel.
+  EXPECT_FALSE(CpuKernelSource(g, FusedKernel{"k", "cpu", {"nope"}, {"arg0"}}).ok());
+  // A load from a buffer the kernel does not list.
+  EXPECT_FALSE(CpuKernelSource(g, FusedKernel{"k", "cpu", {"buf0"}, {}}).ok());
+  // An unbound index variable.
+  g.buffers[1].pointwise->body = Ld("arg0", V(3));
+  EXPECT_FALSE(CpuKernelSource(g, FusedKernel{"k", "cpu", {"buf0"}, {"arg0"}}).ok());
+  // Wrong arity.
+  g.buffers[1].pointwise->body = Make(ExprOp::kAdd, DType::kFloat32, {F(1)});
+  EXPECT_FALSE(CpuKernelSource(g, FusedKernel{"k", "cpu", {"buf0"}, {"arg0"}}).ok());
+  // A null body.
+  g.buffers[1].pointwise->body = nullptr;
+  EXPECT_FALSE(CpuKernelSource(g, FusedKernel{"k", "cpu", {"buf0"}, {"arg0"}}).ok());
+  // A very deep expression.
+  ExprPtr deep = F(0);
+  for (int i = 0; i < 5000; ++i) deep = Un(ExprOp::kNeg, deep);
+  g.buffers[1].pointwise->body = deep;
+  auto r = CpuKernelSource(g, FusedKernel{"k", "cpu", {"buf0"}, {"arg0"}});
+  EXPECT_FALSE(r.ok());
+  // Destroying a deep shared_ptr chain recursively would overflow the
+  // stack; unwind it iteratively.
+  g.buffers[1].pointwise->body = nullptr;
+  while (deep != nullptr && deep.use_count() == 1 && !deep->args.empty()) {
+    ExprPtr next = deep->args[0];
+    deep = next;
+  }
+  // Layout that does not match the ranges.
+  LoopGraph g2 = PointwiseGraph(8);
+  g2.buffers[1].layout = Contig({9});
+  EXPECT_FALSE(CpuKernelSource(g2, FusedKernel{"k", "cpu", {"buf0"}, {"arg0"}}).ok());
+}
+
+TEST(KernelSource, ReductionsUseVectorAccumulators) {
+  LoopGraph g;
+  Buffer x;
+  x.name = "x";
+  x.kind = BufferKind::kInput;
+  x.layout = Contig({256, 512});
+  g.buffers.push_back(x);
+  const lowering::ReductionType types[] = {lowering::ReductionType::kSum, lowering::ReductionType::kMax,
+                                           lowering::ReductionType::kArgmax,
+                                           lowering::ReductionType::kWelfordM2};
+  FusedKernel k{"k", "cpu", {}, {"x"}};
+  for (int i = 0; i < 4; ++i) {
+    Buffer b;
+    b.name = "r" + std::to_string(i);
+    b.layout = Contig({256}, i == 2 ? DType::kInt64 : DType::kFloat32);
+    b.reduction = lowering::Reduction{{256}, {512}, types[i], Ld("x", Flat2(0, 512))};
+    g.buffers.push_back(b);
+    k.buffers.push_back(b.name);
+  }
+  auto src = CpuKernelSource(g, k);
+  ASSERT_TRUE(src.ok()) << src.status();
+  EXPECT_NE(src->find("reduction(+:l_acc)"), std::string::npos) << *src;
+  EXPECT_NE(src->find("reduction(max:l_acc)"), std::string::npos) << *src;
+  EXPECT_NE(src->find("l_m2"), std::string::npos) << *src;
+  EXPECT_NE(src->find("#pragma omp parallel for"), std::string::npos) << *src;
+}
+
+}  // namespace
+}  // namespace kiln::devices::cpu

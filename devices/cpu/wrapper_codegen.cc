@@ -1,0 +1,290 @@
+#include "devices/cpu/wrapper_codegen.h"
+
+#include <map>
+#include <set>
+#include <type_traits>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "devices/cpu/expr_emitter.h"
+#include "devices/cpu/host_api.h"
+#include "devices/cpu/identifiers.h"
+#include "devices/cpu/kernel_codegen.h"
+#include "devices/cpu/layout_util.h"
+#include "devices/cpu/prelude.h"
+#include "support/status.h"
+
+namespace kiln::devices::cpu {
+namespace {
+
+using lowering::Layout;
+namespace w = wrapper;
+
+template <class... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
+class WrapperEmitter {
+ public:
+  explicit WrapperEmitter(const w::WrapperProgram& program) : program_(program) {}
+
+  absl::StatusOr<GeneratedProgram> Run() {
+    for (const auto& [name, layout] : program_.layouts) {
+      RETURN_IF_ERROR(CheckLayout(name, layout));
+      if (!layouts_.emplace(name, layout).second) {
+        return Error(absl::StrCat("buffer '", SanitizeComment(name), "' has two layouts"));
+      }
+    }
+    RETURN_IF_ERROR(ComputeRoots());
+    GeneratedProgram out;
+    std::string kernels;
+    std::string body;
+    for (size_t i = 0; i < program_.inputs.size(); ++i) {
+      ASSIGN_OR_RETURN(const Layout* l, LayoutOf(program_.inputs[i]));
+      out.input_layouts.push_back(*l);
+      absl::StrAppend(&body, "  ", ids_.Get(program_.inputs[i]), " = inputs[", i, "];\n");
+    }
+    for (size_t i = 0; i < program_.constants.size(); ++i) {
+      const auto& [name, tensor] = program_.constants[i];
+      ASSIGN_OR_RETURN(const Layout* l, LayoutOf(name));
+      if (!tensor.has_data()) {
+        return Error(absl::StrCat("constant '", SanitizeComment(name), "' has no data"));
+      }
+      out.constants.push_back(tensor);
+      out.constant_layouts.push_back(*l);
+      absl::StrAppend(&body, "  ", ids_.Get(name), " = constants[", i, "];\n");
+    }
+    for (const w::Line& line : program_.lines) {
+      RETURN_IF_ERROR(EmitLine(line, &kernels, &body, &out));
+    }
+    for (size_t i = 0; i < program_.outputs.size(); ++i) {
+      ASSIGN_OR_RETURN(const Layout* l, LayoutOf(program_.outputs[i]));
+      out.output_layouts.push_back(*l);
+      absl::StrAppend(&body, "  outputs[", i, "] = ", ids_.Get(program_.outputs[i]), ";\n");
+    }
+    // Declarations of every buffer variable up front: lines may assign a
+    // name in any order (reuse, reinterpret) without redeclaring it.
+    for (const auto& [name, layout] : layouts_) {
+      absl::StrAppend(&decls_, "  void* ", ids_.Get(name), " = nullptr;\n");
+    }
+    out.source = absl::StrCat(
+        kCpuPrelude, "\n// ---- kernels ----\n", kernels, "\n// ---- wrapper ----\n",
+        "extern \"C\" __attribute__((visibility(\"default\"))) int64_t kiln_abi_version() { return ",
+        kHostAbiVersion, "; }\n\n",
+        "extern \"C\" __attribute__((visibility(\"default\"))) int kiln_run(const KilnHostApi* api, "
+        "void* const* inputs, void* const* constants, void** outputs) {\n",
+        "  (void)inputs; (void)constants; (void)outputs;\n", decls_, body, "  return 0;\n}\n");
+    return out;
+  }
+
+ private:
+  static absl::Status Error(const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("cpu wrapper codegen: ", what));
+  }
+
+  static absl::Status CheckLayout(const std::string& name, const Layout& layout) {
+    if (StorageBytesOf(layout) < 0) {
+      return Error(absl::StrCat("buffer '", SanitizeComment(name), "' has a malformed layout ",
+                                LayoutString(layout)));
+    }
+    return CTypeName(layout.dtype).status();
+  }
+
+  absl::StatusOr<const Layout*> LayoutOf(const std::string& name) {
+    auto it = layouts_.find(name);
+    if (it == layouts_.end()) {
+      return Error(absl::StrCat("buffer '", SanitizeComment(name), "' has no layout"));
+    }
+    return &it->second;
+  }
+
+  // Storage identity of every name (reinterprets and reuses share their
+  // base's); outputs' storages are never released.
+  absl::Status ComputeRoots() {
+    auto root = [&](const std::string& n) {
+      auto it = roots_.find(n);
+      return it == roots_.end() ? n : it->second;
+    };
+    for (const w::Line& line : program_.lines) {
+      if (const auto* r = std::get_if<w::ReinterpretLine>(&line)) roots_[r->buffer] = root(r->base);
+      if (const auto* r = std::get_if<w::ReuseLine>(&line)) roots_[r->new_buffer] = root(r->old_buffer);
+      if (const auto* m = std::get_if<w::MultiOutputLine>(&line)) roots_[m->result] = root(m->source);
+    }
+    for (const std::string& o : program_.outputs) protected_.insert(root(o));
+    return absl::OkStatus();
+  }
+  std::string Root(const std::string& n) const {
+    auto it = roots_.find(n);
+    return it == roots_.end() ? n : it->second;
+  }
+
+  absl::StatusOr<std::string> Typed(const std::string& name) {
+    ASSIGN_OR_RETURN(const Layout* l, LayoutOf(name));
+    ASSIGN_OR_RETURN(std::string type, CTypeName(l->dtype));
+    return absl::StrCat("static_cast<", type, "*>(", ids_.Get(name), ")");
+  }
+
+  std::string Alloc(const std::string& name, const Layout& layout) {
+    owned_.insert(name);
+    const std::string& id = ids_.Get(name);
+    return absl::StrCat("  ", id, " = api->alloc(api->ctx, ", IntLiteral(StorageBytesOf(layout)), ", ",
+                        IntLiteral(DTypeCode(layout.dtype)), ");\n  if (", id, " == nullptr) return 1;\n");
+  }
+
+  std::string Release(const std::string& name) {
+    if (owned_.count(name) == 0 || protected_.count(Root(name)) != 0) return "";
+    owned_.erase(name);
+    return absl::StrCat("  api->release(api->ctx, ", ids_.Get(name), ");\n");
+  }
+
+  absl::Status EmitExtern(const std::string& op, const std::vector<lowering::ExternArg>& args,
+                          const std::vector<std::string>& outputs, const std::vector<Layout>* alloc_layouts,
+                          std::string* body, GeneratedProgram* out) {
+    ExternCallSpec spec;
+    spec.op = op;
+    spec.args = args;
+    std::vector<std::string> ptrs;
+    for (const lowering::ExternArg& a : args) {
+      if (a.buffer.empty()) continue;
+      ASSIGN_OR_RETURN(const Layout* l, LayoutOf(a.buffer));
+      spec.buffer_arg_layouts.push_back(*l);
+      ptrs.push_back(ids_.Get(a.buffer));
+    }
+    if (alloc_layouts != nullptr && alloc_layouts->size() != outputs.size()) {
+      return Error(absl::StrCat("extern ", SanitizeComment(op), ": ", outputs.size(), " outputs but ",
+                                alloc_layouts->size(), " layouts"));
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const Layout* l = nullptr;
+      if (alloc_layouts != nullptr) {
+        l = &(*alloc_layouts)[i];
+        RETURN_IF_ERROR(CheckLayout(outputs[i], *l));
+        layouts_.emplace(outputs[i], *l);
+        absl::StrAppend(body, Alloc(outputs[i], *l));
+      } else {
+        ASSIGN_OR_RETURN(l, LayoutOf(outputs[i]));
+      }
+      spec.output_layouts.push_back(*l);
+      ptrs.push_back(ids_.Get(outputs[i]));
+    }
+    const size_t index = out->externs.size();
+    out->externs.push_back(std::move(spec));
+    const std::string arr = absl::StrCat("l_extern", index);
+    if (ptrs.empty()) ptrs.push_back("nullptr");
+    absl::StrAppend(body, "  {\n    void* const ", arr, "[] = {", absl::StrJoin(ptrs, ", "), "};\n",
+                    "    if (api->extern_call(api->ctx, ", index, ", ", arr, ") != 0) return 1;\n  }\n");
+    return absl::OkStatus();
+  }
+
+  absl::Status EmitLine(const w::Line& line, std::string* kernels, std::string* body, GeneratedProgram* out) {
+    return std::visit(
+        Overloaded{
+            [&](const w::AllocateLine& l) -> absl::Status {
+              RETURN_IF_ERROR(CheckLayout(l.buffer, l.layout));
+              layouts_.emplace(l.buffer, l.layout);
+              absl::StrAppend(body, Alloc(l.buffer, l.layout));
+              return absl::OkStatus();
+            },
+            [&](const w::FreeIfNotReusedLine& l) -> absl::Status {
+              if (!l.is_reused) absl::StrAppend(body, Release(l.buffer));
+              return absl::OkStatus();
+            },
+            [&](const w::ReuseLine& l) -> absl::Status {
+              if (owned_.count(l.old_buffer) == 0) {
+                return Error(absl::StrCat("reuse of '", SanitizeComment(l.old_buffer),
+                                          "', which the program does not own"));
+              }
+              RETURN_IF_ERROR(CheckLayout(l.new_buffer, l.layout));
+              layouts_.emplace(l.new_buffer, l.layout);
+              owned_.erase(l.old_buffer);
+              owned_.insert(l.new_buffer);
+              absl::StrAppend(body, "  ", ids_.Get(l.new_buffer), " = ", ids_.Get(l.old_buffer), ";\n");
+              return absl::OkStatus();
+            },
+            [&](const w::FreeLine& l) -> absl::Status {
+              absl::StrAppend(body, Release(l.buffer));
+              return absl::OkStatus();
+            },
+            [&](const w::ReinterpretLine& l) -> absl::Status {
+              RETURN_IF_ERROR(CheckLayout(l.buffer, l.layout));
+              layouts_.emplace(l.buffer, l.layout);
+              RETURN_IF_ERROR(LayoutOf(l.base).status());
+              absl::StrAppend(body, "  ", ids_.Get(l.buffer), " = ", ids_.Get(l.base), ";\n");
+              return absl::OkStatus();
+            },
+            [&](const w::KernelDefinitionLine& l) -> absl::Status {
+              const std::string fn = KernelFunctionName(l.kernel_name);
+              if (!defined_.insert(fn).second) {
+                return Error(absl::StrCat("kernel '", SanitizeComment(l.kernel_name), "' is defined twice"));
+              }
+              // The body is this backend's own KernelSource output; it must
+              // define exactly the sanitized name.
+              if (l.kernel_body.find(absl::StrCat("static void ", fn, "(")) == std::string::npos) {
+                return Error(absl::StrCat("kernel '", SanitizeComment(l.kernel_name),
+                                          "' body does not define ", fn));
+              }
+              absl::StrAppend(kernels, l.kernel_body, "\n");
+              return absl::OkStatus();
+            },
+            [&](const w::KernelCallLine& l) -> absl::Status {
+              const std::string fn = KernelFunctionName(l.kernel_name);
+              if (defined_.count(fn) == 0) {
+                return Error(absl::StrCat("call of undefined kernel '", SanitizeComment(l.kernel_name), "'"));
+              }
+              std::vector<std::string> args;
+              for (const std::string& a : l.args) {
+                ASSIGN_OR_RETURN(std::string typed, Typed(a));
+                args.push_back(std::move(typed));
+              }
+              absl::StrAppend(body, "  ", fn, "(", absl::StrJoin(args, ", "), ");\n");
+              return absl::OkStatus();
+            },
+            [&](const w::ExternKernelLine& l) -> absl::Status {
+              return EmitExtern(l.op, l.args, l.outputs, nullptr, body, out);
+            },
+            [&](const w::ExternKernelAllocLine& l) -> absl::Status {
+              return EmitExtern(l.op, l.args, l.outputs, &l.layouts, body, out);
+            },
+            [&](const w::MultiOutputLine& l) -> absl::Status {
+              // Multi-output externs name each output buffer directly; the
+              // element is its own buffer unless the line aliases it.
+              if (l.result != l.source) {
+                RETURN_IF_ERROR(LayoutOf(l.source).status());
+                RETURN_IF_ERROR(LayoutOf(l.result).status());
+                absl::StrAppend(body, "  if (", ids_.Get(l.result), " == nullptr) ", ids_.Get(l.result), " = ",
+                                ids_.Get(l.source), ";\n");
+              }
+              return absl::OkStatus();
+            },
+            [&](const w::CommentLine& l) -> absl::Status {
+              absl::StrAppend(body, "  // ", SanitizeComment(l.text), "\n");
+              return absl::OkStatus();
+            },
+            [&](const w::EnterDeviceContextManagerLine&) -> absl::Status { return absl::OkStatus(); },
+            [&](const w::ExitDeviceContextManagerLine&) -> absl::Status { return absl::OkStatus(); },
+            [&](const w::NullLine&) -> absl::Status { return absl::OkStatus(); },
+        },
+        line);
+  }
+
+  const w::WrapperProgram& program_;
+  std::map<std::string, Layout> layouts_;
+  std::map<std::string, std::string> roots_;
+  std::set<std::string> protected_;
+  std::set<std::string> owned_;
+  std::set<std::string> defined_;
+  IdentifierTable ids_;
+  std::string decls_;
+};
+
+}  // namespace
+
+absl::StatusOr<GeneratedProgram> GenerateProgramSource(const wrapper::WrapperProgram& program) {
+  return WrapperEmitter(program).Run();
+}
+
+}  // namespace kiln::devices::cpu

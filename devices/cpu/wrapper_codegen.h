@@ -1,0 +1,41 @@
+// The C++ wrapper: Wrapper IR lines -> the `kiln_run` entry of the one
+// translation unit per program (kernels first, then the wrapper). Extern
+// kernels are not code: the wrapper calls back into the host with an index
+// into `externs`, so op names and constant arguments from a model never
+// reach generated source.
+#ifndef KILN_DEVICES_CPU_WRAPPER_CODEGEN_H_
+#define KILN_DEVICES_CPU_WRAPPER_CODEGEN_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "lowering/loop_ir.h"
+#include "support/tensor.h"
+#include "wrapper/wrapper_ir.h"
+
+namespace kiln::devices::cpu {
+
+// One extern call as the host runs it: `buffers` are the pointers the
+// wrapper passes (buffer arguments in argument order, then outputs).
+struct ExternCallSpec {
+  std::string op;
+  std::vector<lowering::ExternArg> args;
+  std::vector<lowering::Layout> buffer_arg_layouts;  // one per buffer argument
+  std::vector<lowering::Layout> output_layouts;
+};
+
+struct GeneratedProgram {
+  std::string source;  // the whole translation unit
+  std::vector<ExternCallSpec> externs;
+  std::vector<lowering::Layout> input_layouts;
+  std::vector<Tensor> constants;  // in the `constants` array order
+  std::vector<lowering::Layout> constant_layouts;
+  std::vector<lowering::Layout> output_layouts;
+};
+
+absl::StatusOr<GeneratedProgram> GenerateProgramSource(const wrapper::WrapperProgram& program);
+
+}  // namespace kiln::devices::cpu
+
+#endif  // KILN_DEVICES_CPU_WRAPPER_CODEGEN_H_

@@ -1,0 +1,129 @@
+#include "devices/device_registry.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace kiln::devices {
+namespace {
+
+bool IsValidType(absl::string_view type) {
+  if (type.empty() || type.size() > 64) return false;
+  if (!absl::ascii_islower(static_cast<unsigned char>(type[0]))) return false;
+  for (char c : type) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (!absl::ascii_islower(u) && !absl::ascii_isdigit(u) && c != '_') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<DeviceName> ParseDeviceName(absl::string_view name) {
+  DeviceName out;
+  absl::string_view type = name;
+  const size_t colon = name.find(':');
+  if (colon != absl::string_view::npos) {
+    type = name.substr(0, colon);
+    absl::string_view index = name.substr(colon + 1);
+    int value = 0;
+    const bool digits_only =
+        !index.empty() && index.size() <= 6 &&
+        std::all_of(index.begin(), index.end(),
+                    [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); });
+    if (!digits_only || !absl::SimpleAtoi(index, &value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device name '", absl::CHexEscape(name),
+                       "': expected type or type:index with a non-negative index"));
+    }
+    out.index = value;
+  }
+  if (!IsValidType(type)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device name '", absl::CHexEscape(name),
+                     "': the type must be a lowercase identifier ([a-z][a-z0-9_]*)"));
+  }
+  out.type = std::string(type);
+  return out;
+}
+
+DeviceRegistry& DeviceRegistry::Global() {
+  static DeviceRegistry* registry = new DeviceRegistry();
+  return *registry;
+}
+
+absl::Status DeviceRegistry::Register(std::unique_ptr<DeviceInterface> device) {
+  if (device == nullptr) return absl::InvalidArgumentError("Register: null device");
+  const std::string type = device->type();
+  if (!IsValidType(type)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Register: device type '", absl::CHexEscape(type), "' is not a lowercase identifier"));
+  }
+  absl::MutexLock lock(&mu_);
+  if (devices_.count(type) != 0) {
+    return absl::AlreadyExistsError(absl::StrCat("device '", type, "' is already registered"));
+  }
+  devices_.emplace(type, std::move(device));
+  return absl::OkStatus();
+}
+
+absl::Status DeviceRegistry::RegisterIfAbsent(std::unique_ptr<DeviceInterface> device) {
+  absl::Status s = Register(std::move(device));
+  if (absl::IsAlreadyExists(s)) return absl::OkStatus();
+  return s;
+}
+
+std::string DeviceRegistry::NamesLocked() const {
+  std::vector<std::string> names;
+  for (const auto& [type, device] : devices_) {
+    names.push_back(type);
+    const int count = device->device_count();
+    for (int i = 0; i < count; ++i) names.push_back(absl::StrCat(type, ":", i));
+  }
+  return names.empty() ? "(none)" : absl::StrJoin(names, ", ");
+}
+
+absl::StatusOr<DeviceRef> DeviceRegistry::Find(absl::string_view name) const {
+  auto parsed = ParseDeviceName(name);
+  absl::ReaderMutexLock lock(&mu_);
+  if (!parsed.ok()) {
+    return absl::NotFoundError(
+        absl::StrCat(parsed.status().message(), "; registered: ", NamesLocked()));
+  }
+  auto it = devices_.find(parsed->type);
+  if (it == devices_.end()) {
+    return absl::NotFoundError(absl::StrCat("no device '", parsed->type,
+                                            "' is registered; registered: ", NamesLocked()));
+  }
+  const int count = it->second->device_count();
+  if (parsed->index >= count) {
+    return absl::NotFoundError(absl::StrCat("device '", name, "': index ", parsed->index,
+                                            " is past the device count ", count,
+                                            "; registered: ", NamesLocked()));
+  }
+  return DeviceRef{it->second.get(), parsed->index};
+}
+
+bool DeviceRegistry::Contains(absl::string_view type) const {
+  absl::ReaderMutexLock lock(&mu_);
+  return devices_.count(std::string(type)) != 0;
+}
+
+std::vector<std::string> DeviceRegistry::Names() const {
+  std::vector<std::string> names;
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& [type, device] : devices_) {
+    names.push_back(type);
+    const int count = device->device_count();
+    for (int i = 0; i < count; ++i) names.push_back(absl::StrCat(type, ":", i));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace kiln::devices

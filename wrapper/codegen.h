@@ -1,0 +1,69 @@
+// From a schedule to wrapper lines, and the device-backend hooks that fill in
+// kernel bodies and turn the lines into something that runs. Core code
+// reaches a device only through WrapperBackendRegistry; devices/cpu registers
+// "cpu" at start-up (see devices/cpu/README.md).
+#ifndef KILN_WRAPPER_CODEGEN_H_
+#define KILN_WRAPPER_CODEGEN_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "lowering/loop_ir.h"
+#include "lowering/schedule.h"
+#include "support/tensor.h"
+#include "wrapper/wrapper_ir.h"
+
+namespace kiln::wrapper {
+
+// A device's code generator and runner.
+class DeviceCodegen {
+ public:
+  virtual ~DeviceCodegen() = default;
+  virtual std::string device() const = 0;
+  // The source of one fused kernel (its parameters: the kernel's `reads`
+  // then its `buffers`, as KernelCallLine args list them).
+  virtual absl::StatusOr<std::string> KernelSource(const lowering::LoopGraph& graph,
+                                                   const lowering::FusedKernel& kernel) = 0;
+  // Turns the (memory-planned) lines into a runnable program: for the CPU,
+  // one C++ translation unit (kernels + the C++ wrapper), compiled through
+  // the on-disk cache and loaded with dlopen.
+  virtual absl::StatusOr<std::unique_ptr<class CompiledProgram>> Compile(
+      const WrapperProgram& program) = 0;
+};
+
+// A compiled program ready to run.
+class CompiledProgram {
+ public:
+  virtual ~CompiledProgram() = default;
+  // Inputs in WrapperProgram::inputs order (any strides; they are made
+  // contiguous when the layout requires); outputs in ::outputs order.
+  virtual absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) = 0;
+};
+
+// Device name -> codegen. devices/<impl> registers itself at start-up
+// (devices/cpu: RegisterCpuBackend()); core code looks devices up here only.
+using DeviceCodegenFactory = std::function<std::unique_ptr<DeviceCodegen>()>;
+absl::Status RegisterDeviceCodegen(const std::string& device, DeviceCodegenFactory factory);
+absl::StatusOr<std::unique_ptr<DeviceCodegen>> CreateDeviceCodegen(const std::string& device);
+
+// Whether GenerateWrapper runs `call` as an out= extern (AllocateLine +
+// ExternKernelLine, so memory planning can reuse its output's storage; the
+// BLAS-backed matmul and convolution ops) rather than an allocating one
+// (ExternKernelAllocLine: every other extern, and all multi-output externs).
+// [Added by the wrapper engineer.]
+bool ExternUsesOutVariant(const lowering::ExternCall& call);
+
+// Builds the lines: definitions of every kernel, then per step its
+// allocations, the call, and frees after each buffer's last use (graph
+// outputs and inputs are never freed by the program).
+absl::StatusOr<WrapperProgram> GenerateWrapper(const lowering::LoopGraph& graph,
+                                               const lowering::Schedule& schedule,
+                                               DeviceCodegen& codegen);
+
+}  // namespace kiln::wrapper
+
+#endif  // KILN_WRAPPER_CODEGEN_H_

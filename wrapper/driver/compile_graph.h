@@ -1,0 +1,58 @@
+// The compiler driver: kiln IR -> shape propagation -> lowering -> fusion ->
+// Wrapper IR -> memory planning -> a device's compiled program, with the time
+// of each stage. The device is found through the codegen registry
+// (wrapper/codegen.h); link its implementation and register it first (for the
+// CPU: devices::cpu::RegisterCpuBackend()).
+#ifndef KILN_WRAPPER_DRIVER_COMPILE_GRAPH_H_
+#define KILN_WRAPPER_DRIVER_COMPILE_GRAPH_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ir/ir.h"
+#include "lowering/loop_ir.h"
+#include "lowering/schedule.h"
+#include "wrapper/codegen.h"
+#include "wrapper/memory_planning.h"
+#include "wrapper/wrapper_ir.h"
+
+namespace kiln::wrapper {
+
+struct CompileOptions {
+  std::string device = "cpu";
+  // Inductor's buffer reuse over the lines.
+  bool plan_memory = true;
+  // Stop after generating the lines (no C++ compiler run).
+  bool generate_only = false;
+};
+
+struct CompileTimes {
+  double shapes_ms = 0;
+  double lower_ms = 0;
+  double schedule_ms = 0;
+  double wrapper_ms = 0;  // lines + kernel sources
+  double plan_ms = 0;
+  double compile_ms = 0;  // the device's compile (C++ compiler or cache hit, dlopen)
+  double FrontHalfMs() const {
+    return shapes_ms + lower_ms + schedule_ms + wrapper_ms + plan_ms;
+  }
+};
+
+struct CompiledGraph {
+  lowering::LoopGraph loop_graph;
+  lowering::Schedule schedule;
+  WrapperProgram program;
+  MemoryReport memory;
+  int num_kernels = 0;
+  int num_externs = 0;
+  CompileTimes times;
+  std::unique_ptr<CompiledProgram> compiled;  // null with generate_only
+};
+
+// `graph` gets static shapes from shape propagation (it is modified).
+absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOptions& options = {});
+
+}  // namespace kiln::wrapper
+
+#endif  // KILN_WRAPPER_DRIVER_COMPILE_GRAPH_H_

@@ -1,0 +1,34 @@
+// WrapperProgram <-> wrapper.proto (the `--emit=wrapper` stage boundary).
+//
+// The loaders treat their input as untrusted: dtypes, ranks, sizes, byte
+// counts, nesting depth and every name are checked, the result must pass
+// ValidateWrapperProgram, errors are InvalidArgument naming the line (or
+// field) and what was expected, and no input crashes them.
+#ifndef KILN_WRAPPER_PROTO_CONVERT_H_
+#define KILN_WRAPPER_PROTO_CONVERT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "wrapper/wrapper.pb.h"
+#include "wrapper/wrapper_ir.h"
+
+namespace kiln::wrapper {
+
+inline constexpr int32_t kWrapperProtoVersion = 1;
+// Deepest list/tuple nesting of an extern argument constant.
+inline constexpr int kMaxProtoValueDepth = 32;
+
+absl::StatusOr<proto::WrapperProgramProto> WrapperToProto(const WrapperProgram& program);
+absl::StatusOr<WrapperProgram> WrapperFromProto(const proto::WrapperProgramProto& proto);
+
+absl::StatusOr<std::string> SerializeWrapperProgram(const WrapperProgram& program);
+absl::StatusOr<WrapperProgram> DeserializeWrapperProgram(absl::string_view bytes);
+
+absl::StatusOr<std::string> WrapperProgramToTextProto(const WrapperProgram& program);
+absl::StatusOr<WrapperProgram> WrapperProgramFromTextProto(absl::string_view text);
+
+}  // namespace kiln::wrapper
+
+#endif  // KILN_WRAPPER_PROTO_CONVERT_H_
