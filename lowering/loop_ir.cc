@@ -413,6 +413,10 @@ std::string LoopGraph::ToString() const {
   }
   absl::StrAppend(&out, "inputs: ", absl::StrJoin(inputs, ", "), "\n");
   absl::StrAppend(&out, "outputs: ", absl::StrJoin(outputs, ", "), "\n");
+  if (interpreted_graph) out.append("whole graph interpreted\n");
+  if (num_islands > 0) {
+    absl::StrAppend(&out, "islands: ", num_islands, " (", num_island_nodes, " nodes)\n");
+  }
   return out;
 }
 

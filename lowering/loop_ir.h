@@ -40,6 +40,10 @@
 #include "support/dtype.h"
 #include "support/tensor.h"
 
+namespace kiln::ir {
+class Graph;  // islands hold one (ir/ir.h); loop_ir needs no //ir dependency
+}  // namespace kiln::ir
+
 namespace kiln::lowering {
 
 // A buffer's fixed layout. Strides and offset are in elements.
@@ -147,10 +151,23 @@ struct ExternArg {
 // A canonical op run by a kernel outside generated code: the reference
 // kernel of its registry overload, or a library (BLAS) for matmul and
 // convolution. `op` is the qualified overload name ("aten::mm").
+//
+// Interpreter islands (graph breaks, like torch.compile's): a connected group
+// of nodes that lowering cannot turn into buffers (non-constant non-tensor
+// operands, outputs without a static shape, control flow, string/sequence
+// values, ...) becomes ONE ExternCall with op kIslandOp and `island` set: a
+// standalone graph cloned from those nodes whose inputs are the call's buffer
+// arguments (static-shape tensors, in order; constants the island needs are
+// cloned into it) and whose outputs are the call's outputs (static-shape
+// tensors, in order). A device runs it with runtime::Interpreter and copies
+// the results into the planned output buffers. Islands are not serializable
+// (the wrapper proto rejects them with an error naming the island).
+inline constexpr const char* kIslandOp = "kiln::interpret";
 struct ExternCall {
   std::string op;
   std::vector<ExternArg> args;
   int num_outputs = 1;
+  std::shared_ptr<const ir::Graph> island;  // set iff op == kIslandOp
 };
 
 enum class BufferKind : uint8_t {
@@ -182,6 +199,15 @@ struct LoopGraph {
   std::vector<Buffer> buffers;
   std::vector<std::string> inputs;   // graph inputs, in order
   std::vector<std::string> outputs;  // graph outputs, in order (may repeat, may be inputs)
+  // Set (and everything else empty) when the whole graph is one interpreter
+  // island: its inputs or outputs are not static-shape tensors (sequences,
+  // strings, optionals, data-dependent shapes). The compiled program then
+  // simply runs this graph with runtime::Interpreter.
+  std::shared_ptr<const ir::Graph> interpreted_graph;
+  // Top-level nodes (prim::Constant excluded) that run in islands, and the
+  // number of islands (1 for a whole-graph island).
+  int num_island_nodes = 0;
+  int num_islands = 0;
 
   const Buffer* Find(absl::string_view name) const;
   Buffer* FindMutable(absl::string_view name);

@@ -12,6 +12,7 @@
 #include "ir/constants.h"
 #include "ir/scalar_eval.h"
 #include "ir/verifier.h"
+#include "lowering/islands.h"
 #include "lowering/lower_context.h"
 #include "support/status.h"
 
@@ -149,6 +150,22 @@ void FoldScalarNode(LowerContext& ctx, const ir::Node& node) {
   for (size_t i = 0; i < results->size(); ++i) ctx.BindConstant(node.output(i), (*results)[i]);
 }
 
+bool IsHalfPrecision(const ir::Value* v) {
+  const ir::TypePtr& t = v->type();
+  return t && t->is_tensor() && t->tensor().dtype &&
+         (*t->tensor().dtype == DType::kFloat16 || *t->tensor().dtype == DType::kBFloat16);
+}
+
+bool TouchesHalfPrecision(const ir::Node& node) {
+  for (const ir::Value* v : node.inputs()) {
+    if (IsHalfPrecision(v)) return true;
+  }
+  for (const ir::Value* v : node.outputs()) {
+    if (IsHalfPrecision(v)) return true;
+  }
+  return false;
+}
+
 absl::Status LowerTensorNode(LowerContext& ctx, const ir::Node& node) {
   const ir::Operator* op = ctx.registry().Match(node);
   ctx.SetNode(&node, op);
@@ -157,7 +174,10 @@ absl::Status LowerTensorNode(LowerContext& ctx, const ir::Node& node) {
                   !absl::EndsWith(name, "__");
   if (in_place) name.pop_back();
   bool handled = false;
-  if (node.kind().is_aten() && op != nullptr) {
+  // Generated kernels compute in float32/float64/ints only: Half/BFloat16
+  // computations run as extern calls of their reference kernels (or, when
+  // there is none, in an interpreter island).
+  if (node.kind().is_aten() && op != nullptr && !TouchesHalfPrecision(node)) {
     auto it = Table().find(name);
     if (it != Table().end()) {
       ASSIGN_OR_RETURN(handled, it->second(ctx));
@@ -213,26 +233,69 @@ absl::Status LowerNode(LowerContext& ctx, const ir::Node& node) {
   return LowerTensorNode(ctx, node);
 }
 
-}  // namespace
-
-absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph, const ir::OpRegistry& registry) {
+// One attempt with the island set known so far; sets *retry (after growing
+// `set`) when the islands must grow, discarding this attempt's LoopGraph.
+absl::StatusOr<LoopGraph> TryLower(const ir::Graph& graph, const ir::OpRegistry& registry,
+                                   IslandSet& set, bool* retry) {
   LoopGraph out;
   LowerContext ctx(registry, &out);
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     RETURN_IF_ERROR(LowerInput(ctx, graph.inputs()[i], i));
   }
-  for (const ir::Node* node : graph.nodes()) {
-    RETURN_IF_ERROR(LowerNode(ctx, *node));
+  std::vector<LoweringUnit> units;
+  PlanLoweringUnits(graph, set, &units);
+  if (set.whole_graph) {
+    *retry = true;
+    return out;
+  }
+  for (const LoweringUnit& unit : units) {
+    if (unit.is_island) {
+      RETURN_IF_ERROR(LowerIsland(ctx, graph, unit, set, retry));
+      if (*retry) return out;
+      continue;
+    }
+    // Whatever does not lower runs in the interpreter instead.
+    if (!LowerNode(ctx, *unit.nodes[0]).ok()) {
+      set.nodes.insert(unit.nodes[0]);
+      *retry = true;
+      return out;
+    }
   }
   for (const ir::Value* v : graph.outputs()) {
     const TensorRef* t = ctx.FindTensor(v);
-    if (t == nullptr) {
-      return absl::UnimplementedError(absl::StrCat("lowering: graph output %", v->debugName(),
-                                                   " is not a lowered tensor"));
+    if (t == nullptr) {  // a list, scalar, string... output
+      set.whole_graph = true;
+      *retry = true;
+      return out;
     }
     out.outputs.push_back(t->buffer);
   }
   return out;
+}
+
+LoopGraph WholeGraphIsland(const ir::Graph& graph) {
+  LoopGraph out;
+  std::shared_ptr<ir::Graph> copy = graph.copy();
+  out.num_island_nodes = CountIslandNodes(*copy);
+  out.num_islands = 1;
+  out.interpreted_graph = std::move(copy);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph, const ir::OpRegistry& registry) {
+  IslandSet set;
+  for (const ir::Value* v : graph.inputs()) set.whole_graph |= !IsStaticTensor(v);
+  // Each retry adds at least one node to the islands (or gives up on the
+  // whole graph), so this ends.
+  const size_t max_attempts = graph.numNodes() + 2;
+  for (size_t attempt = 0; !set.whole_graph && attempt < max_attempts; ++attempt) {
+    bool retry = false;
+    ASSIGN_OR_RETURN(LoopGraph out, TryLower(graph, registry, set, &retry));
+    if (!retry) return out;
+  }
+  return WholeGraphIsland(graph);
 }
 
 }  // namespace kiln::lowering

@@ -6,9 +6,12 @@
 // expand/slice/select/squeeze/unsqueeze/flatten/t) become kView buffers when
 // the strides allow, else a copy. mm/bmm/matmul/linear/addmm/convolution are
 // extern kernels. Every other op with a registry kernel becomes an extern call
-// of that kernel (so whatever the interpreter runs also compiles). Graphs with
-// prim::If / prim::Loop, non-tensor outputs, or tensors without static shapes
-// and dtypes are Unimplemented, naming the node.
+// of that kernel. Nodes that cannot lower at all (prim::If / prim::Loop,
+// non-constant non-tensor operands, outputs without static shapes, sequence /
+// string / optional values) run in interpreter islands (islands.h,
+// ExternCall::island); graphs whose inputs or outputs are not static-shape
+// tensors become one whole-graph island (LoopGraph::interpreted_graph). So
+// whatever the interpreter runs also compiles.
 #ifndef KILN_LOWERING_LOWER_H_
 #define KILN_LOWERING_LOWER_H_
 

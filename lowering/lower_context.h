@@ -140,6 +140,13 @@ class LowerContext {
 using LoweringFn = std::function<absl::StatusOr<bool>(LowerContext&)>;
 using LoweringTable = absl::flat_hash_map<std::string, LoweringFn>;  // by op name ("add")
 
+// t[alias] = t[name], safely: operator[] may rehash while a reference from
+// an earlier operator[] is still in use.
+inline void AddAlias(LoweringTable& t, const std::string& alias, const std::string& name) {
+  LoweringFn fn = t[name];
+  t[alias] = std::move(fn);
+}
+
 void AddPointwiseLowerings(LoweringTable& table);
 void AddActivationLowerings(LoweringTable& table);
 void AddReductionLowerings(LoweringTable& table);

@@ -191,13 +191,13 @@ LoweringFn Logical(ExprOp op, bool bool_only) {
 void AddPointwiseLowerings(LoweringTable& t) {
   t["add"] = AddSub(ExprOp::kAdd, false);
   t["sub"] = AddSub(ExprOp::kSub, false);
-  t["subtract"] = t["sub"];
+  AddAlias(t, "subtract", "sub");
   t["rsub"] = AddSub(ExprOp::kSub, true);
   t["mul"] = BinaryOp(ExprOp::kMul);
-  t["multiply"] = t["mul"];
+  AddAlias(t, "multiply", "mul");
   t["div"] = Div();
-  t["divide"] = t["div"];
-  t["true_divide"] = t["div"];
+  AddAlias(t, "divide", "div");
+  AddAlias(t, "true_divide", "div");
   t["floor_divide"] = BinaryOp(ExprOp::kFloorDiv);
   t["remainder"] = BinaryOp(ExprOp::kMod);
   t["pow"] = Pow();
@@ -240,7 +240,7 @@ void AddPointwiseLowerings(LoweringTable& t) {
   t["where"] = WhereOp();
   t["masked_fill"] = MaskedFill();
   t["clamp"] = Clamp(true, true);
-  t["clip"] = t["clamp"];
+  AddAlias(t, "clip", "clamp");
   t["clamp_min"] = Clamp(true, false);
   t["clamp_max"] = Clamp(false, true);
   t["to"] = CastOp();

@@ -345,8 +345,8 @@ void AddViewLowerings(LoweringTable& t) {
   for (const char* name : {"detach", "alias", "lift_fresh"}) t[name] = Alias;
   for (const char* name : {"dropout", "feature_dropout", "alpha_dropout"}) t[name] = Dropout;
   t["cat"] = [](LowerContext& ctx) { return Concatenate(ctx, false); };
-  t["concat"] = t["cat"];
-  t["concatenate"] = t["cat"];
+  AddAlias(t, "concat", "cat");
+  AddAlias(t, "concatenate", "cat");
   t["stack"] = [](LowerContext& ctx) { return Concatenate(ctx, true); };
 }
 

@@ -84,7 +84,7 @@ double ReduceGroup(ReduceOp op, const std::vector<double>& v, double correction)
     case ReduceOp::kLogsumexp: {
       double m = -INFINITY;
       for (double x : v) m = std::max(m, x);
-      if (std::isinf(m)) m = 0;
+      if (m == -INFINITY) m = 0;  // all -inf: exp(-inf - 0) = 0; +inf stays (NaN row, as ATen)
       double s = 0;
       for (double x : v) s += std::exp(x - m);
       return std::log(s) + m;
@@ -216,7 +216,7 @@ absl::StatusOr<Tensor> Softmax(const Tensor& input, int64_t dim, std::optional<D
   for (int64_t o = 0; o < outer; ++o) {
     double m = -INFINITY;
     for (int64_t r = 0; r < inner; ++r) m = std::max(m, xt.GetDouble(o * inner + r));
-    if (std::isinf(m)) m = 0;
+    if (m == -INFINITY) m = 0;  // all -inf: exp(-inf - 0) = 0; +inf stays (NaN row, as ATen)
     double s = 0;
     for (int64_t r = 0; r < inner; ++r) s += std::exp(xt.GetDouble(o * inner + r) - m);
     for (int64_t r = 0; r < inner; ++r) {
@@ -587,7 +587,7 @@ absl::StatusOr<Tensor> OnnxReduce(absl::string_view kind, const Tensor& x,
     double m = -INFINITY;  // log_sum_exp's shift
     if (k == kLogSumExp) {
       for (int64_t r = 0; r < g.inner; ++r) m = std::max(m, g.permuted.GetDouble(o * g.inner + r));
-      if (std::isinf(m)) m = 0;
+      if (m == -INFINITY) m = 0;  // all -inf: exp(-inf - 0) = 0; +inf stays (NaN row, as ATen)
     }
     for (int64_t r = 0; r < g.inner; ++r) {
       const double v = g.permuted.GetDouble(o * g.inner + r);

@@ -254,6 +254,9 @@ class Executor {
     } else if (backend == "compiled") {
       ASSIGN_OR_RETURN(wrapper::CompiledGraph compiled, wrapper::CompileGraph(graph));
       e->compiled_ = std::move(compiled.compiled);
+      e->islands_ = compiled.num_islands;
+      e->island_nodes_ = compiled.num_island_nodes;
+      e->whole_graph_island_ = compiled.whole_graph_interpreted;
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown backend '", backend, "' (available: interpreter, compiled)"));
@@ -263,18 +266,12 @@ class Executor {
 
   absl::StatusOr<std::vector<IValue>> Run(const std::vector<IValue>& inputs) {
     if (interp_) return interp_->Run(inputs);
-    std::vector<Tensor> tensors;
-    for (const IValue& v : inputs) {
-      if (!v.isTensor()) {
-        return absl::UnimplementedError("the compiled backend takes tensor inputs only");
-      }
-      tensors.push_back(v.toTensor());
-    }
-    ASSIGN_OR_RETURN(std::vector<Tensor> outs, compiled_->Run(tensors));
-    std::vector<IValue> values;
-    for (Tensor& t : outs) values.push_back(IValue::FromTensor(std::move(t)));
-    return values;
+    return compiled_->RunValues(inputs);
   }
+
+  int islands_ = 0;
+  int island_nodes_ = 0;
+  bool whole_graph_island_ = false;
 
  private:
   Executor() = default;
@@ -282,7 +279,8 @@ class Executor {
   std::unique_ptr<wrapper::CompiledProgram> compiled_;
 };
 
-absl::Status RunTest(const fs::path& dir, const ConformanceOptions& options, bool random) {
+absl::Status RunTest(const fs::path& dir, const ConformanceOptions& options, bool random,
+                     ConformanceResult* result) {
   RETURN_IF_ERROR(EnsureKernels());
   ASSIGN_OR_RETURN(onnx::ModelProto model, onnx_import::LoadModelFile((dir / "model.onnx").string()));
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, onnx_import::ImportModel(model));
@@ -293,6 +291,9 @@ absl::Status RunTest(const fs::path& dir, const ConformanceOptions& options, boo
     (void)changed;
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(*graph, options.backend));
+  result->islands = executor->islands_;
+  result->island_nodes = executor->island_nodes_;
+  result->whole_graph_island = executor->whole_graph_island_;
   const std::vector<const onnx::ValueInfoProto*> inputs = onnx_import::RuntimeInputs(model);
   std::vector<fs::path> sets;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -344,7 +345,7 @@ ConformanceResult RunConformanceTest(const std::string& dir, const ConformanceOp
   r.name = fs::path(dir).filename().string();
   r.random = IsRandomTest(r.name);
   const auto start = std::chrono::steady_clock::now();
-  absl::Status s = RunTest(dir, options, r.random);
+  absl::Status s = RunTest(dir, options, r.random, &r);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.passed = s.ok();
   if (!s.ok()) r.reason = std::string(s.message());
@@ -376,6 +377,8 @@ absl::StatusOr<ConformanceSummary> RunConformance(const ConformanceOptions& opti
     ConformanceResult r = RunConformanceTest(d.string(), options);
     if (r.passed) {
       ++summary.passed;
+      if (r.islands > 0) ++summary.passed_with_islands;
+      if (r.whole_graph_island) ++summary.passed_whole_graph_island;
       if (r.random) ++summary.random_passed;
     } else {
       ++summary.failed;
@@ -392,6 +395,11 @@ std::string ConformanceSummary::Line() const {
     absl::StrAppend(&s, " (random-output tests, checked by shape/dtype/range: ", random_passed,
                     " passed, ", random_failed, " failed)");
   }
+  if (passed_with_islands > 0) {
+    absl::StrAppend(&s, "; ", passed_with_islands, " passed using interpreter islands (",
+                    passed_whole_graph_island, " of them whole-graph), ",
+                    passed - passed_with_islands, " fully compiled");
+  }
   return s;
 }
 
@@ -399,8 +407,14 @@ std::string ConformanceSummary::Report() const {
   std::string out;
   for (const ConformanceResult& r : results) {
     if (r.passed) {
-      absl::StrAppendFormat(&out, "PASS %s%s (%.3f s)\n", r.name, r.random ? " [random]" : "",
-                            r.seconds);
+      std::string islands;
+      if (r.whole_graph_island) {
+        islands = absl::StrCat(" [islands: whole graph, ", r.island_nodes, " nodes]");
+      } else if (r.islands > 0) {
+        islands = absl::StrCat(" [islands: ", r.islands, ", ", r.island_nodes, " nodes]");
+      }
+      absl::StrAppendFormat(&out, "PASS %s%s%s (%.3f s)\n", r.name, r.random ? " [random]" : "",
+                            islands, r.seconds);
     } else {
       absl::StrAppendFormat(&out, "FAIL %s%s: %s\n", r.name, r.random ? " [random]" : "",
                             r.reason);

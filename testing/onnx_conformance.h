@@ -38,6 +38,11 @@ struct ConformanceResult {
   bool random = false;  // checked by shape/dtype/range only
   std::string reason;   // why it failed (empty when passed)
   double seconds = 0;
+  // Compiled backend: graph nodes run by interpreter islands (0: all
+  // compiled), and whether the whole graph was one island.
+  int island_nodes = 0;
+  int islands = 0;
+  bool whole_graph_island = false;
 };
 
 struct ConformanceSummary {
@@ -46,6 +51,10 @@ struct ConformanceSummary {
   int failed = 0;
   int random_passed = 0;
   int random_failed = 0;
+  // Compiled backend: passing tests that used interpreter islands (of them,
+  // whole-graph islands).
+  int passed_with_islands = 0;
+  int passed_whole_graph_island = 0;
   // "N passed, M failed" (+ the random counts when any).
   std::string Line() const;
   // One line per test: "PASS name (0.01 s)" / "FAIL name: reason".

@@ -239,6 +239,7 @@ class WrapperBuilder {
       }
       for (const lowering::ExternArg& arg : buffers_.at(step.buffer)->extern_call->args) {
         if (!arg.buffer.empty()) RETURN_IF_ERROR(NoteUse(arg.buffer, si, "extern argument"));
+        for (const std::string& b : arg.buffer_list) RETURN_IF_ERROR(NoteUse(b, si, "extern argument"));
       }
       for (const std::string& name : extern_outputs_.at(step.buffer)) {
         if (name.empty()) continue;
@@ -315,6 +316,7 @@ class WrapperBuilder {
     for (const Buffer* buffer : it->second) {
       program_.lines.push_back(ReinterpretLine{buffer->name, RootOf(buffer->name), buffer->layout});
       Mention(buffer->name);
+      Mention(RootOf(buffer->name));  // a constant seen only through its views still needs defining
     }
   }
 
@@ -358,6 +360,7 @@ class WrapperBuilder {
       EmitOriginsComment({holder.name});
       for (const lowering::ExternArg& arg : extern_call.args) {
         if (!arg.buffer.empty()) Mention(arg.buffer);
+        for (const std::string& b : arg.buffer_list) Mention(b);
       }
       for (const std::string& name : outputs) {
         if (!name.empty()) Mention(name);
@@ -367,6 +370,10 @@ class WrapperBuilder {
         program_.lines.push_back(ExternKernelLine{extern_call.op, extern_call.args, {holder.name}});
       } else {
         ExternKernelAllocLine line{extern_call.op, extern_call.args, outputs, {}};
+        if (extern_call.island) {
+          line.island = static_cast<int>(program_.islands.size());
+          program_.islands.push_back(extern_call.island);
+        }
         for (const std::string& name : outputs) {
           // An output no buffer names is dropped; its layout is unknown, so
           // the holder's stands in (backends only discard it).
@@ -419,6 +426,23 @@ class WrapperBuilder {
 };
 
 }  // namespace
+
+absl::StatusOr<std::vector<ir::IValue>> CompiledProgram::RunValues(
+    const std::vector<ir::IValue>& inputs) {
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].isTensor()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("compiled program: input ", i, " is not a tensor"));
+    }
+    tensors.push_back(inputs[i].toTensor());
+  }
+  ASSIGN_OR_RETURN(std::vector<Tensor> outs, Run(tensors));
+  std::vector<ir::IValue> values;
+  values.reserve(outs.size());
+  for (Tensor& t : outs) values.push_back(ir::IValue::FromTensor(std::move(t)));
+  return values;
+}
 
 bool ExternUsesOutVariant(const lowering::ExternCall& call) {
   if (call.num_outputs != 1) return false;

@@ -42,6 +42,11 @@ class CompiledProgram {
   // Inputs in WrapperProgram::inputs order (any strides; they are made
   // contiguous when the layout requires); outputs in ::outputs order.
   virtual absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) = 0;
+  // [Added for interpreter islands] Runs with any graph inputs and returns
+  // any graph outputs: a whole-graph island (lowering::LoopGraph::
+  // interpreted_graph) takes and returns sequences, strings, optionals. By
+  // default the values must be tensors and go through Run.
+  virtual absl::StatusOr<std::vector<ir::IValue>> RunValues(const std::vector<ir::IValue>& inputs);
 };
 
 // Device name -> codegen. devices/<impl> registers itself at start-up

@@ -105,11 +105,13 @@ void ForEachUse(const Line& line, const std::function<void(const std::string&)>&
   } else if (const auto* l = std::get_if<ExternKernelLine>(&line)) {
     for (const auto& a : l->args) {
       if (!a.buffer.empty()) fn(a.buffer);
+      for (const std::string& b : a.buffer_list) fn(b);  // Tensor[] arguments
     }
     for (const std::string& o : l->outputs) fn(o);
   } else if (const auto* l = std::get_if<ExternKernelAllocLine>(&line)) {
     for (const auto& a : l->args) {
       if (!a.buffer.empty()) fn(a.buffer);
+      for (const std::string& b : a.buffer_list) fn(b);  // Tensor[] arguments
     }
   } else if (const auto* l = std::get_if<MultiOutputLine>(&line)) {
     fn(l->source);

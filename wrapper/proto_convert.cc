@@ -84,6 +84,15 @@ absl::Status ArgsToProto(const std::vector<lowering::ExternArg>& args,
   return absl::OkStatus();
 }
 
+// Islands hold an ir::Graph, which the wrapper proto does not carry: a
+// program with islands has no --emit=wrapper form (documented in
+// wrapper_ir.h).
+absl::Status IslandNotSerializable(int island) {
+  return absl::UnimplementedError(absl::StrCat(
+      "wrapper proto: extern line runs interpreter island ", island,
+      " (an ir::Graph), which the wrapper proto cannot hold"));
+}
+
 absl::Status LineToProto(const Line& line, proto::LineProto* out) {
   return std::visit(
       Overloaded{
@@ -133,12 +142,14 @@ absl::Status LineToProto(const Line& line, proto::LineProto* out) {
             return absl::OkStatus();
           },
           [&](const ExternKernelLine& l) {
+            if (l.island >= 0) return IslandNotSerializable(l.island);
             auto* p = out->mutable_extern_kernel();
             p->set_op(l.op);
             for (const std::string& o : l.outputs) p->add_outputs(o);
             return ArgsToProto(l.args, p->mutable_args());
           },
           [&](const ExternKernelAllocLine& l) {
+            if (l.island >= 0) return IslandNotSerializable(l.island);
             auto* p = out->mutable_extern_kernel_alloc();
             p->set_op(l.op);
             for (const std::string& o : l.outputs) p->add_outputs(o);
@@ -328,6 +339,11 @@ absl::StatusOr<Line> LineFromProto(const proto::LineProto& p, const std::string&
 
 absl::StatusOr<proto::WrapperProgramProto> WrapperToProto(const WrapperProgram& program) {
   proto::WrapperProgramProto out;
+  if (program.interpreted_graph) {
+    return absl::UnimplementedError(
+        "wrapper proto: the whole graph runs in the interpreter (a whole-graph island), which the "
+        "wrapper proto cannot hold");
+  }
   out.set_format_version(kWrapperProtoVersion);
   for (const std::string& in : program.inputs) out.add_inputs(in);
   for (const std::string& o : program.outputs) out.add_outputs(o);

@@ -276,6 +276,14 @@ class Printer {
     Emit(0, "reinterpret_tensor = torch._C._dynamo.guards._reinterpret_tensor");
     Emit(0, "async_compile = AsyncCompile()");
     Emit(0, "");
+    if (!program_.islands.empty()) {
+      // Interpreter islands are kiln IR graphs that kiln's interpreter runs;
+      // they have no Python form.
+      Emit(0, "def kiln_interpret(island, *args):");
+      Emit(1, "raise NotImplementedError(f'kiln interpreter island {island} runs in kiln only')");
+      for (size_t i = 0; i < program_.islands.size(); ++i) Emit(0, absl::StrCat("island_", i, " = ", i));
+      Emit(0, "");
+    }
   }
 
   std::string Allocation(const Layout& layout) const {
@@ -433,7 +441,12 @@ class Printer {
       for (const std::string& out : l->outputs) names.push_back(out.empty() ? "_" : out);
       std::string lhs = absl::StrJoin(names, ", ");
       if (names.size() == 1 && names[0] == "_") lhs = "_";
-      Emit(indent, absl::StrCat(lhs, " = ", PyOp(l->op, /*out_variant=*/false), "(", args, ")"));
+      if (l->island >= 0) {
+        Emit(indent, absl::StrCat(lhs, " = kiln_interpret(island_", l->island, args.empty() ? "" : ", ",
+                                  args, ")"));
+      } else {
+        Emit(indent, absl::StrCat(lhs, " = ", PyOp(l->op, /*out_variant=*/false), "(", args, ")"));
+      }
     } else if (const auto* l = std::get_if<MultiOutputLine>(&line)) {
       std::string text = absl::StrCat(l->result, " = ", l->source);
       for (int64_t index : l->indices) absl::StrAppend(&text, "[", index, "]");

@@ -21,6 +21,14 @@ class Checker {
  public:
   explicit Checker(const WrapperProgram& program) : program_(program) {}
 
+  absl::Status CheckIsland(int island) {
+    if (island < -1 || island >= static_cast<int>(program_.islands.size()) ||
+        (island >= 0 && program_.islands[static_cast<size_t>(island)] == nullptr)) {
+      return Error(absl::StrCat("island index ", island, " out of range"));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Run() {
     RETURN_IF_ERROR(CheckLayouts());
     RETURN_IF_ERROR(CheckEntryBuffers());
@@ -130,6 +138,7 @@ class Checker {
   absl::Status CheckExternArgs(const std::vector<lowering::ExternArg>& args) {
     for (const lowering::ExternArg& arg : args) {
       if (!arg.buffer.empty()) RETURN_IF_ERROR(Use(arg.buffer));
+      for (const std::string& b : arg.buffer_list) RETURN_IF_ERROR(Use(b));  // Tensor[]
     }
     return absl::OkStatus();
   }
@@ -193,6 +202,7 @@ class Checker {
       if (!IsQualifiedOpName(l->op)) return Error(absl::StrCat("bad op name '", l->op, "'"));
       RETURN_IF_ERROR(CheckExternArgs(l->args));
       if (l->outputs.empty()) return Error("no outputs");
+      RETURN_IF_ERROR(CheckIsland(l->island));
       for (const std::string& out : l->outputs) RETURN_IF_ERROR(Use(out));
       return absl::OkStatus();
     }
@@ -201,6 +211,7 @@ class Checker {
       RETURN_IF_ERROR(CheckExternArgs(l->args));
       if (l->outputs.empty()) return Error("no outputs");
       if (l->layouts.size() != l->outputs.size()) return Error("one layout per output expected");
+      RETURN_IF_ERROR(CheckIsland(l->island));
       for (size_t i = 0; i < l->outputs.size(); ++i) {
         RETURN_IF_ERROR(ValidateLayout(l->layouts[i], absl::StrCat("output ", i)));
         if (!l->outputs[i].empty()) RETURN_IF_ERROR(Define(l->outputs[i], ""));

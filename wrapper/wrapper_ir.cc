@@ -111,8 +111,9 @@ std::string LineToString(const Line& line) {
           [&](const ExternKernelAllocLine& l) {
             std::vector<std::string> layouts;
             for (const Layout& layout : l.layouts) layouts.push_back(FormatLayout(layout));
-            return absl::StrCat(kind, " ", NamesOrUnderscore(l.outputs), " = ", l.op, "(",
-                                ExternArgsToString(l.args), ") : ",
+            return absl::StrCat(kind, " ", NamesOrUnderscore(l.outputs), " = ", l.op,
+                                l.island >= 0 ? absl::StrCat("[island_", l.island, "]") : "",
+                                "(", ExternArgsToString(l.args), ") : ",
                                 absl::StrJoin(layouts, "; "));
           },
           [&](const MultiOutputLine& l) {

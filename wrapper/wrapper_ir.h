@@ -16,6 +16,7 @@
 #define KILN_WRAPPER_WRAPPER_IR_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -46,13 +47,18 @@ struct ExternKernelLine {
   std::string op;
   std::vector<lowering::ExternArg> args;
   std::vector<std::string> outputs;
+  int island = -1;  // as in ExternKernelAllocLine (GenerateWrapper never emits it)
 };
 // An extern kernel that allocates its own outputs (buffer = op(args)).
+// `island` >= 0: op is lowering::kIslandOp and the call runs
+// WrapperProgram::islands[island] in the interpreter (args: its inputs,
+// outputs: its outputs).
 struct ExternKernelAllocLine {
   std::string op;
   std::vector<lowering::ExternArg> args;
   std::vector<std::string> outputs;
   std::vector<Layout> layouts;
+  int island = -1;
 };
 // result = source[indices...] (a multi-output extern's element).
 struct MultiOutputLine { std::string result; std::string source; std::vector<int64_t> indices; };
@@ -79,6 +85,13 @@ struct WrapperProgram {
   std::vector<std::pair<std::string, Layout>> layouts;
   std::vector<std::pair<std::string, Tensor>> constants;
   std::vector<Line> lines;
+  // Interpreter islands (lowering::ExternCall::island), referenced by index
+  // from extern lines. Not serializable: the proto dump rejects a program
+  // that has any (an ir::Graph is not part of the wrapper proto).
+  std::vector<std::shared_ptr<const ir::Graph>> islands;
+  // The whole graph runs in the interpreter (lowering::LoopGraph::
+  // interpreted_graph); the lines are then empty.
+  std::shared_ptr<const ir::Graph> interpreted_graph;
 
   std::string ToString() const;  // one line per Line
 };

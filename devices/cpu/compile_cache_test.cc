@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -28,8 +29,8 @@ CompilerConfig FastConfig() {
 std::string FreshDir(const std::string& name) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/", name, "_", ::getpid());
-  std::string cmd_dir = dir;
-  std::system(absl::StrCat("rm -rf '", cmd_dir, "'").c_str());
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
   return dir + "/nested/cache";
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "devices/cpu/extern_kernels.h"
 #include "devices/cpu/identifiers.h"
+#include "devices/cpu/island_kernels.h"
 #include "devices/cpu/layout_util.h"
 #include "support/status.h"
 
@@ -133,7 +134,8 @@ int HostExtern(void* ctx_ptr, int64_t index, void* const* buffers) {
       }
       outputs.push_back(*t);
     }
-    absl::Status s = RunExternKernel(spec.op, spec.args, args, outputs);
+    absl::Status s = spec.island ? RunIslandKernel(*spec.island, args, outputs)
+                                 : RunExternKernel(spec.op, spec.args, args, outputs);
     if (!s.ok()) {
       ctx->error = s.ToString();
       return 1;

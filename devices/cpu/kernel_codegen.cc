@@ -1,5 +1,7 @@
 #include "devices/cpu/kernel_codegen.h"
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -118,23 +120,49 @@ int NonUnitDims(const std::vector<int64_t>& r) {
   return n;
 }
 
+// Elements of work per scheduling chunk of a parallel loop.
+constexpr int64_t kChunkElements = 16384;
+
+// ` schedule(dynamic, C)` for a parallel loop whose iterations each do
+// `work_per_iteration` elements of work. Chunks rather than static halves:
+// on a shared 2-core machine one thread is often descheduled for
+// milliseconds, and with static halves the other then idles at the barrier;
+// with chunks it takes over the rest. A chunk costs one atomic increment.
+std::string DynamicSchedule(int64_t work_per_iteration) {
+  const int64_t chunk = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(work_per_iteration, 1));
+  return absl::StrCat(" schedule(dynamic, ", chunk, ")");
+}
+
+int64_t InnermostRange(const std::vector<int64_t>& r) {
+  for (size_t i = r.size(); i-- > 0;) {
+    if (r[i] != 1) return r[i];
+  }
+  return 1;
+}
+
+// `shared`: the number of leading dims whose loops the kernel already opened
+// (a shared outer nest, see CpuKernelSource); those loops own the threads.
 absl::Status EmitPointwise(const Buffer& buf, const std::map<std::string, BufferRef>& refs,
-                           int* temps, std::string* out) {
+                           int* temps, size_t shared, std::string* out) {
   const lowering::Pointwise& pw = *buf.pointwise;
   ASSIGN_OR_RETURN(int64_t numel, SpaceSize(pw.ranges, "pointwise ranges"));
   if (numel == 0) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::string store, StoreIndex(buf, pw.ranges));
   ASSIGN_OR_RETURN(std::string type, CTypeName(buf.layout.dtype));
   const BufferRef& self = refs.at(buf.name);
-  const bool parallel = numel >= kParallelThreshold;
-  const int dims = NonUnitDims(pw.ranges);
+  const std::vector<int64_t> own(pw.ranges.begin() + static_cast<int64_t>(shared), pw.ranges.end());
+  const bool parallel = shared == 0 && numel >= kParallelThreshold;
+  const int dims = NonUnitDims(own);
   std::string outer, inner = "#pragma omp simd";
-  if (parallel) outer = dims == 1 ? "#pragma omp parallel for simd" : "#pragma omp parallel for collapse(@)";
+  if (parallel) {
+    outer = dims == 1 ? absl::StrCat("#pragma omp parallel for simd", DynamicSchedule(1))
+                      : absl::StrCat("#pragma omp parallel for collapse(@)", DynamicSchedule(InnermostRange(own)));
+  }
   else if (dims == 1) outer = "#pragma omp simd";
-  std::string indent = "  ";
+  std::string indent(2 * (shared + 1), ' ');
   absl::StrAppend(out, indent, "{\n");
   indent += "  ";
-  const int opened = OpenLoops(pw.ranges, 0, outer, inner, indent, out);
+  const int opened = OpenLoops(own, static_cast<int>(shared), outer, inner, indent, out);
   ExprEmitter em(&refs, static_cast<int>(pw.ranges.size()), temps);
   em.set_indent(indent);
   ASSIGN_OR_RETURN(std::string value, em.Emit(pw.body));
@@ -161,6 +189,11 @@ absl::Status EmitReductionPass(const lowering::Reduction& red, const std::map<st
                                int* temps, const std::string& pragma_outer, const std::string& pragma_inner,
                                std::string& indent, std::string* out, Update update) {
   const int k = static_cast<int>(red.ranges.size());
+  // Each pass in its own scope: a two-pass reduction (Welford's mean then M2)
+  // declares the same loop constants for size-1 dims twice.
+  absl::StrAppend(out, indent, "{\n");
+  const std::string outer_indent = indent;
+  indent += "  ";
   const int opened = OpenLoops(red.reduction_ranges, k, pragma_outer, pragma_inner, indent, out);
   ExprEmitter em(&refs, k + static_cast<int>(red.reduction_ranges.size()), temps);
   em.set_indent(indent);
@@ -168,11 +201,13 @@ absl::Status EmitReductionPass(const lowering::Reduction& red, const std::map<st
   absl::StrAppend(out, em.statements());
   absl::StrAppend(out, update(indent, value));
   CloseLoops(opened, indent, out);
+  indent = outer_indent;
+  absl::StrAppend(out, indent, "}\n");
   return absl::OkStatus();
 }
 
 absl::Status EmitReduction(const Buffer& buf, const std::map<std::string, BufferRef>& refs, int* temps,
-                           std::string* out) {
+                           size_t shared, std::string* out) {
   const lowering::Reduction& red = *buf.reduction;
   if (red.body == nullptr) return absl::InvalidArgumentError("cpu codegen: reduction without a body");
   ASSIGN_OR_RETURN(int64_t numel, SpaceSize(red.ranges, "reduction output ranges"));
@@ -189,27 +224,33 @@ absl::Status EmitReduction(const Buffer& buf, const std::map<std::string, Buffer
   const std::string& self = refs.at(buf.name).identifier;
 
   const int64_t total = numel * std::max<int64_t>(rnumel, 1);
-  const bool parallel = total >= kParallelThreshold;
+  const bool parallel = shared == 0 && total >= kParallelThreshold;
+  const std::vector<int64_t> own(red.ranges.begin() + static_cast<int64_t>(shared), red.ranges.end());
   const int outer_dims = NonUnitDims(red.ranges);
   const int red_dims = NonUnitDims(red.reduction_ranges);
   // Parallelize over outputs, or (a full reduction) over the reduced loop.
   const bool parallel_outputs = parallel && outer_dims > 0;
   const bool parallel_reduce = parallel && outer_dims == 0;
 
-  std::string indent = "  ";
+  std::string indent(2 * (shared + 1), ' ');
   absl::StrAppend(out, indent, "{\n");
   indent += "  ";
-  std::string outer_pragma = parallel_outputs ? "#pragma omp parallel for collapse(*)" : "";
+  std::string outer_pragma =
+      parallel_outputs ? absl::StrCat("#pragma omp parallel for collapse(*)", DynamicSchedule(rnumel)) : "";
   // Outer loops: a dummy inner pragma is never placed (the innermost output
   // loop holds the reduction), so pass the same pragma only on the outermost.
-  const int opened = OpenLoops(red.ranges, 0, outer_pragma, "", indent, out);
+  const int opened = OpenLoops(own, static_cast<int>(shared), outer_pragma, "", indent, out);
 
   auto red_pragmas = [&](const std::string& clause) {
     // Returns {outer, inner} pragmas for the reduced loops.
     std::string simd = absl::StrCat("#pragma omp simd ", clause);
     if (parallel_reduce) {
-      if (red_dims == 1) return std::make_pair(absl::StrCat("#pragma omp parallel for simd ", clause), std::string());
-      return std::make_pair(absl::StrCat("#pragma omp parallel for ", clause), simd);
+      if (red_dims == 1) {
+        return std::make_pair(absl::StrCat("#pragma omp parallel for simd ", clause, DynamicSchedule(1)), std::string());
+      }
+      return std::make_pair(absl::StrCat("#pragma omp parallel for ", clause,
+                                         DynamicSchedule(InnermostRange(red.reduction_ranges))),
+                            simd);
     }
     if (red_dims == 1) return std::make_pair(simd, std::string());
     return std::make_pair(std::string(), simd);
@@ -344,7 +385,6 @@ absl::StatusOr<std::string> CpuKernelSource(const lowering::LoopGraph& graph,
 
   std::string out = absl::StrCat("static void ", KernelFunctionName(kernel.name), "(",
                                  absl::StrJoin(params, ", "), ") {\n");
-  int temps = 0;
   for (const std::string& name : kernel.buffers) {
     const Buffer& buf = *FindBuffer(graph, name);
     if (buf.kind != BufferKind::kComputed) {
@@ -353,12 +393,73 @@ absl::StatusOr<std::string> CpuKernelSource(const lowering::LoopGraph& graph,
     }
     if (buf.pointwise.has_value()) {
       if (buf.pointwise->body == nullptr) return absl::InvalidArgumentError("cpu codegen: pointwise without a body");
-      RETURN_IF_ERROR(EmitPointwise(buf, refs, &temps, &out));
-    } else if (buf.reduction.has_value()) {
-      RETURN_IF_ERROR(EmitReduction(buf, refs, &temps, &out));
-    } else {
+    } else if (!buf.reduction.has_value()) {
       return absl::InvalidArgumentError(absl::StrCat("cpu codegen: computed buffer '", SanitizeComment(name),
                                                      "' has neither a pointwise nor a reduction"));
+    }
+  }
+  // One shared outer nest over `outer_ranges` when the kernel has several
+  // buffers over it (softmax: max, sum, normalize; layer_norm: mean, M2,
+  // normalize): each outer iteration runs the buffers in order on the same
+  // row, which stays in L1/L2, so the input is read from memory once instead
+  // of once per buffer, and there is one parallel region instead of one per
+  // buffer. FusedKernel's contract guarantees members read each other only
+  // at the current outer index.
+  size_t shared = 0;
+  ASSIGN_OR_RETURN(int64_t outer_numel, SpaceSize(kernel.outer_ranges, "kernel outer ranges"));
+  if (kernel.buffers.size() > 1 && !kernel.outer_ranges.empty() && outer_numel > 1) {
+    bool prefix = true;
+    int64_t work = 0;
+    for (const std::string& name : kernel.buffers) {
+      const Buffer& buf = *FindBuffer(graph, name);
+      const std::vector<int64_t>& r = buf.pointwise.has_value() ? buf.pointwise->ranges : buf.reduction->ranges;
+      prefix = prefix && r.size() >= kernel.outer_ranges.size() &&
+               std::equal(kernel.outer_ranges.begin(), kernel.outer_ranges.end(), r.begin());
+      if (!prefix) break;
+      ASSIGN_OR_RETURN(int64_t n, SpaceSize(r, "buffer ranges"));
+      int64_t rn = 1;
+      if (buf.reduction.has_value()) {
+        ASSIGN_OR_RETURN(rn, SpaceSize(buf.reduction->reduction_ranges, "reduction ranges"));
+      }
+      if (n == 0) prefix = false;  // an empty member: keep the separate nests
+      work = std::max(work, n > 0 && rn > std::numeric_limits<int64_t>::max() / n ? std::numeric_limits<int64_t>::max()
+                                                                                    : n * std::max<int64_t>(rn, 1));
+    }
+    if (prefix) {
+      shared = kernel.outer_ranges.size();
+      const std::string pragma =
+          work >= kParallelThreshold
+              ? absl::StrCat("#pragma omp parallel for collapse(*)", DynamicSchedule(work / outer_numel))
+              : "";
+      std::string indent = "  ";
+      const int opened = OpenLoops(kernel.outer_ranges, 0, pragma, "", indent, &out);
+      std::string body;
+      int temps = 0;
+      for (const std::string& name : kernel.buffers) {
+        const Buffer& buf = *FindBuffer(graph, name);
+        if (buf.pointwise.has_value()) {
+          RETURN_IF_ERROR(EmitPointwise(buf, refs, &temps, shared, &body));
+        } else {
+          RETURN_IF_ERROR(EmitReduction(buf, refs, &temps, shared, &body));
+        }
+      }
+      absl::StrAppend(&out, body);
+      CloseLoops(opened, indent, &out);
+      absl::StrAppend(&out, "}\n");
+      // gcc 12's partial redundancy elimination moves the loop-invariant
+      // loads of earlier members' results (softmax's max and sum) into the
+      // latch of a later member's simd loop, which then no longer vectorizes
+      // ("latch block not empty"); without PRE every member vectorizes.
+      return absl::StrCat("__attribute__((optimize(\"no-tree-pre\")))\n", out);
+    }
+  }
+  int temps = 0;
+  for (const std::string& name : kernel.buffers) {
+    const Buffer& buf = *FindBuffer(graph, name);
+    if (buf.pointwise.has_value()) {
+      RETURN_IF_ERROR(EmitPointwise(buf, refs, &temps, 0, &out));
+    } else {
+      RETURN_IF_ERROR(EmitReduction(buf, refs, &temps, 0, &out));
     }
   }
   absl::StrAppend(&out, "}\n");

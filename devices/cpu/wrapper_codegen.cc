@@ -91,6 +91,9 @@ class WrapperEmitter {
       return Error(absl::StrCat("buffer '", SanitizeComment(name), "' has a malformed layout ",
                                 LayoutString(layout)));
     }
+    // Half/BFloat16 buffers only meet extern calls and interpreter islands
+    // (lowering routes their computations there); kernels check their own.
+    if (layout.dtype == DType::kFloat16 || layout.dtype == DType::kBFloat16) return absl::OkStatus();
     return CTypeName(layout.dtype).status();
   }
 
@@ -143,16 +146,27 @@ class WrapperEmitter {
 
   absl::Status EmitExtern(const std::string& op, const std::vector<lowering::ExternArg>& args,
                           const std::vector<std::string>& outputs, const std::vector<Layout>* alloc_layouts,
-                          std::string* body, GeneratedProgram* out) {
+                          std::string* body, GeneratedProgram* out, int island = -1) {
     ExternCallSpec spec;
     spec.op = op;
+    if (island >= 0) {
+      if (static_cast<size_t>(island) >= program_.islands.size() || !program_.islands[island]) {
+        return Error(absl::StrCat("extern line names island ", island, ", which does not exist"));
+      }
+      spec.island = program_.islands[static_cast<size_t>(island)];
+    }
     spec.args = args;
     std::vector<std::string> ptrs;
     for (const lowering::ExternArg& a : args) {
-      if (a.buffer.empty()) continue;
-      ASSIGN_OR_RETURN(const Layout* l, LayoutOf(a.buffer));
-      spec.buffer_arg_layouts.push_back(*l);
-      ptrs.push_back(ids_.Get(a.buffer));
+      // A Tensor[] argument passes its buffers in order (RunExternKernel
+      // regroups them into a list).
+      std::vector<std::string> names = a.buffer_list;
+      if (!a.buffer.empty()) names = {a.buffer};
+      for (const std::string& name : names) {
+        ASSIGN_OR_RETURN(const Layout* l, LayoutOf(name));
+        spec.buffer_arg_layouts.push_back(*l);
+        ptrs.push_back(ids_.Get(name));
+      }
     }
     if (alloc_layouts != nullptr && alloc_layouts->size() != outputs.size()) {
       return Error(absl::StrCat("extern ", SanitizeComment(op), ": ", outputs.size(), " outputs but ",
@@ -244,10 +258,10 @@ class WrapperEmitter {
               return absl::OkStatus();
             },
             [&](const w::ExternKernelLine& l) -> absl::Status {
-              return EmitExtern(l.op, l.args, l.outputs, nullptr, body, out);
+              return EmitExtern(l.op, l.args, l.outputs, nullptr, body, out, l.island);
             },
             [&](const w::ExternKernelAllocLine& l) -> absl::Status {
-              return EmitExtern(l.op, l.args, l.outputs, &l.layouts, body, out);
+              return EmitExtern(l.op, l.args, l.outputs, &l.layouts, body, out, l.island);
             },
             [&](const w::MultiOutputLine& l) -> absl::Status {
               // Multi-output externs name each output buffer directly; the

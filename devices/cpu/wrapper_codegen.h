@@ -6,6 +6,7 @@
 #ifndef KILN_DEVICES_CPU_WRAPPER_CODEGEN_H_
 #define KILN_DEVICES_CPU_WRAPPER_CODEGEN_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct ExternCallSpec {
   std::vector<lowering::ExternArg> args;
   std::vector<lowering::Layout> buffer_arg_layouts;  // one per buffer argument
   std::vector<lowering::Layout> output_layouts;
+  // Set for an interpreter island (WrapperProgram::islands): the host runs
+  // it with RunIslandKernel instead of RunExternKernel.
+  std::shared_ptr<const ir::Graph> island;
 };
 
 struct GeneratedProgram {

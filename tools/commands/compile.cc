@@ -22,6 +22,17 @@ ABSL_DECLARE_FLAG(std::string, pipeline);
 namespace kiln::tools {
 namespace {
 
+// "no interpreter islands" / "2 islands, 5 nodes interpreted" / "whole graph
+// interpreted (12 nodes)".
+std::string IslandSummary(const wrapper::CompiledGraph& c) {
+  if (c.whole_graph_interpreted) {
+    return absl::StrCat("whole graph interpreted (", c.num_island_nodes, " nodes)");
+  }
+  if (c.num_islands == 0) return "no interpreter islands";
+  return absl::StrCat(c.num_islands, " interpreter island", c.num_islands == 1 ? "" : "s", ", ",
+                      c.num_island_nodes, " nodes interpreted");
+}
+
 std::string Report(const wrapper::CompiledGraph& c, double import_ms, double passes_ms,
                    const devices::cpu::CompileStats* cpu) {
   std::string r = "# kiln compile report\n\n## Kernels\n";
@@ -36,6 +47,7 @@ std::string Report(const wrapper::CompiledGraph& c, double import_ms, double pas
                       step.buffer, "\n");
     }
   }
+  absl::StrAppend(&r, "\n## Interpreter islands\n", IslandSummary(c), "\n");
   absl::StrAppend(&r, "\n## Memory\n", c.memory.ToString(), "\n\n## Time per stage (ms)\n");
   absl::StrAppendFormat(&r,
                         "import %.2f\npasses %.2f\nshape propagation %.2f\nlowering %.2f\n"
@@ -72,7 +84,9 @@ int RunCompile(const std::vector<std::string>& args) {
   absl::StatusOr<std::string> python = wrapper::PrintPythonWrapper(c.program);
   if (!python.ok()) return ReportError(python.status());
   absl::StatusOr<std::string> proto = wrapper::SerializeWrapperProgram(c.program);
-  if (!proto.ok()) return ReportError(proto.status());
+  // Islands hold kiln IR graphs, which the wrapper proto does not carry.
+  if (!proto.ok() && c.num_islands == 0) return ReportError(proto.status());
+  if (!proto.ok()) proto = std::string();
   const std::pair<std::string, std::string> files[] = {
       {"program.cpp", cpu ? cpu->generated().source : ""},
       {"wrapper.py", *python},
@@ -83,9 +97,9 @@ int RunCompile(const std::vector<std::string>& args) {
     const absl::Status s = WriteFileAtomically(absl::StrCat(dir, "/", name), contents);
     if (!s.ok()) return ReportError(s);
   }
-  std::printf("%d kernels, %d extern calls; planned peak %lld bytes of %lld (sum of buffers)\n",
+  std::printf("%d kernels, %d extern calls; planned peak %lld bytes of %lld (sum of buffers); %s\n",
               c.num_kernels, c.num_externs, static_cast<long long>(c.memory.peak_bytes),
-              static_cast<long long>(c.memory.total_buffer_bytes));
+              static_cast<long long>(c.memory.total_buffer_bytes), IslandSummary(c).c_str());
   std::printf("import %.1f ms, passes %.1f ms, lower..plan %.1f ms, C++ compile %.1f ms -> %s\n",
               model->import_ms, model->passes_ms, c.times.FrontHalfMs(), c.times.compile_ms,
               dir.c_str());

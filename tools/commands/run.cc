@@ -161,9 +161,11 @@ int RunCompiled(const std::string& path) {
   const wrapper::CompileTimes& ct = m->compiled.times;
   std::printf("import %.1f ms, passes %.1f ms, lower+fuse+wrapper+plan %.1f ms, C++ compile %.1f ms\n",
               m->import_ms, m->passes_ms, ct.FrontHalfMs(), ct.compile_ms);
-  std::printf("run (compiled, %d kernels, %d extern calls): median %.3f ms, min %.3f ms, max %.3f ms over %d calls\n",
-              m->compiled.num_kernels, m->compiled.num_externs, ms[ms.size() / 2], ms.front(),
-              ms.back(), iterations);
+  std::printf("run (compiled, %d kernels, %d extern calls, %d interpreter islands with %d nodes%s): "
+              "median %.3f ms, min %.3f ms, max %.3f ms over %d calls\n",
+              m->compiled.num_kernels, m->compiled.num_externs, m->compiled.num_islands,
+              m->compiled.num_island_nodes, m->compiled.whole_graph_interpreted ? ", whole graph" : "",
+              ms[ms.size() / 2], ms.front(), ms.back(), iterations);
   if (absl::GetFlag(FLAGS_check)) {
     // The graph was compiled in place; the interpreter runs a fresh import.
     absl::StatusOr<std::unique_ptr<ir::Graph>> g = frontend::onnx_import::ImportModel(m->model);

@@ -45,7 +45,13 @@ struct CompiledGraph {
   WrapperProgram program;
   MemoryReport memory;
   int num_kernels = 0;
-  int num_externs = 0;
+  int num_externs = 0;  // interpreter islands included
+  // Interpreter islands (graph breaks, lowering/islands.h): how many, and how
+  // many graph nodes (prim::Constant excluded) run in them instead of being
+  // compiled. A whole-graph island counts as one with every node.
+  int num_islands = 0;
+  int num_island_nodes = 0;
+  bool whole_graph_interpreted = false;
   CompileTimes times;
   std::unique_ptr<CompiledProgram> compiled;  // null with generate_only
 };
