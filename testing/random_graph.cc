@@ -211,8 +211,8 @@ class Generator {
     bool f32 = dtype == DType::kFloat32;
     for (const std::string& a : args) f32 = f32 || f32_history_.contains(a);
     if (f32) f32_history_.insert(v.name);
-    // Shape propagation has no function for slice/narrow/where.Scalar* (see
-    // /work/notes/fuzz-findings.md): annotate their results as TorchScript does.
+    // Shape propagation has no function for slice/narrow/where.Scalar* (an
+    // open gap): annotate their results as TorchScript does.
     const bool scalar_where =
         op == "where" && args.size() == 3 && (args[1][1] == 'c' || args[2][1] == 'c');
     const std::string type = op == "slice" || op == "narrow" || scalar_where
@@ -536,8 +536,7 @@ class Generator {
       if (!IsFloat(a.dtype)) return std::nullopt;
       // Not over size-1 dims: var/std of one element divide 0 by 0, and the
       // interpreter's and the kernels' roundings of the mean disagree on
-      // whether that is 0/0 (NaN) or tiny/0 (inf); see
-      // /work/notes/fuzz-findings.md.
+      // whether that is 0/0 (NaN) or tiny/0 (inf); see testing/README.md.
       for (int64_t d : dims) {
         if (a.sizes[(d + a.rank()) % a.rank()] == 1) return std::nullopt;
       }

@@ -83,7 +83,7 @@ absl::StatusOr<RandomGraph> RandomGraphFromText(const std::string& text);
 std::vector<RandomGraph> SingleOutputGraphs(const RandomGraph& graph);
 
 // Random input values (floats in [-2, 2], with special_values occasional
-// 0/-0/nan (no infinities: fuzz-findings F2), ints
+// 0/-0/nan (no infinities: see testing/README.md), ints
 // in [-5, 5], bools); some are non-contiguous views.
 std::vector<Tensor> MakeRandomInputs(Entropy& entropy, const std::vector<InputSpec>& specs,
                                      bool special_values);
