@@ -78,9 +78,8 @@ int RunCompile(const std::vector<std::string>& args) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return ReportError(absl::StrCat("compile: cannot create ", dir, ": ", ec.message()));
   const wrapper::CompiledGraph& c = model->compiled;
-  const auto* cpu = dynamic_cast<const devices::cpu::CpuProgram*>(c.compiled.get());
-  devices::cpu::CpuProgram* mutable_cpu = const_cast<devices::cpu::CpuProgram*>(cpu);
-  const devices::cpu::CompileStats* stats = mutable_cpu ? &mutable_cpu->stats() : nullptr;
+  auto* cpu = dynamic_cast<devices::cpu::CpuProgram*>(model->compiled.compiled.get());
+  const devices::cpu::CompileStats* stats = cpu ? &cpu->stats() : nullptr;
   absl::StatusOr<std::string> python = wrapper::PrintPythonWrapper(c.program);
   if (!python.ok()) return ReportError(python.status());
   absl::StatusOr<std::string> proto = wrapper::SerializeWrapperProgram(c.program);
