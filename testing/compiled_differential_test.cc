@@ -63,15 +63,13 @@ TEST(CompiledDifferentialTest, RandomGraphsMatchTheInterpreter) {
   for (uint64_t seed = first; seed < first + count; ++seed) RunSeed(seed);
 }
 
-TEST(CompiledDifferentialTest, ReplayFile) {
-  const char* path = std::getenv("KILN_DIFF_GRAPH");
-  if (path == nullptr) GTEST_SKIP() << "set KILN_DIFF_GRAPH=file";
-  SetCacheDir();
+void ReplayGraphFile(const std::string& path) {
   std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << "cannot read " << path;
   std::stringstream text;
   text << in.rdbuf();
   absl::StatusOr<RandomGraph> graph = RandomGraphFromText(text.str());
-  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_TRUE(graph.ok()) << path << ": " << graph.status();
   if (std::getenv("KILN_DIFF_DUMP") != nullptr) {
     absl::StatusOr<std::string> dump = DumpCompilation(text.str());
     std::cout << (dump.ok() ? *dump : dump.status().ToString()) << "\n";
@@ -79,8 +77,22 @@ TEST(CompiledDifferentialTest, ReplayFile) {
   Entropy entropy = Entropy::FromSeed(7);
   for (int round = 0; round < 3; ++round) {
     absl::Status s = RunDifferential(*graph, MakeRandomInputs(entropy, graph->inputs, true));
-    EXPECT_TRUE(s.ok()) << s.message();
+    EXPECT_TRUE(s.ok()) << path << ": " << s.message();
   }
+}
+
+TEST(CompiledDifferentialTest, ReplayFile) {
+  const char* path = std::getenv("KILN_DIFF_GRAPH");
+  if (path == nullptr) GTEST_SKIP() << "set KILN_DIFF_GRAPH=file";
+  SetCacheDir();
+  ReplayGraphFile(path);
+}
+
+// Graphs the fuzzer once broke the compiled path with (testdata/compiled_regressions).
+TEST(CompiledDifferentialTest, Regressions) {
+  SetCacheDir();
+  const std::string dir = "testing/testdata/compiled_regressions/";
+  for (const char* name : {"long_kernel_names.txt"}) ReplayGraphFile(dir + name);
 }
 
 TEST(CompiledDifferentialTest, GeneratorIsDeterministic) {

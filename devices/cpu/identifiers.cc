@@ -2,6 +2,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "support/hash.h"
 
 namespace kiln::devices::cpu {
 namespace {
@@ -28,13 +29,23 @@ bool IsKeyword(const std::string& s) {
 std::string SanitizeIdentifier(absl::string_view name) {
   std::string out;
   out.reserve(name.size());
+  bool truncated = false;
   for (char c : name) {
     const unsigned char u = static_cast<unsigned char>(c);
     const bool ok = absl::ascii_isalnum(u) && u < 128;
     const char mapped = ok ? c : '_';
     if (mapped == '_' && !out.empty() && out.back() == '_') continue;
+    if (out.size() >= 64) {
+      truncated = true;
+      break;
+    }
     out.push_back(mapped);
-    if (out.size() >= 64) break;
+  }
+  // Long names differing only past the cut (kernel names end in their
+  // index) must stay distinct: replace the tail by a hash of the whole name.
+  if (truncated) {
+    out.resize(48);
+    absl::StrAppend(&out, "_h", absl::Hex(HashString(name), absl::kZeroPad16));
   }
   if (out.empty() || out[0] == '_' || absl::ascii_isdigit(static_cast<unsigned char>(out[0])) ||
       IsKeyword(out) || out.rfind("l_", 0) == 0 || out.rfind("kiln", 0) == 0) {
