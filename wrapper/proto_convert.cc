@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
+#include "ir/proto/proto_convert.h"
 #include "support/status.h"
 #include "wrapper/layout_math.h"
 #include "wrapper/validate.h"
@@ -84,15 +85,6 @@ absl::Status ArgsToProto(const std::vector<lowering::ExternArg>& args,
   return absl::OkStatus();
 }
 
-// Islands hold an ir::Graph, which the wrapper proto does not carry: a
-// program with islands has no --emit=wrapper form (documented in
-// wrapper_ir.h).
-absl::Status IslandNotSerializable(int island) {
-  return absl::UnimplementedError(absl::StrCat(
-      "wrapper proto: extern line runs interpreter island ", island,
-      " (an ir::Graph), which the wrapper proto cannot hold"));
-}
-
 absl::Status LineToProto(const Line& line, proto::LineProto* out) {
   return std::visit(
       Overloaded{
@@ -142,15 +134,15 @@ absl::Status LineToProto(const Line& line, proto::LineProto* out) {
             return absl::OkStatus();
           },
           [&](const ExternKernelLine& l) {
-            if (l.island >= 0) return IslandNotSerializable(l.island);
             auto* p = out->mutable_extern_kernel();
+            if (l.island >= 0) p->set_island(l.island);
             p->set_op(l.op);
             for (const std::string& o : l.outputs) p->add_outputs(o);
             return ArgsToProto(l.args, p->mutable_args());
           },
           [&](const ExternKernelAllocLine& l) {
-            if (l.island >= 0) return IslandNotSerializable(l.island);
             auto* p = out->mutable_extern_kernel_alloc();
+            if (l.island >= 0) p->set_island(l.island);
             p->set_op(l.op);
             for (const std::string& o : l.outputs) p->add_outputs(o);
             for (const Layout& layout : l.layouts) LayoutToProto(layout, p->add_layouts());
@@ -308,7 +300,9 @@ absl::StatusOr<Line> LineFromProto(const proto::LineProto& p, const std::string&
     case proto::LineProto::kExternKernel: {
       const auto& e = p.extern_kernel();
       ASSIGN_OR_RETURN(auto args, ArgsFromProto(e.args(), where));
-      return Line(ExternKernelLine{e.op(), std::move(args), {e.outputs().begin(), e.outputs().end()}});
+      ExternKernelLine line{e.op(), std::move(args), {e.outputs().begin(), e.outputs().end()}};
+      if (e.has_island()) line.island = e.island();  // range checked by the validator
+      return Line(std::move(line));
     }
     case proto::LineProto::kExternKernelAlloc: {
       const auto& e = p.extern_kernel_alloc();
@@ -318,6 +312,7 @@ absl::StatusOr<Line> LineFromProto(const proto::LineProto& p, const std::string&
         ASSIGN_OR_RETURN(Layout layout, LayoutFromProto(l, where));
         line.layouts.push_back(std::move(layout));
       }
+      if (e.has_island()) line.island = e.island();
       return Line(std::move(line));
     }
     case proto::LineProto::kMultiOutput: {
@@ -339,12 +334,14 @@ absl::StatusOr<Line> LineFromProto(const proto::LineProto& p, const std::string&
 
 absl::StatusOr<proto::WrapperProgramProto> WrapperToProto(const WrapperProgram& program) {
   proto::WrapperProgramProto out;
-  if (program.interpreted_graph) {
-    return absl::UnimplementedError(
-        "wrapper proto: the whole graph runs in the interpreter (a whole-graph island), which the "
-        "wrapper proto cannot hold");
-  }
   out.set_format_version(kWrapperProtoVersion);
+  for (size_t i = 0; i < program.islands.size(); ++i) {
+    if (program.islands[i] == nullptr) return absl::InvalidArgumentError(absl::StrCat("island ", i, " is null"));
+    RETURN_IF_ERROR(ir::ToProto(*program.islands[i], out.add_islands()));
+  }
+  if (program.interpreted_graph) {
+    RETURN_IF_ERROR(ir::ToProto(*program.interpreted_graph, out.mutable_interpreted_graph()));
+  }
   for (const std::string& in : program.inputs) out.add_inputs(in);
   for (const std::string& o : program.outputs) out.add_outputs(o);
   for (const auto& [name, layout] : program.layouts) {
@@ -380,6 +377,19 @@ absl::StatusOr<WrapperProgram> WrapperFromProto(const proto::WrapperProgramProto
     const auto& named = p.constants(i);
     ASSIGN_OR_RETURN(Tensor tensor, TensorFromProto(named.tensor(), absl::StrCat("constants[", i, "]")));
     program.constants.emplace_back(named.name(), std::move(tensor));
+  }
+  if (p.format_version() < 2 && (p.islands_size() > 0 || p.has_interpreted_graph())) {
+    return absl::InvalidArgumentError("wrapper proto format_version 1 cannot hold islands");
+  }
+  for (int i = 0; i < p.islands_size(); ++i) {
+    absl::StatusOr<std::unique_ptr<ir::Graph>> island = ir::FromProto(p.islands(i));
+    if (!island.ok()) return Bad(absl::StrCat("islands[", i, "]"), std::string(island.status().message()));
+    program.islands.push_back(std::shared_ptr<const ir::Graph>(std::move(*island)));
+  }
+  if (p.has_interpreted_graph()) {
+    absl::StatusOr<std::unique_ptr<ir::Graph>> whole = ir::FromProto(p.interpreted_graph());
+    if (!whole.ok()) return Bad("interpreted_graph", std::string(whole.status().message()));
+    program.interpreted_graph = std::shared_ptr<const ir::Graph>(std::move(*whole));
   }
   program.lines.reserve(static_cast<size_t>(p.lines_size()));
   for (int i = 0; i < p.lines_size(); ++i) {

@@ -16,7 +16,8 @@
 
 namespace kiln::wrapper {
 
-inline constexpr int32_t kWrapperProtoVersion = 1;
+// 2: islands and the whole-graph island travel as kiln IR (ir/proto).
+inline constexpr int32_t kWrapperProtoVersion = 2;
 // Deepest list/tuple nesting of an extern argument constant.
 inline constexpr int kMaxProtoValueDepth = 32;
 

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "ir/text_parser.h"
+#include "ir/text_printer.h"
 #include "wrapper/codegen.h"
 #include "wrapper/memory_planning.h"
 #include "wrapper/test_fixtures.h"
@@ -95,6 +97,52 @@ TEST(ProtoConvertTest, RoundTripsEveryLineKind) {
   EXPECT_TRUE(sample->constants[0].second.ValueEquals(PlannedSample().constants[0].second));
 }
 
+std::shared_ptr<const ir::Graph> IslandGraph() {
+  auto g = ir::ParseGraph(R"IR(graph(%x : Float(3)):
+  %n : int = aten::numel(%x)
+  %y : Tensor = aten::mul(%x, %n)
+  return (%y)
+)IR");
+  EXPECT_TRUE(g.ok()) << g.status();
+  return std::shared_ptr<const ir::Graph>(std::move(*g));
+}
+
+TEST(ProtoConvertTest, RoundTripsIslands) {
+  WrapperProgram p;
+  p.inputs = {"arg0"};
+  p.outputs = {"buf0"};
+  p.layouts = {{"arg0", F32({3})}, {"buf0", F32({3})}};
+  p.islands = {IslandGraph()};
+  ExternKernelAllocLine call{"kiln::interpret", {{"arg0", {}}}, {"buf0"}, {F32({3})}};
+  call.island = 0;
+  p.lines = {call};
+  auto bytes = SerializeWrapperProgram(p);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto back = DeserializeWrapperProgram(*bytes);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->islands.size(), 1u);
+  EXPECT_EQ(ir::PrintGraph(*back->islands[0]), ir::PrintGraph(*p.islands[0]));
+  EXPECT_EQ(std::get<ExternKernelAllocLine>(back->lines[0]).island, 0);
+
+  // A line naming an island the program does not hold is rejected.
+  proto::WrapperProgramProto bad = *WrapperToProto(p);
+  bad.mutable_lines(0)->mutable_extern_kernel_alloc()->set_island(1);
+  EXPECT_FALSE(WrapperFromProto(bad).ok());
+  // Version 1 cannot hold islands.
+  proto::WrapperProgramProto v1 = *WrapperToProto(p);
+  v1.set_format_version(1);
+  EXPECT_THAT(WrapperFromProto(v1).status().message(), HasSubstr("cannot hold islands"));
+}
+
+TEST(ProtoConvertTest, RoundTripsAWholeGraphIsland) {
+  WrapperProgram p;
+  p.interpreted_graph = IslandGraph();
+  auto back = DeserializeWrapperProgram(*SerializeWrapperProgram(p));
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_NE(back->interpreted_graph, nullptr);
+  EXPECT_EQ(ir::PrintGraph(*back->interpreted_graph), ir::PrintGraph(*p.interpreted_graph));
+}
+
 proto::WrapperProgramProto SampleProto() { return *WrapperToProto(PlannedSample()); }
 
 absl::Status Load(const proto::WrapperProgramProto& p) { return WrapperFromProto(p).status(); }
@@ -103,8 +151,8 @@ TEST(ProtoConvertTest, LoaderRejectsBadInput) {
   EXPECT_FALSE(DeserializeWrapperProgram("\xff\xff\xff garbage").ok());
   {
     auto p = SampleProto();
-    p.set_format_version(2);
-    EXPECT_THAT(Load(p).message(), HasSubstr("format_version 2"));
+    p.set_format_version(kWrapperProtoVersion + 1);
+    EXPECT_THAT(Load(p).message(), HasSubstr("format_version 3"));
   }
   {
     auto p = SampleProto();

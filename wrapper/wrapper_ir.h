@@ -86,8 +86,7 @@ struct WrapperProgram {
   std::vector<std::pair<std::string, Tensor>> constants;
   std::vector<Line> lines;
   // Interpreter islands (lowering::ExternCall::island), referenced by index
-  // from extern lines. Not serializable: the proto dump rejects a program
-  // that has any (an ir::Graph is not part of the wrapper proto).
+  // from extern lines. The proto dump carries them as kiln IR protos.
   std::vector<std::shared_ptr<const ir::Graph>> islands;
   // The whole graph runs in the interpreter (lowering::LoopGraph::
   // interpreted_graph); the lines are then empty.
