@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/kernel_args.h"
 #include "runtime/kernels.h"
+#include "runtime/kernels_strings.h"
 #include "runtime/kernels_special.h"
 #include "runtime/tensor_ops.h"
 #include "support/status.h"
@@ -351,6 +352,20 @@ void RegisterText(Registrar& r) {
     ASSIGN_OR_RETURN(std::string action, StringArg(name, a, 3));
     ASSIGN_OR_RETURN(StringTensor y, StringNormalize(x, stopwords, case_sensitive, action));
     return std::vector<IValue>{StringTensorToIValue(y)};
+  });
+  r.Add("kiln::tensor_to_strings", [](Args a) -> Result {
+    const std::string name = "kiln::tensor_to_strings";
+    ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
+    ASSIGN_OR_RETURN(StringTensor y, TensorToStrings(x));
+    return std::vector<IValue>{StringTensorToIValue(y)};
+  });
+  r.Add("kiln::strings_to_tensor", [](Args a) -> Result {
+    const std::string name = "kiln::strings_to_tensor";
+    if (a.empty()) return ArgError(name, 0, "a string tensor");
+    ASSIGN_OR_RETURN(StringTensor x, StringTensorFromIValue(a[0], name));
+    ASSIGN_OR_RETURN(std::optional<DType> dtype, DTypeArg(name, a, 1));
+    if (!dtype) return ArgError(name, 1, "a dtype");
+    return One(StringsToTensor(x, *dtype));
   });
 }
 

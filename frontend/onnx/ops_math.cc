@@ -394,18 +394,43 @@ absl::Status ConvertEinsum(ConvertContext& c) {
 
 // --------------------------------------------------------------- casts
 
+constexpr int64_t kOnnxString = 8;  // TensorProto.STRING
+
+// String tensors are `(int[] sizes, str[] data)` values of type Any.
+bool IsStringTensor(const ir::Value* v) { return v->type()->kind() == ir::TypeKind::kAny; }
+
+// x (numeric or string) cast to `dtype`, or to STRING when `dtype` is unset.
+absl::Status EmitCast(ConvertContext& c, Value* x, std::optional<DType> dtype) {
+  Value* y = x;
+  if (!dtype) {
+    if (!IsStringTensor(x)) {
+      ASSIGN_OR_RETURN(y, Emit(c, "kiln::tensor_to_strings", {x}));
+    }
+  } else if (IsStringTensor(x)) {
+    ASSIGN_OR_RETURN(y, Emit(c, "kiln::strings_to_tensor", {x, c.b().ScalarType(*dtype)}));
+  } else {
+    ASSIGN_OR_RETURN(y, Emit(c, "aten::to", {x, c.b().ScalarType(*dtype)}));
+  }
+  return c.SetOutput(0, y);
+}
+
 absl::Status ConvertCast(ConvertContext& c) {
   ASSIGN_OR_RETURN(Value * x, c.RequiredInput(0));
   ASSIGN_OR_RETURN(int64_t to, c.RequiredAttrInt("to"));
+  if (to == kOnnxString) return EmitCast(c, x, std::nullopt);
   absl::StatusOr<DType> dt = DTypeFromOnnx(static_cast<int32_t>(to));
   if (!dt.ok()) return c.Unsupported(dt.status().message());
-  ASSIGN_OR_RETURN(Value * y, Emit(c, "aten::to", {x, c.b().ScalarType(*dt)}));
-  return c.SetOutput(0, y);
+  return EmitCast(c, x, *dt);
 }
 
 absl::Status ConvertCastLike(ConvertContext& c) {
   ASSIGN_OR_RETURN(Value * x, c.RequiredInput(0));
   ASSIGN_OR_RETURN(Value * like, c.RequiredInput(1));
+  if (IsStringTensor(like)) return EmitCast(c, x, std::nullopt);
+  if (IsStringTensor(x)) {
+    ASSIGN_OR_RETURN(DType dtype, c.InputDType(1));
+    return EmitCast(c, x, dtype);
+  }
   ASSIGN_OR_RETURN(Value * y, Emit(c, "aten::type_as", {x, like}));
   return c.SetOutput(0, y);
 }
