@@ -23,6 +23,7 @@
 #include "runtime/register_kernels.h"
 #include "support/status.h"
 #include "wrapper/driver/compile_graph.h"
+#include "wrapper/driver/specializing_program.h"
 
 namespace kiln::testing {
 namespace {
@@ -252,8 +253,11 @@ class Executor {
       e->interp_ = std::make_unique<runtime::Interpreter>(graph);
       RETURN_IF_ERROR(e->interp_->Prepare());
     } else if (backend == "compiled") {
-      ASSIGN_OR_RETURN(wrapper::CompiledGraph compiled, wrapper::CompileGraph(graph));
-      e->compiled_ = std::move(compiled.compiled);
+      // Test data may feed other shapes than the model declares
+      // (castlike_*'s `like` input): those calls compile a specialised
+      // version, as torch.compile recompiles on a guard failure.
+      wrapper::CompiledGraph compiled;
+      ASSIGN_OR_RETURN(e->compiled_, wrapper::SpecializingProgram::Create(graph, {}, 4, &compiled));
       e->islands_ = compiled.num_islands;
       e->island_nodes_ = compiled.num_island_nodes;
       e->whole_graph_island_ = compiled.whole_graph_interpreted;

@@ -83,9 +83,7 @@ int RunCompile(const std::vector<std::string>& args) {
   absl::StatusOr<std::string> python = wrapper::PrintPythonWrapper(c.program);
   if (!python.ok()) return ReportError(python.status());
   absl::StatusOr<std::string> proto = wrapper::SerializeWrapperProgram(c.program);
-  // Islands hold kiln IR graphs, which the wrapper proto does not carry.
-  if (!proto.ok() && c.num_islands == 0) return ReportError(proto.status());
-  if (!proto.ok()) proto = std::string();
+  if (!proto.ok()) return ReportError(proto.status());
   const std::pair<std::string, std::string> files[] = {
       {"program.cpp", cpu ? cpu->generated().source : ""},
       {"wrapper.py", *python},
