@@ -3,7 +3,8 @@
 //
 //   BM_Memcpy vs BM_PointwiseChain      (memory-bound add/mul chain, K=8)
 //   BM_TranscendentalChain/K            (add 0.5, mul 1.1, tanh, sigmoid)
-//   BM_Sum / BM_Softmax / BM_LayerNorm  (vs EAGER_BASELINE.md, or eager here)
+//   BM_Sum / BM_Softmax / BM_LayerNorm  (vs EAGER_BASELINE.md, or eager here;
+//                                        BM_ReadBandwidth2Threads: sum's roofline)
 //   BM_Matmul vs BM_CblasSgemm          (1024^3, OpenBLAS called directly)
 //   BM_CompileFrontHalf / BM_CompileCold / BM_CompileWarm (mobilenet_v2)
 //
@@ -18,12 +19,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -155,6 +159,105 @@ void BM_Memcpy2Threads(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(2 * n * sizeof(float)));
 }
 BENCHMARK(BM_Memcpy2Threads)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+
+// Read-only bandwidth: a sum over 64 MB (the [4096, 4096] float32 input of
+// BM_Sum) on two threads, each streaming one contiguous half with eight
+// independent vector accumulators. What a reduction that reads its input
+// once can reach: the roofline of BM_Sum. The second thread persists across
+// iterations (woken per call, as OpenMP's passive workers are).
+using Float4 = float __attribute__((vector_size(16)));
+
+Float4 Load4(const float* p) {
+  Float4 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+__attribute__((noinline)) float SumRange(const float* p, int64_t n) {
+  Float4 a0 = {}, a1 = {}, a2 = {}, a3 = {}, a4 = {}, a5 = {}, a6 = {}, a7 = {};
+  const int64_t full = n - n % 32;
+  for (int64_t i = 0; i < full; i += 32) {
+    a0 += Load4(p + i);
+    a1 += Load4(p + i + 4);
+    a2 += Load4(p + i + 8);
+    a3 += Load4(p + i + 12);
+    a4 += Load4(p + i + 16);
+    a5 += Load4(p + i + 20);
+    a6 += Load4(p + i + 24);
+    a7 += Load4(p + i + 28);
+  }
+  const Float4 a = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
+  float total = a[0] + a[1] + a[2] + a[3];
+  for (int64_t i = full; i < n; ++i) total += p[i];
+  return total;
+}
+
+class SecondThread {
+ public:
+  SecondThread() : thread_([this] { Loop(); }) {}
+  ~SecondThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  // Runs `work` on the second thread while the caller does its own part.
+  void Start(std::function<void()> work) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      work_ = std::move(work);
+      done_ = false;
+    }
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || work_ != nullptr; });
+      if (stop_) return;
+      std::function<void()> work = std::move(work_);
+      work_ = nullptr;
+      lock.unlock();
+      work();
+      lock.lock();
+      done_ = true;
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void()> work_;
+  bool done_ = true;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+void BM_ReadBandwidth2Threads(benchmark::State& state) {
+  const int64_t n = 4096 * 4096;
+  Tensor x = RandomTensor({n}, 1);
+  const float* p = x.data<float>();
+  SecondThread helper;
+  float sink = 0;
+  for (auto _ : state) {
+    float upper = 0;
+    helper.Start([&] { upper = SumRange(p + n / 2, n - n / 2); });
+    const float lower = SumRange(p, n / 2);
+    helper.Wait();
+    sink += lower + upper;
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * n * 4);
+}
+BENCHMARK(BM_ReadBandwidth2Threads)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
 // ------------------------------------------------------------ pointwise chains
 

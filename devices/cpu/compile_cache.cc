@@ -151,7 +151,15 @@ class FileLock {
 
 }  // namespace
 
-absl::StatusOr<int> RunProcess(const std::vector<std::string>& argv, std::string* output) {
+namespace {
+
+// A started child process whose stdout and stderr go to an unlinked file.
+struct Child {
+  pid_t pid = 0;
+  int log_fd = -1;
+};
+
+absl::StatusOr<Child> StartProcess(const std::vector<std::string>& argv) {
   if (argv.empty()) return absl::InvalidArgumentError("RunProcess: empty argv");
   char log_template[] = "/tmp/kiln-cc-log-XXXXXX";
   const int log_fd = ::mkstemp(log_template);
@@ -165,33 +173,67 @@ absl::StatusOr<int> RunProcess(const std::vector<std::string>& argv, std::string
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  pid_t pid = 0;
-  const int err = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  Child child;
+  child.log_fd = log_fd;
+  const int err = ::posix_spawnp(&child.pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (err != 0) {
     ::close(log_fd);
     return absl::FailedPreconditionError(
         absl::StrCat("cannot run '", argv[0], "': ", std::strerror(err)));
   }
+  return child;
+}
+
+// Waits for `child`, reads its output (at most ~1 MB), closes the log.
+absl::StatusOr<int> FinishProcess(const Child& child, std::string* output) {
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
+  while (::waitpid(child.pid, &status, 0) < 0) {
     if (errno != EINTR) {
-      ::close(log_fd);
+      ::close(child.log_fd);
       return Errno("waitpid");
     }
   }
   if (output != nullptr) {
     output->clear();
-    ::lseek(log_fd, 0, SEEK_SET);
+    ::lseek(child.log_fd, 0, SEEK_SET);
     char buf[4096];
     ssize_t n;
-    while ((n = ::read(log_fd, buf, sizeof(buf))) > 0 && output->size() < (1 << 20)) {
+    while ((n = ::read(child.log_fd, buf, sizeof(buf))) > 0 && output->size() < (1 << 20)) {
       output->append(buf, static_cast<size_t>(n));
     }
   }
-  ::close(log_fd);
+  ::close(child.log_fd);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+}  // namespace
+
+absl::StatusOr<int> RunProcess(const std::vector<std::string>& argv, std::string* output) {
+  ASSIGN_OR_RETURN(Child child, StartProcess(argv));
+  return FinishProcess(child, output);
+}
+
+absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<std::vector<std::string>>& argvs,
+                                              std::vector<std::string>* outputs) {
+  std::vector<absl::StatusOr<Child>> children;
+  for (const std::vector<std::string>& argv : argvs) children.push_back(StartProcess(argv));
+  if (outputs != nullptr) outputs->assign(argvs.size(), std::string());
+  std::vector<int> codes(argvs.size(), -1);
+  absl::Status first_error = absl::OkStatus();
+  for (size_t i = 0; i < children.size(); ++i) {
+    absl::StatusOr<int> code = children[i].ok()
+                                   ? FinishProcess(*children[i], outputs != nullptr ? &(*outputs)[i] : nullptr)
+                                   : absl::StatusOr<int>(children[i].status());
+    if (code.ok()) {
+      codes[i] = *code;
+    } else if (first_error.ok()) {
+      first_error = code.status();
+    }
+  }
+  RETURN_IF_ERROR(first_error);
+  return codes;
 }
 
 std::string CompileCache::DefaultDirectory() {
@@ -223,6 +265,20 @@ absl::StatusOr<std::string> CompileCache::Key(const std::string& source) const {
   return Hash128(material.data(), material.size());
 }
 
+absl::StatusOr<std::string> CompileCache::Key(const std::vector<std::string>& units) const {
+  if (units.size() == 1) return Key(units[0]);
+  if (units.empty()) return absl::InvalidArgumentError("compile cache: a program without translation units");
+  ASSIGN_OR_RETURN(std::string compiler, CompilerIdentity(config_.compiler));
+  std::string material = absl::StrCat("units:", units.size(), "\n");
+  for (const std::string& unit : units) {
+    absl::StrAppend(&material, "source:", unit.size(), ":", Hash128(unit.data(), unit.size()), "\n");
+  }
+  absl::StrAppend(&material, "compiler:", config_.compiler, "|", compiler,
+                  "\nflags:", absl::StrJoin(config_.flags, " "), "|", absl::StrJoin(config_.libs, " "), "|",
+                  absl::StrJoin(config_.glue_flags, " "), "\ncpu:", CpuIdentity());
+  return Hash128(material.data(), material.size());
+}
+
 absl::Status CompileCache::Validate(const std::string& key) const {
   ASSIGN_OR_RETURN(std::string sidecar, ReadFile(PathFor(key, ".sum")));
   ASSIGN_OR_RETURN(std::string library, ReadFile(PathFor(key, ".so")));
@@ -242,12 +298,16 @@ absl::Status CompileCache::Validate(const std::string& key) const {
 }
 
 absl::StatusOr<CacheEntry> CompileCache::GetOrCompile(const std::string& source) {
+  return GetOrCompile(std::vector<std::string>{source});
+}
+
+absl::StatusOr<CacheEntry> CompileCache::GetOrCompile(const std::vector<std::string>& units) {
   const auto start = std::chrono::steady_clock::now();
   auto finish = [&](CacheEntry e) {
     e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return e;
   };
-  ASSIGN_OR_RETURN(std::string key, Key(source));
+  ASSIGN_OR_RETURN(std::string key, Key(units));
   CacheEntry entry;
   entry.key = key;
   entry.library_path = PathFor(key, ".so");
@@ -262,35 +322,72 @@ absl::StatusOr<CacheEntry> CompileCache::GetOrCompile(const std::string& source)
     entry.hit = true;
     return finish(entry);
   }
-  ASSIGN_OR_RETURN(CacheEntry built, CompileLocked(key, source));
+  ASSIGN_OR_RETURN(CacheEntry built, CompileLocked(key, units));
   return finish(built);
 }
 
-absl::StatusOr<CacheEntry> CompileCache::CompileLocked(const std::string& key, const std::string& source) {
+absl::StatusOr<CacheEntry> CompileCache::CompileLocked(const std::string& key,
+                                                       const std::vector<std::string>& units) {
   const std::string tmp = PathFor(key, TempSuffix().c_str());
-  const std::string tmp_cc = tmp + ".cc", tmp_so = tmp + ".so", tmp_sum = tmp + ".sum";
+  const std::string tmp_so = tmp + ".so", tmp_sum = tmp + ".sum";
+  const bool multi = units.size() > 1;
+  std::vector<std::string> tmp_cc, tmp_o;
+  for (size_t i = 0; i < units.size(); ++i) {
+    tmp_cc.push_back(multi ? absl::StrCat(tmp, ".", i, ".cc") : tmp + ".cc");
+    tmp_o.push_back(absl::StrCat(tmp, ".", i, ".o"));
+  }
   auto cleanup = [&] {
-    ::unlink(tmp_cc.c_str());
+    for (const std::string& f : tmp_cc) ::unlink(f.c_str());
+    for (const std::string& f : tmp_o) ::unlink(f.c_str());
     ::unlink(tmp_so.c_str());
     ::unlink(tmp_sum.c_str());
   };
-  absl::Status s = WriteFile(tmp_cc, source);
+  absl::Status s = absl::OkStatus();
+  for (size_t i = 0; s.ok() && i < units.size(); ++i) s = WriteFile(tmp_cc[i], units[i]);
   if (!s.ok()) {
     cleanup();
     return s;
   }
-  std::vector<std::string> argv = {config_.compiler};
-  argv.insert(argv.end(), config_.flags.begin(), config_.flags.end());
-  argv.insert(argv.end(), {"-o", tmp_so, tmp_cc});
-  argv.insert(argv.end(), config_.libs.begin(), config_.libs.end());
-  std::string log;
-  absl::StatusOr<int> rc = RunProcess(argv, &log);
-  if (!rc.ok() || *rc != 0) {
+  auto compiler_error = [&](int rc, std::string log) {
     cleanup();
-    if (!rc.ok()) return rc.status();
     if (log.size() > 4000) log = log.substr(0, 4000) + "\n...";
-    return absl::InternalError(absl::StrCat("C++ compiler exited with status ", *rc, ":\n", log));
+    return absl::InternalError(absl::StrCat("C++ compiler exited with status ", rc, ":\n", log));
+  };
+  std::vector<std::string> link = {config_.compiler};
+  link.insert(link.end(), config_.flags.begin(), config_.flags.end());
+  link.insert(link.end(), {"-o", tmp_so});
+  if (multi) {
+    // Every unit at once (the machine's cores work in parallel), then one
+    // link of the objects.
+    std::vector<std::vector<std::string>> compiles;
+    for (size_t i = 0; i < units.size(); ++i) {
+      std::vector<std::string> argv = {config_.compiler};
+      argv.insert(argv.end(), config_.flags.begin(), config_.flags.end());
+      if (i + 1 == units.size()) argv.insert(argv.end(), config_.glue_flags.begin(), config_.glue_flags.end());
+      argv.insert(argv.end(), {"-c", "-o", tmp_o[i], tmp_cc[i]});
+      compiles.push_back(std::move(argv));
+    }
+    std::vector<std::string> logs;
+    absl::StatusOr<std::vector<int>> codes = RunProcesses(compiles, &logs);
+    if (!codes.ok()) {
+      cleanup();
+      return codes.status();
+    }
+    for (size_t i = 0; i < codes->size(); ++i) {
+      if ((*codes)[i] != 0) return compiler_error((*codes)[i], logs[i]);
+    }
+    link.insert(link.end(), tmp_o.begin(), tmp_o.end());
+  } else {
+    link.push_back(tmp_cc[0]);
   }
+  link.insert(link.end(), config_.libs.begin(), config_.libs.end());
+  std::string log;
+  absl::StatusOr<int> rc = RunProcess(link, &log);
+  if (!rc.ok()) {
+    cleanup();
+    return rc.status();
+  }
+  if (*rc != 0) return compiler_error(*rc, std::move(log));
   absl::StatusOr<std::string> library = ReadFile(tmp_so);
   if (!library.ok()) {
     cleanup();
@@ -300,8 +397,11 @@ absl::StatusOr<CacheEntry> CompileCache::CompileLocked(const std::string& key, c
                                       Hash128(library->data(), library->size()), "\n"));
   if (s.ok() && ::rename(tmp_so.c_str(), PathFor(key, ".so").c_str()) != 0) s = Errno("rename library");
   if (s.ok() && ::rename(tmp_sum.c_str(), PathFor(key, ".sum").c_str()) != 0) s = Errno("rename sidecar");
-  // The source stays beside the entry for people reading generated code.
-  if (s.ok()) ::rename(tmp_cc.c_str(), PathFor(key, ".cc").c_str());
+  // The sources stay beside the entry for people reading generated code:
+  // `<key>.cc`, or `<key>.<i>.cc` per unit.
+  for (size_t i = 0; s.ok() && i < units.size(); ++i) {
+    ::rename(tmp_cc[i].c_str(), PathFor(key, multi ? absl::StrCat(".", i, ".cc").c_str() : ".cc").c_str());
+  }
   cleanup();
   RETURN_IF_ERROR(s);
   CacheEntry entry;

@@ -4,7 +4,10 @@
 // `--version` line), the flags, and the host CPU (-march=native code is
 // only valid on the CPU it was built for). Entries are `<key>.so` with a
 // checksum sidecar `<key>.sum` (size and hash of the library); both are
-// written to temporary files and renamed into place. Compiles of one key
+// written to temporary files and renamed into place. A program given as
+// several translation units is compiled with one compiler process per unit,
+// all at once (objects in temporary files), then linked; its key hashes
+// every unit. Compiles of one key
 // are serialized across threads and processes by an flock on
 // `<key>.lock`, so concurrent compiles of the same program end with one good
 // entry and one compiler run. An entry whose library or sidecar does not
@@ -26,6 +29,9 @@ struct CompilerConfig {
                                     "-fvisibility=hidden", "-w"};
   // After the source file on the command line.
   std::vector<std::string> libs = {"-lmvec", "-lm"};
+  // Added (after `flags`) for the last unit of a multi-unit program: the
+  // wrapper, straight-line calls into the kernels, needs no -O3.
+  std::vector<std::string> glue_flags = {"-O1"};
 };
 
 struct CacheEntry {
@@ -47,11 +53,16 @@ class CompileCache {
   const std::string& directory() const { return directory_; }
   absl::StatusOr<std::string> Key(const std::string& source) const;
   absl::StatusOr<CacheEntry> GetOrCompile(const std::string& source);
+  // A program as translation units compiled concurrently and linked into one
+  // library (the last unit with `glue_flags`). One unit is the same entry as
+  // GetOrCompile(units[0]).
+  absl::StatusOr<std::string> Key(const std::vector<std::string>& units) const;
+  absl::StatusOr<CacheEntry> GetOrCompile(const std::vector<std::string>& units);
   // OK when `<key>.so` and its sidecar agree.
   absl::Status Validate(const std::string& key) const;
 
  private:
-  absl::StatusOr<CacheEntry> CompileLocked(const std::string& key, const std::string& source);
+  absl::StatusOr<CacheEntry> CompileLocked(const std::string& key, const std::vector<std::string>& units);
   std::string PathFor(const std::string& key, const char* suffix) const;
 
   std::string directory_;
@@ -60,6 +71,12 @@ class CompileCache {
 
 // Runs argv (no shell), stdout and stderr into `output`; the exit status.
 absl::StatusOr<int> RunProcess(const std::vector<std::string>& argv, std::string* output);
+
+// Runs every argv at once (no shell) and waits for all; one exit status and
+// output per command. An error only when a command could not be started
+// (the others are still waited for).
+absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<std::vector<std::string>>& argvs,
+                                              std::vector<std::string>* outputs);
 
 }  // namespace kiln::devices::cpu
 

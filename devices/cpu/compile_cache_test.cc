@@ -174,6 +174,61 @@ TEST(CompileCache, CompilerErrorsAreStatusesWithTheLog) {
   EXPECT_FALSE(CompileCache(cache.directory(), missing).GetOrCompile(Source(1)).ok());
 }
 
+// A program as two translation units: a kernel unit and the glue unit that
+// calls it.
+std::vector<std::string> Units(int value) {
+  return {absl::StrCat("int kiln_test_kernel() { return ", value, "; }\n"),
+          "int kiln_test_kernel();\nextern \"C\" int kiln_test_value() { return kiln_test_kernel() + 1; }\n"};
+}
+
+TEST(CompileCache, UnitsCompileConcurrentlyAndLinkIntoOneEntry) {
+  CompileCache cache(FreshDir("units"), FastConfig());
+  auto first = cache.GetOrCompile(Units(10));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->compiled);
+  EXPECT_EQ(CallValue(first->library_path), 11);
+  EXPECT_TRUE(cache.Validate(first->key).ok());
+  auto again = cache.GetOrCompile(Units(10));
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->hit);
+  // The key covers every unit, the glue flags, and the split itself.
+  std::vector<std::string> changed = Units(10);
+  changed[1] += "// changed\n";
+  EXPECT_NE(*cache.Key(changed), first->key);
+  EXPECT_NE(*cache.Key(Units(12)), first->key);
+  CompilerConfig glue = FastConfig();
+  glue.glue_flags = {"-O2"};
+  EXPECT_NE(*CompileCache(cache.directory(), glue).Key(Units(10)), first->key);
+  EXPECT_NE(*cache.Key(std::vector<std::string>{Units(10)[0] + Units(10)[1]}), first->key);
+  // One unit is the single-source entry.
+  EXPECT_EQ(*cache.Key(std::vector<std::string>{Source(5)}), *cache.Key(Source(5)));
+  // A corrupt multi-unit entry is rebuilt like any other.
+  ASSERT_EQ(::truncate(first->library_path.c_str(), 64), 0);
+  auto rebuilt = cache.GetOrCompile(Units(10));
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  EXPECT_TRUE(rebuilt->compiled);
+  EXPECT_EQ(CallValue(rebuilt->library_path), 11);
+  // An error in one unit is reported with its log; nothing is left behind.
+  std::vector<std::string> broken = Units(3);
+  broken[0] = "this is not C++;\n";
+  auto failed = cache.GetOrCompile(broken);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("error"), std::string::npos) << failed.status();
+  std::string out;
+  ASSERT_TRUE(RunProcess({"sh", "-c", absl::StrCat("ls '", cache.directory(), "' | grep -c tmp || true")}, &out).ok());
+  EXPECT_EQ(out, "0\n");
+}
+
+TEST(CompileCache, RunProcessesRunsAllAndReportsEach) {
+  std::vector<std::string> outputs;
+  auto codes = RunProcesses({{"sh", "-c", "echo one"}, {"sh", "-c", "echo two >&2; exit 3"}}, &outputs);
+  ASSERT_TRUE(codes.ok()) << codes.status();
+  EXPECT_EQ(*codes, (std::vector<int>{0, 3}));
+  EXPECT_EQ(outputs[0], "one\n");
+  EXPECT_EQ(outputs[1], "two\n");
+  EXPECT_FALSE(RunProcesses({{"sh", "-c", "true"}, {"/nonexistent/kiln-no-such-tool"}}, &outputs).ok());
+}
+
 TEST(CompileCache, DefaultDirectoryHonoursOverrides) {
   ::setenv("KILN_CACHE_DIR", "/some/where", 1);
   EXPECT_EQ(CompileCache::DefaultDirectory(), "/some/where");

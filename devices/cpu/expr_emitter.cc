@@ -24,11 +24,10 @@ std::string IntLiteral(int64_t v) {
 
 std::string FloatLiteral(double v, DType dtype) {
   const bool is_float = dtype == DType::kFloat32;
-  const char* type = is_float ? "float" : "double";
-  if (std::isnan(v)) return absl::StrCat("std::numeric_limits<", type, ">::quiet_NaN()");
-  if (std::isinf(v)) {
-    return absl::StrCat(v < 0 ? "-" : "", "std::numeric_limits<", type, ">::infinity()");
-  }
+  // Compiler builtins rather than std::numeric_limits: generated code
+  // includes no standard header (see prelude.cc).
+  if (std::isnan(v)) return is_float ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
+  if (std::isinf(v)) return absl::StrCat(v < 0 ? "-" : "", is_float ? "__builtin_inff()" : "__builtin_inf()");
   // Hex floats are exact and locale-independent.
   std::string s = absl::StrFormat("%a", is_float ? static_cast<double>(static_cast<float>(v)) : v);
   return is_float ? absl::StrCat("static_cast<float>(", s, ")") : s;
@@ -163,7 +162,7 @@ absl::StatusOr<std::string> ExprEmitter::EmitNode(const Expr& e, int depth) {
     case ExprOp::kNeg: return unary_expr([&](const std::string& x) { return absl::StrCat("-", x); });
     case ExprOp::kAbs:
       return unary_expr([&](const std::string& x) {
-        return fp ? absl::StrCat("std::fabs(", x, ")") : absl::StrCat("(", x, " < 0 ? -", x, " : ", x, ")");
+        return fp ? absl::StrCat(MathFn("fabs", t), "(", x, ")") : absl::StrCat("(", x, " < 0 ? -", x, " : ", x, ")");
       });
     case ExprOp::kExp: return unary_math("exp");
     case ExprOp::kLog: return unary_math("log");

@@ -1,7 +1,9 @@
 #include "devices/cpu/wrapper_codegen.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <thread>
 #include <type_traits>
 #include <variant>
 
@@ -71,13 +73,14 @@ class WrapperEmitter {
     for (const auto& [name, layout] : layouts_) {
       absl::StrAppend(&decls_, "  void* ", ids_.Get(name), " = nullptr;\n");
     }
-    out.source = absl::StrCat(
-        kCpuPrelude, "\n// ---- kernels ----\n", kernels, "\n// ---- wrapper ----\n",
+    const std::string wrapper = absl::StrCat(
         "extern \"C\" __attribute__((visibility(\"default\"))) int64_t kiln_abi_version() { return ",
         kHostAbiVersion, "; }\n\n",
         "extern \"C\" __attribute__((visibility(\"default\"))) int kiln_run(const KilnHostApi* api, "
         "void* const* inputs, void* const* constants, void** outputs) {\n",
         "  (void)inputs; (void)constants; (void)outputs;\n", decls_, body, "  return 0;\n}\n");
+    out.source = absl::StrCat(kCpuPrelude, "\n// ---- kernels ----\n", kernels, "\n// ---- wrapper ----\n", wrapper);
+    out.units = SplitUnits(out.source, wrapper);
     return out;
   }
 
@@ -237,10 +240,27 @@ class WrapperEmitter {
               }
               // The body is this backend's own KernelSource output; it must
               // define exactly the sanitized name.
-              if (l.kernel_body.find(absl::StrCat("static void ", fn, "(")) == std::string::npos) {
+              const std::string head = absl::StrCat("static void ", fn, "(");
+              const size_t at = l.kernel_body.find(head);
+              const size_t params_end = at == std::string::npos ? at : l.kernel_body.find(") {\n", at);
+              if (params_end == std::string::npos) {
                 return Error(absl::StrCat("kernel '", SanitizeComment(l.kernel_name),
                                           "' body does not define ", fn));
               }
+              // Kernels name their parameters by position, so a kernel with
+              // the text of an earlier one (up to its name) computes the same
+              // function of its arguments: calls go to the earlier one, and
+              // the compiler sees each distinct kernel once.
+              std::string canonical = l.kernel_body;
+              canonical.replace(at + 12, fn.size(), "@");
+              auto [first, inserted] = distinct_.emplace(std::move(canonical), fn);
+              if (!inserted) {
+                same_as_[fn] = first->second;
+                return absl::OkStatus();
+              }
+              const size_t params_begin = at + head.size();
+              kernel_defs_.push_back({fn, l.kernel_body, at,
+                                      l.kernel_body.substr(params_begin, params_end - params_begin)});
               absl::StrAppend(kernels, l.kernel_body, "\n");
               return absl::OkStatus();
             },
@@ -254,7 +274,12 @@ class WrapperEmitter {
                 ASSIGN_OR_RETURN(std::string typed, Typed(a));
                 args.push_back(std::move(typed));
               }
-              absl::StrAppend(body, "  ", fn, "(", absl::StrJoin(args, ", "), ");\n");
+              auto same = same_as_.find(fn);
+              if (same == same_as_.end()) {
+                absl::StrAppend(body, "  ", fn, "(", absl::StrJoin(args, ", "), ");\n");
+              } else {
+                absl::StrAppend(body, "  ", same->second, "(", absl::StrJoin(args, ", "), ");  // ", fn, "\n");
+              }
               return absl::OkStatus();
             },
             [&](const w::ExternKernelLine& l) -> absl::Status {
@@ -285,7 +310,65 @@ class WrapperEmitter {
         line);
   }
 
+  // The program as separately compiled translation units: kernel shards of
+  // about equal size, then the wrapper, which declares the kernels. One unit
+  // (the whole source) when the kernels are too small to pay for more
+  // compiler processes.
+  std::vector<std::string> SplitUnits(const std::string& whole, const std::string& wrapper) const {
+    size_t kernel_bytes = 0;
+    for (const KernelDef& k : kernel_defs_) kernel_bytes += k.body.size();
+    const size_t cores = std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), kMaxShards));
+    const size_t shards = std::min({cores, kernel_defs_.size(), kernel_bytes / kMinShardBytes});
+    if (shards < 2) return {whole};
+    // Largest first onto the least loaded shard; source order within one.
+    std::vector<size_t> order(kernel_defs_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return kernel_defs_[a].body.size() > kernel_defs_[b].body.size();
+    });
+    std::vector<size_t> load(shards, 0);
+    std::vector<std::vector<size_t>> members(shards);
+    for (size_t i : order) {
+      const size_t s = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+      load[s] += kernel_defs_[i].body.size();
+      members[s].push_back(i);
+    }
+    std::vector<std::string> units;
+    std::string declarations;
+    for (size_t s = 0; s < shards; ++s) {
+      std::sort(members[s].begin(), members[s].end());
+      std::string unit = absl::StrCat(kCpuPrelude, "\n// ---- kernels (unit ", s + 1, " of ", shards, ") ----\n");
+      for (size_t i : members[s]) {
+        const KernelDef& k = kernel_defs_[i];
+        // External linkage (hidden by -fvisibility=hidden): the wrapper
+        // unit calls it.
+        absl::StrAppend(&unit, k.body.substr(0, k.at), k.body.substr(k.at + 7), "\n");
+        absl::StrAppend(&declarations, "void ", k.name, "(", k.params, ");\n");
+      }
+      units.push_back(std::move(unit));
+    }
+    units.push_back(absl::StrCat(kCpuPrelude, "\n// ---- kernels (other units) ----\n", declarations,
+                                 "\n// ---- wrapper ----\n", wrapper));
+    return units;
+  }
+
+  // A distinct kernel: its name, body, where "static void name(" starts in
+  // the body, and its parameter list.
+  struct KernelDef {
+    std::string name;
+    std::string body;
+    size_t at = 0;
+    std::string params;
+  };
+  static constexpr size_t kMaxShards = 8;
+  // Below this much kernel code per shard another g++ process (~0.1 s of
+  // startup and linking) costs more than it saves.
+  static constexpr size_t kMinShardBytes = 8192;
+
   const w::WrapperProgram& program_;
+  std::vector<KernelDef> kernel_defs_;
+  std::map<std::string, std::string> distinct_;  // body with the name as '@' -> name
+  std::map<std::string, std::string> same_as_;   // kernel -> the earlier kernel with its text
   std::map<std::string, Layout> layouts_;
   std::map<std::string, std::string> roots_;
   std::set<std::string> protected_;

@@ -30,7 +30,12 @@ struct ExternCallSpec {
 };
 
 struct GeneratedProgram {
-  std::string source;  // the whole translation unit
+  std::string source;  // the whole program as one translation unit (to read)
+  // What is compiled: the same program as translation units that compile
+  // in parallel and link into one library: kernel shards, then the wrapper
+  // (the last unit, which only calls kernels: CompilerConfig::glue_flags).
+  // Just `source` when the kernels are small.
+  std::vector<std::string> units;
   std::vector<ExternCallSpec> externs;
   std::vector<lowering::Layout> input_layouts;
   std::vector<Tensor> constants;  // in the `constants` array order
