@@ -44,6 +44,7 @@ LAYER_DIRS = {
     "tools": "tools",
     "testing": "testing",
     "benchmarks": "benchmarks",
+    "sdk": "sdk",
 }
 
 # Directories never scanned (separate workspaces, shims, outputs).
@@ -56,6 +57,9 @@ def layer_of(pkg):
     if not parts:
         return None
     top = parts[0]
+    if parts[:2] == ["frontend", "lazy"]:
+        # Lazy tensors use the compiler driver: a layer above the devices.
+        return "lazy"
     if top == "devices":
         if len(parts) == 1:
             return "devices"

@@ -2,6 +2,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -67,6 +69,30 @@ TEST(DeviceRegistry, UnknownNamesAreNotFoundAndListRegisteredOnes) {
   ASSERT_FALSE(past.ok());
   EXPECT_TRUE(absl::IsNotFound(past.status()));
   EXPECT_TRUE(absl::IsNotFound(registry.Find("not a name").status()));
+}
+
+TEST(DeviceRegistry, EveryDeviceIsListedWithItsIndexedNames) {
+  DeviceRegistry registry;
+  ASSERT_TRUE(registry.Register(std::make_unique<FakeDevice>("zeta", 3)).ok());
+  ASSERT_TRUE(registry.Register(std::make_unique<FakeDevice>("alpha", 1)).ok());
+  ASSERT_TRUE(registry.Register(std::make_unique<FakeDevice>("none", 0)).ok());
+  EXPECT_EQ(registry.Names(), (std::vector<std::string>{"alpha", "alpha:0", "none", "zeta", "zeta:0",
+                                                        "zeta:1", "zeta:2"}));
+  for (const char* name : {"alpha", "alpha:0", "zeta", "zeta:2"}) {
+    EXPECT_TRUE(registry.Find(name).ok()) << name;
+  }
+  // A device with no index (no hardware) stays listed but cannot be found.
+  auto none = registry.Find("none");
+  ASSERT_FALSE(none.ok());
+  EXPECT_TRUE(absl::IsNotFound(none.status()));
+  auto past = registry.Find("zeta:3");
+  ASSERT_FALSE(past.ok());
+  EXPECT_TRUE(absl::IsNotFound(past.status()));
+  const std::string message(past.status().message());
+  for (const char* listed : {"alpha:0", "none", "zeta:0", "zeta:1", "zeta:2"}) {
+    EXPECT_NE(message.find(listed), std::string::npos) << listed << " missing from: " << message;
+  }
+  EXPECT_NE(message.find("index 3 is past the device count 3"), std::string::npos) << message;
 }
 
 TEST(DeviceRegistry, DoubleRegistrationIsAnErrorUnlessIfAbsent) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "support/status.h"
+#include "wrapper/device_op_overrides.h"
 #include "wrapper/layout_math.h"
 #include "wrapper/validate.h"
 
@@ -33,7 +34,7 @@ Registry& GetRegistry() {
   return *registry;
 }
 
-// "cuda:1" -> ("cuda", 1); "cpu" -> ("cpu", 0).
+// "gpu:1" -> ("gpu", 1); "host" -> ("host", 0).
 std::pair<std::string, int> SplitDevice(const std::string& device) {
   const size_t colon = device.find(':');
   if (colon == std::string::npos) return {device, 0};
@@ -60,7 +61,7 @@ class WrapperBuilder {
     for (size_t s = 0; s < schedule_.steps.size(); ++s) {
       RETURN_IF_ERROR(EmitStep(static_cast<int>(s)));
     }
-    SwitchDevice("cpu");
+    CloseDeviceContext();
     FillProgramHeader();
     RETURN_IF_ERROR(ValidateWrapperProgram(program_));
     return std::move(program_);
@@ -284,10 +285,18 @@ class WrapperBuilder {
     return absl::OkStatus();
   }
 
+  // Device guards come from the device's registered DeviceOpOverrides: a
+  // device that needs none (the host) or has registered none gets no
+  // Enter/ExitDeviceContextManagerLine.
   void SwitchDevice(const std::string& device) {
     auto [type, index] = SplitDevice(device);
-    // The CPU needs no device guard (as in Inductor).
-    std::string wanted = type == "cpu" ? "" : absl::StrCat(type, ":", index);
+    auto known = guarded_types_.find(type);
+    if (known == guarded_types_.end()) {
+      absl::StatusOr<const DeviceOpOverrides*> ops = FindDeviceOpOverrides(type);
+      known = guarded_types_.emplace(type, ops.ok() && (*ops)->NeedsDeviceGuard()).first;
+    }
+    const bool guarded = known->second;
+    std::string wanted = guarded ? absl::StrCat(type, ":", index) : "";
     if (wanted == current_context_) return;
     if (!current_context_.empty()) program_.lines.push_back(ExitDeviceContextManagerLine{});
     if (!wanted.empty()) program_.lines.push_back(EnterDeviceContextManagerLine{type, index});
@@ -392,6 +401,11 @@ class WrapperBuilder {
     return absl::OkStatus();
   }
 
+  void CloseDeviceContext() {
+    if (!current_context_.empty()) program_.lines.push_back(ExitDeviceContextManagerLine{});
+    current_context_.clear();
+  }
+
   void Mention(const std::string& name) { mentioned_.insert(name); }
 
   void FillProgramHeader() {
@@ -422,6 +436,7 @@ class WrapperBuilder {
   absl::flat_hash_map<int, std::vector<const Buffer*>> views_at_;
   absl::flat_hash_map<int, std::vector<const Buffer*>> frees_at_;
   absl::flat_hash_set<std::string> mentioned_;
+  absl::flat_hash_map<std::string, bool> guarded_types_;  // device type -> needs guard lines
   std::string current_context_;
 };
 
@@ -477,6 +492,10 @@ absl::StatusOr<std::unique_ptr<DeviceCodegen>> CreateDeviceCodegen(const std::st
     Registry& registry = GetRegistry();
     std::lock_guard<std::mutex> lock(registry.mu);
     auto it = registry.factories.find(device);
+    if (it == registry.factories.end() && device.find(':') != std::string::npos) {
+      // "cuda:1": the codegen of the type (its kernels carry the index).
+      it = registry.factories.find(SplitDevice(device).first);
+    }
     if (it != registry.factories.end()) {
       factory = it->second;
     } else {

@@ -53,6 +53,8 @@ class CompiledProgram {
 // (devices/cpu: RegisterCpuBackend()); core code looks devices up here only.
 using DeviceCodegenFactory = std::function<std::unique_ptr<DeviceCodegen>()>;
 absl::Status RegisterDeviceCodegen(const std::string& device, DeviceCodegenFactory factory);
+// `device` is a type ("cuda") or an indexed name ("cuda:1", which finds
+// the type's codegen).
 absl::StatusOr<std::unique_ptr<DeviceCodegen>> CreateDeviceCodegen(const std::string& device);
 
 // Whether GenerateWrapper runs `call` as an out= extern (AllocateLine +

@@ -8,11 +8,13 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "devices/cpu/compile_cache.h"
 #include "devices/device_interface.h"
 #include "wrapper/codegen.h"
+#include "wrapper/device_op_overrides.h"
 
 namespace kiln::devices::cpu {
 
@@ -22,13 +24,68 @@ struct CpuBackendOptions {
   CompilerConfig compiler;
 };
 
+// The host as a device: one index, synchronous streams (everything queued
+// is already done), events timed with the host's steady clock, properties
+// from /proc/cpuinfo and sysconf, and memory statistics counted by its
+// allocator (bytes allocated through allocator(0), not the compiled
+// programs' own tensor pools).
 class CpuDevice : public DeviceInterface {
  public:
+  CpuDevice();
+  ~CpuDevice() override;
   std::string type() const override { return "cpu"; }
   bool is_available() const override { return true; }
   int device_count() const override { return 1; }
   absl::StatusOr<DeviceAllocator*> allocator(int index) override;
   absl::Status Synchronize(int index) override;
+
+  // Streams: id 0 is the default stream (owned by the device); created
+  // streams get ids 1, 2, ... and are owned by the caller. The current
+  // stream is per thread.
+  absl::StatusOr<std::unique_ptr<Stream>> CreateStream(int index) override;
+  absl::StatusOr<Stream*> CurrentStream(int index) override;
+  absl::Status SetStream(Stream* stream) override;
+  absl::Status SetStreamById(int index, int64_t id) override;
+  absl::StatusOr<std::unique_ptr<Event>> CreateEvent(int index, bool enable_timing) override;
+
+  // name: the CPU model from /proc/cpuinfo; multiprocessor_count: logical
+  // cores online; total_memory: physical memory.
+  absl::StatusOr<DeviceProperties> GetDeviceProperties(int index) override;
+  absl::StatusOr<int64_t> MemoryAllocated(int index) override;
+  absl::StatusOr<int64_t> MaxMemoryAllocated(int index) override;
+  // The dtypes the CPU kernel codegen emits (devices/cpu/identifiers.cc);
+  // others (half, bfloat16, complex) run only in externs and islands.
+  bool IsDtypeSupported(DType dtype) const override;
+
+  // Streams, allocator and statistics (cpu_backend.cc); shared with the
+  // streams the device created.
+  struct State;
+
+ private:
+  absl::Status CheckIndex(int index) const;
+  std::shared_ptr<State> state_;
+};
+
+// The CPU's strings for the Python wrapper (Inductor's CPU conventions):
+// empty_strided_cpu allocations, kernels through async_compile.cpp_pybinding,
+// no device guards, raw stream 0; for a C++ wrapper, the header and the
+// dlopen-based driver of devices/cpu's compiled programs.
+class CpuDeviceOpOverrides : public wrapper::DeviceOpOverrides {
+ public:
+  CpuDeviceOpOverrides() : DeviceOpOverrides("cpu") {}
+  std::vector<std::string> HeaderLines() const override;
+  std::vector<std::string> DefinedNames() const override;
+  std::string ImportGetRawStreamAs(const std::string& name) const override;
+  std::string SetDevice(int index) const override;
+  std::string Synchronize() const override;
+  bool NeedsDeviceGuard() const override { return false; }
+  std::string DeviceGuard(int index) const override;
+  std::string EmptyStrided(const std::string& sizes, const std::string& strides,
+                           const std::string& dtype, const std::string& device) const override;
+  std::string KernelDefinition(const std::string& name, const std::vector<std::string>& arg_types,
+                               const std::string& body) const override;
+  std::string KernelHeader() const override;
+  std::string KernelDriver() const override;
 };
 
 class CpuCodegen : public wrapper::DeviceCodegen {
@@ -45,8 +102,9 @@ class CpuCodegen : public wrapper::DeviceCodegen {
   CpuBackendOptions options_;
 };
 
-// Registers "cpu" with the devices registry and wrapper::RegisterDeviceCodegen.
-// Idempotent and thread-safe.
+// Registers "cpu" with the devices registry, its codegen with
+// wrapper::RegisterDeviceCodegen, and CpuDeviceOpOverrides with
+// wrapper::RegisterDeviceOpOverrides. Idempotent and thread-safe.
 absl::Status RegisterCpuBackend();
 
 }  // namespace kiln::devices::cpu

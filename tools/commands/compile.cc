@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
@@ -80,8 +81,27 @@ int RunCompile(const std::vector<std::string>& args) {
   const wrapper::CompiledGraph& c = model->compiled;
   auto* cpu = dynamic_cast<devices::cpu::CpuProgram*>(model->compiled.compiled.get());
   const devices::cpu::CompileStats* stats = cpu ? &cpu->stats() : nullptr;
-  absl::StatusOr<std::string> python = wrapper::PrintPythonWrapper(c.program);
+  // wrapper.py loads the large constants from DIR/constants/ (raw
+  // little-endian files, named by the printer: no path comes from the model).
+  wrapper::PythonPrinterOptions python_options;
+  python_options.constants_dir = "constants";
+  absl::StatusOr<std::string> python = wrapper::PrintPythonWrapper(c.program, python_options);
   if (!python.ok()) return ReportError(python.status());
+  absl::StatusOr<std::vector<wrapper::PythonConstantFile>> constant_files =
+      wrapper::PythonWrapperConstantFiles(c.program, python_options);
+  if (!constant_files.ok()) return ReportError(constant_files.status());
+  if (!constant_files->empty()) {
+    const std::string constants_dir = absl::StrCat(dir, "/", python_options.constants_dir);
+    std::filesystem::create_directories(constants_dir, ec);
+    if (ec) {
+      return ReportError(absl::StrCat("compile: cannot create ", constants_dir, ": ", ec.message()));
+    }
+    for (const wrapper::PythonConstantFile& file : *constant_files) {
+      const absl::Status s =
+          WriteFileAtomically(absl::StrCat(constants_dir, "/", file.file_name), file.contents);
+      if (!s.ok()) return ReportError(s);
+    }
+  }
   absl::StatusOr<std::string> proto = wrapper::SerializeWrapperProgram(c.program);
   if (!proto.ok()) return ReportError(proto.status());
   const std::pair<std::string, std::string> files[] = {
@@ -112,7 +132,8 @@ Command CompileCommand() {
   command.usage = "MODEL.onnx --device=cpu -o DIR [--pipeline -O2]";
   command.details =
       "Writes DIR/program.cpp (kernels + C++ wrapper), DIR/wrapper.py (Inductor-style\n"
-      "output code), DIR/wrapper.pb (the Wrapper IR lines) and DIR/report.md (kernels,\n"
+      "output code, runnable under PyTorch 2.x; its large constants are raw files in\n"
+      "DIR/constants/), DIR/wrapper.pb (the Wrapper IR lines) and DIR/report.md (kernels,\n"
       "fusion groups, planned memory, time per stage).";
   command.flags = {"device", "o", "pipeline"};
   command.run = RunCompile;
