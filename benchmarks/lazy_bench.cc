@@ -1,0 +1,251 @@
+// Issue 7's overhead and speed goals for lazy tensors (frontend/lazy), side by
+// side in one binary:
+//
+//   BM_TraceOnly/100        record a 100-op graph, no sync: tracing cost per op
+//   BM_SyncLookup/100       the sync's lookup on a recorded 100-op graph
+//                           (collect, post order, key, cache probe) per op
+//   BM_TraceAndSync/100     record it and sync against a warm compile cache;
+//                           counters split trace / lookup (collect, post order,
+//                           hash, cache lookup) / execute. Goal: trace + lookup
+//                           <= 2 us per recorded op.
+//   BM_MlpStepLazy/B        one step of the 64 -> 32 -> 10 MLP (forward, MSE,
+//                           hand-written backward, SGD) traced + MarkStep,
+//                           cache warm
+//   BM_MlpStepEager/B       the same ops op by op on the reference kernels
+//                           (EagerModeScope). Goal: eager / lazy >= 3.
+//
+//   ./bazelw run -c opt //benchmarks:lazy_bench
+#include <time.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "devices/cpu/cpu_backend.h"
+#include "frontend/lazy/graph_executor.h"
+#include "frontend/lazy/kiln_backend.h"
+#include "frontend/lazy/lazy_tensor.h"
+#include "frontend/lazy/metrics.h"
+#include "support/tensor.h"
+
+namespace kiln::lazy {
+namespace {
+
+void Setup() {
+  static const bool ok = [] {
+    absl::Status s = devices::cpu::RegisterCpuBackend();
+    if (s.ok()) s = RegisterKilnLazyBackend();
+    if (!s.ok()) {
+      std::fprintf(stderr, "setup failed: %s\n", s.ToString().c_str());
+      std::exit(1);
+    }
+    return true;
+  }();
+  (void)ok;
+}
+
+Tensor RandomTensor(std::vector<int64_t> sizes, uint32_t seed, float scale) {
+  Tensor t = Tensor::Empty(DType::kFloat32, std::move(sizes));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(rng);
+  return t;
+}
+
+// A chain of `ops` elementwise ops (add/mul/tanh/sub with constants, and a
+// binary op with the input every few steps) over a small tensor.
+LazyTensor TraceChain(const LazyTensor& x, int ops) {
+  LazyTensor y = x;
+  for (int i = 0; i < ops; ++i) {
+    switch (i % 5) {
+      case 0: y = y * 0.5; break;
+      case 1: y = y + 0.25; break;
+      case 2: y = y.Tanh(); break;
+      case 3: y = y + x; break;
+      default: y = y - 0.125; break;
+    }
+  }
+  return y;
+}
+
+void BM_TraceOnly(benchmark::State& state) {
+  Setup();
+  const int ops = static_cast<int>(state.range(0));
+  LazyTensor x = LazyTensor::FromTensor(RandomTensor({16, 16}, 1, 1.0f));
+  (void)x.GetIrValue();  // uploaded once, outside the loop
+  for (auto _ : state) {
+    LazyTensor y = TraceChain(x, ops);
+    benchmark::DoNotOptimize(y);
+  }
+  state.counters["per_op"] = benchmark::Counter(static_cast<double>(state.iterations()) * ops,
+                                                benchmark::Counter::kIsRate |
+                                                    benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_TraceOnly)->Arg(100);
+
+// The sync's lookup alone on a recorded 100-op graph: collect the pending
+// roots, post order, parameters and aliasing, the key, the cache probe.
+void BM_SyncLookup(benchmark::State& state) {
+  Setup();
+  const int ops = static_cast<int>(state.range(0));
+  LazyTensor x = LazyTensor::FromTensor(RandomTensor({16, 16}, 1, 1.0f));
+  {
+    LazyTensor warm = TraceChain(x, ops);
+    if (!warm.ToTensor().ok()) {
+      state.SkipWithError("warm-up sync failed");
+      return;
+    }
+  }
+  LazyTensor y = TraceChain(x, ops);
+  std::shared_ptr<LazyTensorData> roots[] = {y.impl()};
+  LazyGraphExecutor& executor = LazyGraphExecutor::Get();
+  for (auto _ : state) {
+    absl::StatusOr<uint64_t> key = executor.GetGraphHash(roots);
+    if (!key.ok() || !executor.CompileCacheContains(*key)) {
+      state.SkipWithError("graph not in the warm cache");
+      return;
+    }
+  }
+  state.counters["per_op"] = benchmark::Counter(static_cast<double>(state.iterations()) * ops,
+                                                benchmark::Counter::kIsRate |
+                                                    benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_SyncLookup)->Arg(100);
+
+double ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+void BM_TraceAndSync(benchmark::State& state) {
+  Setup();
+  const int ops = static_cast<int>(state.range(0));
+  LazyTensor x = LazyTensor::FromTensor(RandomTensor({16, 16}, 1, 1.0f));
+  {
+    LazyTensor warm = TraceChain(x, ops);  // compiles once
+    if (!warm.ToTensor().ok()) {
+      state.SkipWithError("warm-up sync failed");
+      return;
+    }
+  }
+  Metrics& m = GlobalMetrics();
+  const int64_t lookup0 = m.lookup_ns.load(), execute0 = m.execute_ns.load(),
+                compiles0 = m.compiles.load();
+  double trace_ns = 0, trace_cpu_ns = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    const double c0 = ThreadCpuNs();
+    LazyTensor y = TraceChain(x, ops);
+    trace_cpu_ns += ThreadCpuNs() - c0;
+    trace_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    absl::Status s = SyncTensors({y});
+    if (!s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      return;
+    }
+  }
+  const double n = static_cast<double>(state.iterations());
+  const double lookup_ns = static_cast<double>(m.lookup_ns.load() - lookup0);
+  // Wall time (steady clock) except trace_cpu_us_per_op (this thread's CPU
+  // time): on a loaded machine the wall figures include waiting for a core.
+  state.counters["trace_us_per_op"] = trace_ns / n / ops / 1e3;
+  state.counters["trace_cpu_us_per_op"] = trace_cpu_ns / n / ops / 1e3;
+  state.counters["lookup_us_per_op"] = lookup_ns / n / ops / 1e3;
+  state.counters["trace+lookup_us_per_op"] = (trace_ns + lookup_ns) / n / ops / 1e3;
+  state.counters["execute_us"] = static_cast<double>(m.execute_ns.load() - execute0) / n / 1e3;
+  state.counters["compiles"] = static_cast<double>(m.compiles.load() - compiles0);
+}
+BENCHMARK(BM_TraceAndSync)->Arg(100);
+
+// ------------------------------------------------------------- MLP step
+
+constexpr int64_t kIn = 64, kHidden = 32, kOut = 10;
+
+struct Mlp {
+  LazyTensor w1, b1, w2, b2;
+};
+
+Mlp InitialMlp() {
+  return {LazyTensor::FromTensor(RandomTensor({kIn, kHidden}, 1, 0.2f)),
+          LazyTensor::FromTensor(RandomTensor({kHidden}, 2, 0.1f)),
+          LazyTensor::FromTensor(RandomTensor({kHidden, kOut}, 3, 0.2f)),
+          LazyTensor::FromTensor(RandomTensor({kOut}, 4, 0.1f))};
+}
+
+// Forward, MSE loss, backward by hand, SGD (the same step as
+// frontend/lazy/training_loop_test.cc).
+LazyTensor TrainStep(Mlp& p, const LazyTensor& x, const LazyTensor& y) {
+  const int64_t batch = x.sizes()[0];
+  LazyTensor h_pre = Addmm(p.b1, x, p.w1);
+  LazyTensor h = h_pre.Relu();
+  LazyTensor out = Addmm(p.b2, h, p.w2);
+  LazyTensor diff = out - y;
+  LazyTensor loss = diff.Square().Mean();
+  LazyTensor d_out = diff * (2.0 / static_cast<double>(batch * kOut));
+  LazyTensor d_w2 = h.T().Mm(d_out);
+  LazyTensor d_b2 = d_out.Sum({0});
+  LazyTensor d_h = d_out.Mm(p.w2.T());
+  LazyTensor d_h_pre = d_h * h_pre.Gt(0.0).To(DType::kFloat32);
+  LazyTensor d_w1 = x.T().Mm(d_h_pre);
+  LazyTensor d_b1 = d_h_pre.Sum({0});
+  p.w1 = p.w1 - d_w1 * 0.01;
+  p.b1 = p.b1 - d_b1 * 0.01;
+  p.w2 = p.w2 - d_w2 * 0.01;
+  p.b2 = p.b2 - d_b2 * 0.01;
+  return loss;
+}
+
+void BM_MlpStepLazy(benchmark::State& state) {
+  Setup();
+  const int64_t batch = state.range(0);
+  Mlp p = InitialMlp();
+  LazyTensor x = LazyTensor::FromTensor(RandomTensor({batch, kIn}, 5, 1.0f));
+  LazyTensor y = LazyTensor::FromTensor(RandomTensor({batch, kOut}, 6, 1.0f));
+  LazyTensor loss;
+  for (int i = 0; i < 2; ++i) {  // compile + first hit, outside the timing
+    loss = TrainStep(p, x, y);
+    if (!MarkStep().ok()) {
+      state.SkipWithError("warm-up step failed");
+      return;
+    }
+  }
+  const int64_t compiles0 = GlobalMetrics().compiles.load();
+  for (auto _ : state) {
+    loss = TrainStep(p, x, y);
+    absl::Status s = MarkStep();
+    if (!s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      return;
+    }
+  }
+  state.counters["compiles"] = static_cast<double>(GlobalMetrics().compiles.load() - compiles0);
+}
+BENCHMARK(BM_MlpStepLazy)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
+
+void BM_MlpStepEager(benchmark::State& state) {
+  Setup();
+  const int64_t batch = state.range(0);
+  EagerModeScope eager;
+  Mlp p = InitialMlp();
+  LazyTensor x = LazyTensor::FromTensor(RandomTensor({batch, kIn}, 5, 1.0f));
+  LazyTensor y = LazyTensor::FromTensor(RandomTensor({batch, kOut}, 6, 1.0f));
+  for (auto _ : state) {
+    LazyTensor loss = TrainStep(p, x, y);
+    if (!loss.ok()) {
+      state.SkipWithError(loss.status().ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(loss);
+  }
+}
+BENCHMARK(BM_MlpStepEager)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace kiln::lazy
+
+BENCHMARK_MAIN();
