@@ -88,11 +88,15 @@ TEST(CompiledDifferentialTest, ReplayFile) {
   ReplayGraphFile(path);
 }
 
-// Graphs the fuzzer once broke the compiled path with (testdata/compiled_regressions).
+// Graphs that once broke the compiled path, or cover code the generator does
+// not reach (testdata/compiled_regressions).
 TEST(CompiledDifferentialTest, Regressions) {
   SetCacheDir();
   const std::string dir = "testing/testdata/compiled_regressions/";
-  for (const char* name : {"long_kernel_names.txt"}) ReplayGraphFile(dir + name);
+  for (const char* name :
+       {"long_kernel_names.txt", "unsigned_division_by_max.txt", "wide_row_reductions.txt"}) {
+    ReplayGraphFile(dir + name);
+  }
 }
 
 TEST(CompiledDifferentialTest, GeneratorIsDeterministic) {

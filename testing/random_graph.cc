@@ -24,6 +24,7 @@
 #include "runtime/interpreter.h"
 #include "runtime/promotion.h"
 #include "runtime/register_kernels.h"
+#include "runtime/tensor_ops.h"
 #include "support/status.h"
 #include "wrapper/driver/compile_graph.h"
 
@@ -997,6 +998,18 @@ std::vector<Tensor> MakeRandomInputs(Entropy& e, const std::vector<InputSpec>& s
           break;
         case DType::kBool:
           storage.data<bool>()[i] = e.Percent(50);
+          break;
+        case DType::kUInt8:
+        case DType::kUInt16:
+        case DType::kUInt32:
+        case DType::kUInt64:
+          // Replayed graphs use these; the generator does not.
+          (void)runtime::SetInt(storage, i, static_cast<int64_t>(e.Below(11)));
+          break;
+        case DType::kInt8:
+        case DType::kInt16:
+        case DType::kInt32:
+          (void)runtime::SetInt(storage, i, static_cast<int64_t>(e.Below(11)) - 5);
           break;
         default:
           break;

@@ -287,7 +287,8 @@ class WrapperBuilder {
 
   // Device guards come from the device's registered DeviceOpOverrides: a
   // device that needs none (the host) or has registered none gets no
-  // Enter/ExitDeviceContextManagerLine.
+  // Enter/ExitDeviceContextManagerLine. (A multi-index device must register
+  // its overrides: devices/README.md says so.)
   void SwitchDevice(const std::string& device) {
     auto [type, index] = SplitDevice(device);
     auto known = guarded_types_.find(type);

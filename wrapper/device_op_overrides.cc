@@ -60,7 +60,9 @@ std::string DeviceOpOverrides::Synchronize() const {
 }
 
 std::string DeviceOpOverrides::DeviceGuard(int index) const {
-  return absl::StrCat("torch.device(", QuotedType(), ", ", index, ")");
+  // torch.device(...) as a context manager only sets the default device of
+  // new tensors; the device module's `device(i)` makes index i current.
+  return absl::StrCat("torch.get_device_module(", QuotedType(), ").device(", index, ")");
 }
 
 std::string DeviceOpOverrides::EmptyStrided(const std::string& sizes, const std::string& strides,
@@ -73,9 +75,9 @@ std::string DeviceOpOverrides::EmptyStrided(const std::string& sizes, const std:
 std::string DeviceOpOverrides::KernelDefinition(const std::string& name,
                                                 const std::vector<std::string>& arg_types,
                                                 const std::string& body) const {
-  // No PyTorch API compiles an arbitrary device's kernel source: name the
-  // device and keep the source readable.
-  return absl::StrCat(name, " = async_compile.kiln_kernel(", QuotedType(), ", [",
+  // No PyTorch API compiles an arbitrary device's kernel source: keep the
+  // source readable, and fail when the kernel is called, not at import.
+  return absl::StrCat(name, " = kiln_device_kernel(", QuotedType(), ", [",
                       absl::StrJoin(arg_types, ", "), "], ", body, ")");
 }
 

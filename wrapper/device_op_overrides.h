@@ -17,7 +17,7 @@
 //   (empty_strided_<dev>)          EmptyStrided(...)
 //
 // Every method has a device-neutral default written with PyTorch's generic
-// APIs (torch.get_device_module(type), torch.device(type, i),
+// APIs (torch.get_device_module(type) and its device(i),
 // empty_strided(..., device=)), so an unregistered device still prints
 // readable code; GenericDeviceOpOverrides(type) is that default.
 #ifndef KILN_WRAPPER_DEVICE_OP_OVERRIDES_H_

@@ -105,7 +105,7 @@ TEST(DeviceOpOverrides, GenericDefaultsUsePyTorchsDeviceNeutralApis) {
   EXPECT_EQ(xpu.type(), "xpu");
   EXPECT_EQ(xpu.SetDevice(1), "torch.get_device_module('xpu').set_device(1)");
   EXPECT_EQ(xpu.Synchronize(), "torch.get_device_module('xpu').synchronize()");
-  EXPECT_EQ(xpu.DeviceGuard(2), "torch.device('xpu', 2)");
+  EXPECT_EQ(xpu.DeviceGuard(2), "torch.get_device_module('xpu').device(2)");
   EXPECT_TRUE(xpu.GuardPrologue(2).empty());
   EXPECT_TRUE(xpu.NeedsDeviceGuard());
   EXPECT_EQ(xpu.ImportGetRawStreamAs("get_raw_stream"),

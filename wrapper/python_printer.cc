@@ -36,7 +36,7 @@ const absl::flat_hash_set<std::string>& ReservedNames() {
       "repeat", "rand_strided", "print_performance", "benchmark_compiled_module",
       "compiled_module_main", "_print_debugging_tensor_value_info", "print",
       // kiln's helpers (below)
-      "kiln_interpret", "kiln_unsupported", "kiln_load_constant", "kiln_constants_dir",
+      "kiln_interpret", "kiln_unsupported", "kiln_device_kernel", "kiln_load_constant", "kiln_constants_dir",
       "kiln_reduce"};
   return *names;
 }
@@ -562,6 +562,20 @@ class Printer {
     Emit(0, "reinterpret_tensor = torch._C._dynamo.guards._reinterpret_tensor");
     Emit(0, "async_compile = AsyncCompile()");
     Emit(0, "");
+    bool generic_kernels = false;
+    for (const Line& line : program_.lines) {
+      const auto* def = std::get_if<KernelDefinitionLine>(&line);
+      if (def != nullptr) generic_kernels |= !FindDeviceOpOverrides(def->device.substr(0, def->device.find(':'))).ok();
+    }
+    if (generic_kernels) {
+      // DeviceOpOverrides' default KernelDefinition: a device without its
+      // own overrides has no way to run its kernels under PyTorch.
+      Emit(0, "def kiln_device_kernel(device, arg_types, source):");
+      Emit(1, "def run(*args):");
+      Emit(2, "raise NotImplementedError(f'kiln kernels for device {device} do not run under PyTorch')");
+      Emit(1, "return run");
+      Emit(0, "");
+    }
     if (!program_.islands.empty()) {
       // Interpreter islands are kiln IR graphs that kiln's interpreter runs;
       // they have no Python form.

@@ -298,7 +298,7 @@ TEST(PythonPrinterTest, EmptyDeviceBlockGetsPass) {
   p.lines = {EnterDeviceContextManagerLine{"xpu", 1}, ExitDeviceContextManagerLine{}};
   auto text = PrintPythonWrapper(p);
   ASSERT_TRUE(text.ok()) << text.status();
-  EXPECT_THAT(*text, HasSubstr("    with torch.device('xpu', 1):\n        pass\n    return ()\n"));
+  EXPECT_THAT(*text, HasSubstr("    with torch.get_device_module('xpu').device(1):\n        pass\n    return ()\n"));
   EXPECT_THAT(*text, HasSubstr("    args.clear()\n"));
 }
 

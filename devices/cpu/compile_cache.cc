@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -81,6 +82,39 @@ absl::Status MakeDirs(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return absl::InternalError(absl::StrCat("cache directory ", path, " is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+// The cache holds libraries that get dlopen'ed, so nobody else may be able
+// to put files in it: the directory must be ours, not a symlink, and not
+// writable by group or others; each ancestor must be ours or root's and, if
+// writable by others, sticky (/tmp). Otherwise another local user could
+// plant a library whose checksum sidecar matches.
+absl::Status CheckPrivateDirectory(const std::string& path) {
+  std::error_code ec;
+  const std::string absolute = std::filesystem::absolute(path, ec).lexically_normal().string();
+  if (ec) return absl::InternalError(absl::StrCat("cache directory ", path, ": ", ec.message()));
+  const uid_t uid = ::getuid();
+  struct stat st;
+  if (::lstat(absolute.c_str(), &st) != 0) return Errno(absl::StrCat("cannot stat ", absolute));
+  if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cache directory ", absolute, " must be a directory (not a symlink) owned by uid ", uid,
+        " and not writable by group or others; refusing to load code from it (set KILN_CACHE_DIR)"));
+  }
+  std::filesystem::path ancestor = std::filesystem::path(absolute).parent_path();
+  while (true) {
+    if (::stat(ancestor.c_str(), &st) != 0) return Errno(absl::StrCat("cannot stat ", ancestor.string()));
+    const bool owner_ok = st.st_uid == uid || st.st_uid == 0;
+    const bool writable_by_others = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    if (!owner_ok || (writable_by_others && (st.st_mode & S_ISVTX) == 0)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cache directory ", absolute, ": its ancestor ", ancestor.string(),
+          " can be changed by another user; refusing to load code from it (set KILN_CACHE_DIR)"));
+    }
+    if (ancestor == ancestor.root_path() || !ancestor.has_relative_path()) break;
+    ancestor = ancestor.parent_path();
   }
   return absl::OkStatus();
 }
@@ -162,7 +196,9 @@ struct Child {
 absl::StatusOr<Child> StartProcess(const std::vector<std::string>& argv) {
   if (argv.empty()) return absl::InvalidArgumentError("RunProcess: empty argv");
   char log_template[] = "/tmp/kiln-cc-log-XXXXXX";
-  const int log_fd = ::mkstemp(log_template);
+  // Close-on-exec: only the child being spawned may inherit it (as its
+  // stdout/stderr through dup2), not other compilers started meanwhile.
+  const int log_fd = ::mkostemp(log_template, O_CLOEXEC);
   if (log_fd < 0) return Errno("cannot create a log file");
   ::unlink(log_template);
   posix_spawn_file_actions_t actions;
@@ -308,6 +344,8 @@ absl::StatusOr<CacheEntry> CompileCache::GetOrCompile(const std::vector<std::str
     return e;
   };
   ASSIGN_OR_RETURN(std::string key, Key(units));
+  RETURN_IF_ERROR(MakeDirs(directory_));
+  RETURN_IF_ERROR(CheckPrivateDirectory(directory_));
   CacheEntry entry;
   entry.key = key;
   entry.library_path = PathFor(key, ".so");
@@ -315,7 +353,6 @@ absl::StatusOr<CacheEntry> CompileCache::GetOrCompile(const std::vector<std::str
     entry.hit = true;
     return finish(entry);
   }
-  RETURN_IF_ERROR(MakeDirs(directory_));
   FileLock lock(PathFor(key, ".lock"));
   // Another thread or process may have built it while we waited.
   if (Validate(key).ok()) {

@@ -47,6 +47,29 @@ int CallValue(const std::string& path) {
   return v;
 }
 
+// A cache directory another user could write to is never loaded from.
+TEST(CompileCache, RefusesDirectoriesOthersCanWrite) {
+  const std::string dir = FreshDir("shared_dir");
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
+  CompileCache shared(dir, FastConfig());
+  absl::StatusOr<CacheEntry> r = shared.GetOrCompile(Source(1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+
+  ASSERT_EQ(::chmod(dir.c_str(), 0700), 0);
+  const std::string link = dir + "_link";
+  std::filesystem::create_directory_symlink(dir, link);
+  CompileCache via_link(link, FastConfig());
+  EXPECT_FALSE(via_link.GetOrCompile(Source(1)).ok());
+
+  const std::string parent = std::filesystem::path(dir).parent_path().string();
+  ASSERT_EQ(::chmod(parent.c_str(), 0777), 0);  // writable, not sticky
+  EXPECT_FALSE(shared.GetOrCompile(Source(1)).ok());
+  ASSERT_EQ(::chmod(parent.c_str(), 0700), 0);
+  EXPECT_TRUE(shared.GetOrCompile(Source(1)).ok());
+}
+
 TEST(CompileCache, MissThenHit) {
   CompileCache cache(FreshDir("miss_hit"), FastConfig());
   auto first = cache.GetOrCompile(Source(41));

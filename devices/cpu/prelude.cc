@@ -100,20 +100,21 @@ template <typename T> struct kiln_limits {
 template <typename T> KILN_INLINE T kiln_max(T a, T b) { return (a > b || a != a) ? a : b; }
 template <typename T> KILN_INLINE T kiln_min(T a, T b) { return (a < b || a != a) ? a : b; }
 // Python-style floor division and remainder; integer division by zero
-// gives 0 and INT_MIN / -1 wraps instead of trapping.
+// gives 0 and INT_MIN / -1 wraps instead of trapping (signed types only:
+// for unsigned T, T(-1) is the largest value, an ordinary divisor).
 template <typename T> KILN_INLINE T kiln_idiv(T a, T b) {
   if (b == 0) return 0;
-  if (b == -1) return static_cast<T>(0 - static_cast<uint64_t>(a));
+  if (T(0) > T(-1) && b == T(-1)) return static_cast<T>(0 - static_cast<uint64_t>(a));
   return a / b;
 }
 template <typename T> KILN_INLINE T kiln_ifloordiv(T a, T b) {
   if (b == 0) return 0;
-  if (b == -1) return static_cast<T>(0 - static_cast<uint64_t>(a));
+  if (T(0) > T(-1) && b == T(-1)) return static_cast<T>(0 - static_cast<uint64_t>(a));
   T q = a / b;
   return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 template <typename T> KILN_INLINE T kiln_imod(T a, T b) {
-  if (b == 0 || b == -1) return 0;
+  if (b == 0 || (T(0) > T(-1) && b == T(-1))) return 0;
   T r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
