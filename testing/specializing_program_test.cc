@@ -60,6 +60,8 @@ TEST(SpecializingProgramTest, CompilesOncePerInputSignature) {
   }
   EXPECT_EQ(p.num_compiles(), 3);  // declared [2, 3], then [4, 5] and [7]
   EXPECT_FALSE(p.Run({}).ok());   // wrong arity is an error, not a compile
+  EXPECT_FALSE(p.RunValues({ir::IValue::Int(3)}).ok());  // so is a non-tensor
+  EXPECT_EQ(p.num_compiles(), 3);
 }
 
 TEST(SpecializingProgramTest, EvictsTheLeastRecentlyUsedVersion) {

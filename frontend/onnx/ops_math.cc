@@ -418,6 +418,7 @@ absl::Status ConvertCast(ConvertContext& c) {
   ASSIGN_OR_RETURN(Value * x, c.RequiredInput(0));
   ASSIGN_OR_RETURN(int64_t to, c.RequiredAttrInt("to"));
   if (to == kOnnxString) return EmitCast(c, x, std::nullopt);
+  if (to < 0 || to > INT32_MAX) return c.Unsupported(absl::StrCat("Cast to type ", to));
   absl::StatusOr<DType> dt = DTypeFromOnnx(static_cast<int32_t>(to));
   if (!dt.ok()) return c.Unsupported(dt.status().message());
   return EmitCast(c, x, *dt);

@@ -93,19 +93,39 @@ absl::StatusOr<SpecializingProgram::Version> SpecializingProgram::Compile(
   return v;
 }
 
-absl::StatusOr<std::shared_ptr<CompiledProgram>> SpecializingProgram::Select(const std::vector<ir::IValue>& inputs) {
+absl::StatusOr<std::shared_ptr<CompiledProgram>> SpecializingProgram::Select(
+    const std::vector<ir::IValue>& inputs) {
   if (inputs.size() != graph_->inputs().size()) {
     return absl::InvalidArgumentError(absl::StrCat("the graph takes ", graph_->inputs().size(),
                                                    " inputs, got ", inputs.size()));
   }
+  // A value that is not a tensor where the graph takes one fails in every
+  // version: say so instead of compiling another.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (graph_->inputs()[i]->type()->is_tensor() && !inputs[i].isTensor()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input ", i, " must be a tensor (the graph declares one)"));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = versions_.begin(); it != versions_.end(); ++it) {
+      if (!Passes(it->guards, inputs)) continue;
+      versions_.splice(versions_.begin(), versions_, it);
+      return versions_.front().program;
+    }
+  }
+  // Compile without holding the lock, so calls served by existing versions
+  // do not wait for the C++ compiler. Two threads may compile the same
+  // signature at once; the second result is dropped.
+  ASSIGN_OR_RETURN(Version v, Compile(&inputs, nullptr));
   std::lock_guard<std::mutex> lock(mu_);
+  ++compiles_;
   for (auto it = versions_.begin(); it != versions_.end(); ++it) {
     if (!Passes(it->guards, inputs)) continue;
     versions_.splice(versions_.begin(), versions_, it);
     return versions_.front().program;
   }
-  ASSIGN_OR_RETURN(Version v, Compile(&inputs, nullptr));
-  ++compiles_;
   versions_.push_front(std::move(v));
   if (static_cast<int>(versions_.size()) > max_versions_) versions_.pop_back();
   return versions_.front().program;
