@@ -10,9 +10,8 @@
 #include "absl/strings/str_join.h"
 
 namespace kiln::devices {
-namespace {
 
-bool IsValidType(absl::string_view type) {
+bool IsValidDeviceType(absl::string_view type) {
   if (type.empty() || type.size() > 64) return false;
   if (!absl::ascii_islower(static_cast<unsigned char>(type[0]))) return false;
   for (char c : type) {
@@ -21,8 +20,6 @@ bool IsValidType(absl::string_view type) {
   }
   return true;
 }
-
-}  // namespace
 
 absl::StatusOr<DeviceName> ParseDeviceName(absl::string_view name) {
   DeviceName out;
@@ -43,7 +40,7 @@ absl::StatusOr<DeviceName> ParseDeviceName(absl::string_view name) {
     }
     out.index = value;
   }
-  if (!IsValidType(type)) {
+  if (!IsValidDeviceType(type)) {
     return absl::InvalidArgumentError(
         absl::StrCat("device name '", absl::CHexEscape(name),
                      "': the type must be a lowercase identifier ([a-z][a-z0-9_]*)"));
@@ -60,7 +57,7 @@ DeviceRegistry& DeviceRegistry::Global() {
 absl::Status DeviceRegistry::Register(std::unique_ptr<DeviceInterface> device) {
   if (device == nullptr) return absl::InvalidArgumentError("Register: null device");
   const std::string type = device->type();
-  if (!IsValidType(type)) {
+  if (!IsValidDeviceType(type)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Register: device type '", absl::CHexEscape(type), "' is not a lowercase identifier"));
   }
@@ -78,13 +75,19 @@ absl::Status DeviceRegistry::RegisterIfAbsent(std::unique_ptr<DeviceInterface> d
   return s;
 }
 
-std::string DeviceRegistry::NamesLocked() const {
+std::vector<std::string> DeviceRegistry::NamesLocked() const {
   std::vector<std::string> names;
   for (const auto& [type, device] : devices_) {
     names.push_back(type);
     const int count = device->device_count();
     for (int i = 0; i < count; ++i) names.push_back(absl::StrCat(type, ":", i));
   }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string DeviceRegistry::NamesForError() const {
+  std::vector<std::string> names = NamesLocked();
   return names.empty() ? "(none)" : absl::StrJoin(names, ", ");
 }
 
@@ -93,18 +96,18 @@ absl::StatusOr<DeviceRef> DeviceRegistry::Find(absl::string_view name) const {
   absl::ReaderMutexLock lock(&mu_);
   if (!parsed.ok()) {
     return absl::NotFoundError(
-        absl::StrCat(parsed.status().message(), "; registered: ", NamesLocked()));
+        absl::StrCat(parsed.status().message(), "; registered: ", NamesForError()));
   }
   auto it = devices_.find(parsed->type);
   if (it == devices_.end()) {
     return absl::NotFoundError(absl::StrCat("no device '", parsed->type,
-                                            "' is registered; registered: ", NamesLocked()));
+                                            "' is registered; registered: ", NamesForError()));
   }
   const int count = it->second->device_count();
   if (parsed->index >= count) {
     return absl::NotFoundError(absl::StrCat("device '", name, "': index ", parsed->index,
                                             " is past the device count ", count,
-                                            "; registered: ", NamesLocked()));
+                                            "; registered: ", NamesForError()));
   }
   return DeviceRef{it->second.get(), parsed->index};
 }
@@ -115,15 +118,8 @@ bool DeviceRegistry::Contains(absl::string_view type) const {
 }
 
 std::vector<std::string> DeviceRegistry::Names() const {
-  std::vector<std::string> names;
   absl::ReaderMutexLock lock(&mu_);
-  for (const auto& [type, device] : devices_) {
-    names.push_back(type);
-    const int count = device->device_count();
-    for (int i = 0; i < count; ++i) names.push_back(absl::StrCat(type, ":", i));
-  }
-  std::sort(names.begin(), names.end());
-  return names;
+  return NamesLocked();
 }
 
 }  // namespace kiln::devices

@@ -29,6 +29,9 @@ struct DeviceRef {
   int index = 0;
 };
 
+// A device type: a lowercase identifier ([a-z][a-z0-9_]*, at most 64).
+bool IsValidDeviceType(absl::string_view type);
+
 // A parsed device name.
 struct DeviceName {
   std::string type;
@@ -60,7 +63,9 @@ class DeviceRegistry {
   std::vector<std::string> Names() const;
 
  private:
-  std::string NamesLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  std::vector<std::string> NamesLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // NamesLocked, joined for an error message ("(none)" when empty).
+  std::string NamesForError() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<DeviceInterface>> devices_ ABSL_GUARDED_BY(mu_);

@@ -4,23 +4,13 @@
 #include <mutex>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "devices/device_registry.h"
 
 namespace kiln::wrapper {
 namespace {
-
-bool IsDeviceType(absl::string_view type) {
-  if (type.empty() || type.size() > 64) return false;
-  if (!absl::ascii_islower(static_cast<unsigned char>(type[0]))) return false;
-  for (char c : type) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (!absl::ascii_islower(u) && !absl::ascii_isdigit(u) && c != '_') return false;
-  }
-  return true;
-}
 
 // "cuda:1" -> "cuda".
 absl::string_view TypeOf(absl::string_view device) {
@@ -41,7 +31,7 @@ Registry& GetRegistry() {
 // The generic overrides of a name that is not a device type print a
 // placeholder type instead of the raw text.
 std::string SafeType(absl::string_view type) {
-  return IsDeviceType(type) ? std::string(type) : "unknown_device";
+  return devices::IsValidDeviceType(type) ? std::string(type) : "unknown_device";
 }
 
 }  // namespace
@@ -89,7 +79,7 @@ std::string DeviceOpOverrides::KernelLaunch(const std::string& name,
 absl::Status RegisterDeviceOpOverrides(std::unique_ptr<DeviceOpOverrides> overrides) {
   if (overrides == nullptr) return absl::InvalidArgumentError("RegisterDeviceOpOverrides: null");
   const std::string type = overrides->type();
-  if (!IsDeviceType(type)) {
+  if (!devices::IsValidDeviceType(type)) {
     return absl::InvalidArgumentError(absl::StrCat("RegisterDeviceOpOverrides: device type '",
                                                    absl::CHexEscape(type),
                                                    "' is not a lowercase identifier"));
