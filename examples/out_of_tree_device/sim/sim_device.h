@@ -3,8 +3,12 @@
 // own memory (a counting allocator over host memory, 1 GiB each) and its
 // own streams. Unlike the CPU, its streams are asynchronous: work queued on
 // a stream (kernel launches, copies, event records) runs only when the
-// stream is synchronized, or when something waits on it, so the stream and
-// event semantics are observable (Query is false while work is queued).
+// stream is synchronized, when something waits on it, or one item per
+// Query() while it is polled, so the stream and event semantics are
+// observable (Query is false while work is queued) and a polling loop ends.
+// A stream's work runs on one thread at a time, in queue order, whichever
+// threads synchronize it; events and waits keep the stream's queue alive, so
+// they stay usable after the stream is destroyed.
 #ifndef KILN_SIM_SIM_DEVICE_H_
 #define KILN_SIM_SIM_DEVICE_H_
 
@@ -26,13 +30,18 @@ using StreamWork = std::function<absl::Status()>;
 
 class SimStream : public kiln::devices::Stream {
  public:
-  // Queues `work`; it runs in order when the stream is synchronized.
+  // Queues `work`; it runs in order when the stream is synchronized. Work
+  // may wait on other streams but must not synchronize its own.
   virtual void Enqueue(StreamWork work) = 0;
-  // Runs queued work up to and including item `sequence` (1-based count of
-  // items ever queued); the first failure is kept and returned from then on.
+  // Blocks until queued work up to and including item `sequence` (1-based
+  // count of items ever queued) is done, running it on the calling thread
+  // unless another thread is running this stream's work already; the first
+  // failure is kept and returned from then on (later items never run).
   virtual absl::Status RunUntil(int64_t sequence) = 0;
-  virtual int64_t queued() const = 0;     // items ever queued
-  virtual int64_t completed() const = 0;  // items run
+  virtual int64_t queued() const = 0;  // items ever queued
+  // Items done. Items finish in queue order, so item k is done exactly when
+  // completed() >= k.
+  virtual int64_t completed() const = 0;
 };
 
 class SimDevice : public kiln::devices::DeviceInterface {
