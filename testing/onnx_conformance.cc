@@ -246,8 +246,8 @@ absl::Status EnsureKernels() {
 // for the CPU (its inputs and outputs are tensors).
 class Executor {
  public:
-  static absl::StatusOr<std::unique_ptr<Executor>> Create(ir::Graph& graph,
-                                                          const std::string& backend) {
+  static absl::StatusOr<std::unique_ptr<Executor>> Create(ir::Graph& graph, const std::string& backend,
+                                                          const std::string& device) {
     auto e = std::unique_ptr<Executor>(new Executor());
     if (backend == "interpreter") {
       e->interp_ = std::make_unique<runtime::Interpreter>(graph);
@@ -257,7 +257,9 @@ class Executor {
       // (castlike_*'s `like` input): those calls compile a specialised
       // version, as torch.compile recompiles on a guard failure.
       wrapper::CompiledGraph compiled;
-      ASSIGN_OR_RETURN(e->compiled_, wrapper::SpecializingProgram::Create(graph, {}, 4, &compiled));
+      wrapper::CompileOptions compile_options;
+      compile_options.device = device;
+      ASSIGN_OR_RETURN(e->compiled_, wrapper::SpecializingProgram::Create(graph, compile_options, 4, &compiled));
       e->islands_ = compiled.num_islands;
       e->island_nodes_ = compiled.num_island_nodes;
       e->whole_graph_island_ = compiled.whole_graph_interpreted;
@@ -294,7 +296,7 @@ absl::Status RunTest(const fs::path& dir, const ConformanceOptions& options, boo
     ASSIGN_OR_RETURN(bool changed, pipeline->Run(*graph));
     (void)changed;
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(*graph, options.backend));
+  ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(*graph, options.backend, options.device));
   result->islands = executor->islands_;
   result->island_nodes = executor->island_nodes_;
   result->whole_graph_island = executor->whole_graph_island_;

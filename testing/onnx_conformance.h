@@ -26,6 +26,9 @@ struct ConformanceOptions {
   // "interpreter", or "compiled" (lowering, fusion, Wrapper IR, the CPU
   // backend's generated C++).
   std::string backend = "interpreter";
+  // The compiled backend's device: a registered codegen ("cpu"; "cuda" where
+  // the binary registered it, e.g. `kiln conformance --device=cuda`).
+  std::string device = "cpu";
   // Pass pipeline (preset or pipeline string) run before execution.
   std::string pipeline = "-O2";
   double rtol = 1e-3;

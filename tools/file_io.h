@@ -15,13 +15,14 @@ namespace kiln::tools {
 // BUILD_WORKING_DIRECTORY. Absolute paths and "-" are returned unchanged.
 std::string ResolveUserPath(absl::string_view path);
 
-// The whole file ("-" reads stdin). Errors name the path as given and the
+// The whole file ("-" reads stdin). Errors name the path and the
 // reason ("no such file or directory", "is a directory", ...).
 absl::StatusOr<std::string> ReadFileToString(absl::string_view path);
 
 // Writes `contents` to a temporary file next to `path` and renames it over
 // `path`, so readers never see a half-written file and a failed write leaves
-// the old file alone. "-" writes to stdout.
+// the old file alone. "-" writes to stdout. (support/atomic_file.h with the
+// user's path resolved.)
 absl::Status WriteFileAtomically(absl::string_view path, absl::string_view contents);
 
 }  // namespace kiln::tools

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "devices/cuda/cuda_backend.h"
 #include "support/allocator.h"
 #include "tools/cli.h"
 #include "tools/commands/compile.h"
@@ -17,6 +18,10 @@
 
 int main(int argc, char** argv) {
   kiln::KeepFreedMemoryInProcess();
+  // Devices beyond the CPU are linked and registered here, in the binary's
+  // main, never in core code. CUDA registers also without a GPU (it then
+  // reports no devices, and compiling for it says why).
+  (void)kiln::devices::cuda::RegisterCudaBackend();
   using namespace kiln::tools;  // NOLINT(build/namespaces): the table reads better.
   const Command commands[] = {
       ParseCommand(),  PrintCommand(),  VerifyCommand(),      ConvertCommand(),

@@ -565,7 +565,9 @@ class Printer {
     bool generic_kernels = false;
     for (const Line& line : program_.lines) {
       const auto* def = std::get_if<KernelDefinitionLine>(&line);
-      if (def != nullptr) generic_kernels |= !FindDeviceOpOverrides(def->device.substr(0, def->device.find(':'))).ok();
+      if (def == nullptr) continue;
+      const std::string probe = Ops(def->device).KernelDefinition(def->kernel_name, {}, "''");
+      generic_kernels |= probe.find("kiln_device_kernel(") != std::string::npos;
     }
     if (generic_kernels) {
       // DeviceOpOverrides' default KernelDefinition: a device without its

@@ -2,31 +2,23 @@
 
 #include <fcntl.h>
 #include <spawn.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
-#include <thread>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
-#include "support/hash.h"
+#include "support/atomic_file.h"
 #include "support/status.h"
 
 extern char** environ;
@@ -36,54 +28,17 @@ namespace {
 
 constexpr char kSidecarMagic[] = "kiln-cpu-cache-v1";
 
-std::string Hash128(const void* data, size_t n) {
-  return absl::StrFormat("%016x%016x", HashBytes(data, n, 0x6b696c6e), HashBytes(data, n, 0x63707531));
-}
+// Keys and sidecar checksums; the seed keeps them apart from other caches'.
+constexpr uint64_t kHashSeed = 0x63707531;
+
+std::string Hash128(const void* data, size_t n) { return Hash128Hex(data, n, kHashSeed); }
+
+// Cache files are private to the user and on disk before a rename
+// publishes them.
+constexpr FileWriteOptions kEntryFile{0600, true};
 
 absl::Status Errno(const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-absl::Status WriteFile(const std::string& path, const std::string& data) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Errno(absl::StrCat("cannot create ", path));
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      return Errno(absl::StrCat("cannot write ", path));
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::fsync(fd);
-  if (::close(fd) != 0) return Errno(absl::StrCat("cannot close ", path));
-  return absl::OkStatus();
-}
-
-absl::Status MakeDirs(const std::string& path) {
-  std::string partial;
-  for (absl::string_view part : absl::StrSplit(path, '/')) {
-    absl::StrAppend(&partial, part, "/");
-    if (part.empty()) continue;
-    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Errno(absl::StrCat("cannot create directory ", partial));
-    }
-  }
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return absl::InternalError(absl::StrCat("cache directory ", path, " is not a directory"));
-  }
-  return absl::OkStatus();
 }
 
 // The cache holds libraries that get dlopen'ed, so nobody else may be able
@@ -151,37 +106,6 @@ const std::string& CpuIdentity() {
   }();
   return *id;
 }
-
-std::string TempSuffix() {
-  static std::atomic<uint64_t> counter{0};
-  return absl::StrCat(".tmp.", ::getpid(), ".",
-                      std::hash<std::thread::id>()(std::this_thread::get_id()) % 1000000, ".",
-                      counter.fetch_add(1));
-}
-
-// Holds an exclusive flock for its lifetime (best effort: without a lock
-// file, concurrent compiles still end with a valid entry via the renames).
-class FileLock {
- public:
-  explicit FileLock(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ >= 0) {
-      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-      }
-    }
-  }
-  ~FileLock() {
-    if (fd_ >= 0) {
-      ::flock(fd_, LOCK_UN);
-      ::close(fd_);
-    }
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 }  // namespace
 
@@ -318,18 +242,8 @@ absl::StatusOr<std::string> CompileCache::Key(const std::vector<std::string>& un
 absl::Status CompileCache::Validate(const std::string& key) const {
   ASSIGN_OR_RETURN(std::string sidecar, ReadFile(PathFor(key, ".sum")));
   ASSIGN_OR_RETURN(std::string library, ReadFile(PathFor(key, ".so")));
-  std::vector<std::string> fields = absl::StrSplit(absl::StripTrailingAsciiWhitespace(sidecar), ' ');
-  uint64_t size = 0;
-  if (fields.size() != 3 || fields[0] != kSidecarMagic || !absl::SimpleAtoi(fields[1], &size)) {
-    return absl::DataLossError(absl::StrCat("cache entry ", key, ": malformed checksum sidecar"));
-  }
-  if (size != library.size() || library.size() < 4 || library.compare(0, 4, "\x7f" "ELF") != 0) {
-    return absl::DataLossError(absl::StrCat("cache entry ", key, ": library size ", library.size(),
-                                            " does not match the sidecar's ", size));
-  }
-  if (Hash128(library.data(), library.size()) != fields[2]) {
-    return absl::DataLossError(absl::StrCat("cache entry ", key, ": library checksum mismatch"));
-  }
+  const absl::Status valid = CheckChecksumSidecar(sidecar, kSidecarMagic, library, kHashSeed, "\x7f" "ELF");
+  if (!valid.ok()) return absl::DataLossError(absl::StrCat("cache entry ", key, ": ", valid.message()));
   return absl::OkStatus();
 }
 
@@ -344,7 +258,7 @@ absl::StatusOr<CacheEntry> CompileCache::GetOrCompile(const std::vector<std::str
     return e;
   };
   ASSIGN_OR_RETURN(std::string key, Key(units));
-  RETURN_IF_ERROR(MakeDirs(directory_));
+  RETURN_IF_ERROR(MakeDirectories(directory_));
   RETURN_IF_ERROR(CheckPrivateDirectory(directory_));
   CacheEntry entry;
   entry.key = key;
@@ -353,7 +267,7 @@ absl::StatusOr<CacheEntry> CompileCache::GetOrCompile(const std::vector<std::str
     entry.hit = true;
     return finish(entry);
   }
-  FileLock lock(PathFor(key, ".lock"));
+  ExclusiveFileLock lock(PathFor(key, ".lock"));
   // Another thread or process may have built it while we waited.
   if (Validate(key).ok()) {
     entry.hit = true;
@@ -365,7 +279,7 @@ absl::StatusOr<CacheEntry> CompileCache::GetOrCompile(const std::vector<std::str
 
 absl::StatusOr<CacheEntry> CompileCache::CompileLocked(const std::string& key,
                                                        const std::vector<std::string>& units) {
-  const std::string tmp = PathFor(key, TempSuffix().c_str());
+  const std::string tmp = PathFor(key, UniqueTempSuffix().c_str());
   const std::string tmp_so = tmp + ".so", tmp_sum = tmp + ".sum";
   const bool multi = units.size() > 1;
   std::vector<std::string> tmp_cc, tmp_o;
@@ -380,7 +294,7 @@ absl::StatusOr<CacheEntry> CompileCache::CompileLocked(const std::string& key,
     ::unlink(tmp_sum.c_str());
   };
   absl::Status s = absl::OkStatus();
-  for (size_t i = 0; s.ok() && i < units.size(); ++i) s = WriteFile(tmp_cc[i], units[i]);
+  for (size_t i = 0; s.ok() && i < units.size(); ++i) s = WriteFile(tmp_cc[i], units[i], kEntryFile);
   if (!s.ok()) {
     cleanup();
     return s;
@@ -430,8 +344,7 @@ absl::StatusOr<CacheEntry> CompileCache::CompileLocked(const std::string& key,
     cleanup();
     return library.status();
   }
-  s = WriteFile(tmp_sum, absl::StrCat(kSidecarMagic, " ", library->size(), " ",
-                                      Hash128(library->data(), library->size()), "\n"));
+  s = WriteFile(tmp_sum, ChecksumSidecar(kSidecarMagic, *library, kHashSeed), kEntryFile);
   if (s.ok() && ::rename(tmp_so.c_str(), PathFor(key, ".so").c_str()) != 0) s = Errno("rename library");
   if (s.ok() && ::rename(tmp_sum.c_str(), PathFor(key, ".sum").c_str()) != 0) s = Errno("rename sidecar");
   // The sources stay beside the entry for people reading generated code:

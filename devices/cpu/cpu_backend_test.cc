@@ -13,16 +13,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "devices/cpu/cpu_program.h"
-#include "devices/cpu/test_graphs.h"
 #include "devices/device_registry.h"
 #include "gtest/gtest.h"
+#include "lowering/test_graphs.h"
 #include "support/tensor.h"
 #include "wrapper/codegen.h"
 
 namespace kiln::devices::cpu {
 namespace {
 
-using namespace testing;  // NOLINT
+using namespace lowering::testing;  // NOLINT
 using lowering::Buffer;
 using lowering::BufferKind;
 using lowering::ExternArg;

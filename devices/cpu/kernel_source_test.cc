@@ -3,13 +3,13 @@
 
 #include "devices/cpu/identifiers.h"
 #include "devices/cpu/kernel_codegen.h"
-#include "devices/cpu/test_graphs.h"
 #include "gtest/gtest.h"
+#include "lowering/test_graphs.h"
 
 namespace kiln::devices::cpu {
 namespace {
 
-using namespace testing;  // NOLINT
+using namespace lowering::testing;  // NOLINT
 using lowering::Buffer;
 using lowering::BufferKind;
 using lowering::FusedKernel;

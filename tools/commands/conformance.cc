@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "testing/onnx_conformance.h"
 #include "tools/file_io.h"
@@ -12,6 +13,9 @@ ABSL_FLAG(std::string, filter, "", "Regex: run only the tests whose name matches
 ABSL_FLAG(std::string, backend, "interpreter", "Execution backend: interpreter or compiled");
 ABSL_FLAG(std::string, report, "", "Write the per-test report (PASS/FAIL with reasons) here");
 ABSL_FLAG(std::string, pipeline, "-O2", "Passes run before execution (preset or pipeline)");
+// Shared with `kiln compile` (defined in compile.cc): the compiled backend's
+// device, a registered codegen (cpu; cuda where the binary registered it).
+ABSL_DECLARE_FLAG(std::string, device);
 
 namespace kiln::tools {
 namespace {
@@ -24,6 +28,7 @@ int RunConformanceCommand(const std::vector<std::string>& args) {
   options.filter = absl::GetFlag(FLAGS_filter);
   options.backend = absl::GetFlag(FLAGS_backend);
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
+  options.device = absl::GetFlag(FLAGS_device);
   absl::StatusOr<testing::ConformanceSummary> summary = testing::RunConformance(options);
   if (!summary.ok()) return ReportError(summary.status());
   const std::string report = summary->Report();
@@ -45,12 +50,12 @@ Command ConformanceCommand() {
   Command command;
   command.name = "conformance";
   command.summary = "Run ONNX backend tests: import, -O2, execute, compare.";
-  command.usage = "--root DIR [--filter REGEX] [--backend interpreter|compiled] [--report FILE]";
+  command.usage = "--root DIR [--filter REGEX] [--backend interpreter|compiled] [--device cpu|cuda] [--report FILE]";
   command.details =
       "Compares every output with rtol 1e-3, atol 1e-7 (ONNX's runner's tolerance).\n"
       "Prints each failure with its reason and 'N passed, M failed'; exits 1 when\n"
       "any test fails. Random-output tests are checked by shape, dtype and range.";
-  command.flags = {"root", "filter", "backend", "report", "pipeline"};
+  command.flags = {"root", "filter", "backend", "device", "report", "pipeline"};
   command.run = RunConformanceCommand;
   return command;
 }

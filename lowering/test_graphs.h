@@ -1,17 +1,21 @@
-// Expression builders for hand-written loop IR in tests (the lowering
-// package's builders live in its .cc, which the backend does not link).
-#ifndef KILN_DEVICES_CPU_TEST_GRAPHS_H_
-#define KILN_DEVICES_CPU_TEST_GRAPHS_H_
+// Builders for hand-written loop IR in tests (expressions and contiguous
+// layouts), shared by the device implementations' tests. The lowering's own
+// builders live in its .cc files, which device tests need not link.
+#ifndef KILN_LOWERING_TEST_GRAPHS_H_
+#define KILN_LOWERING_TEST_GRAPHS_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "lowering/loop_ir.h"
+#include "support/dtype.h"
 
-namespace kiln::devices::cpu::testing {
+namespace kiln::lowering::testing {
 
+// Tests bring these in with `using namespace lowering::testing`.
 using lowering::Expr;
 using lowering::ExprOp;
 using lowering::ExprPtr;
@@ -65,8 +69,8 @@ inline ExprPtr Flat2(int first, int64_t cols) {
   return Bin(ExprOp::kAdd, Bin(ExprOp::kMul, V(first), I(cols)), V(first + 1));
 }
 
-inline lowering::Layout Contig(std::vector<int64_t> sizes, DType dtype = DType::kFloat32) {
-  lowering::Layout l;
+inline Layout Contig(std::vector<int64_t> sizes, DType dtype = DType::kFloat32) {
+  Layout l;
   l.dtype = dtype;
   l.sizes = sizes;
   l.strides.assign(sizes.size(), 1);
@@ -74,6 +78,6 @@ inline lowering::Layout Contig(std::vector<int64_t> sizes, DType dtype = DType::
   return l;
 }
 
-}  // namespace kiln::devices::cpu::testing
+}  // namespace kiln::lowering::testing
 
-#endif  // KILN_DEVICES_CPU_TEST_GRAPHS_H_
+#endif  // KILN_LOWERING_TEST_GRAPHS_H_

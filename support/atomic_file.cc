@@ -1,0 +1,175 @@
+#include "support/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "support/hash.h"
+
+namespace kiln {
+namespace {
+
+absl::Status ErrnoError(absl::string_view path, absl::string_view what, int error) {
+  const std::string message = absl::StrCat(path, ": ", what, what.empty() ? "" : ": ", std::strerror(error));
+  if (error == ENOENT) return absl::NotFoundError(message);
+  if (error == EACCES || error == EPERM) return absl::PermissionDeniedError(message);
+  return absl::UnavailableError(message);
+}
+
+// Writes into a file opened with `flags` plus write-only, create and close
+// on exec; errors name `name` (the file the caller asked for).
+absl::Status WriteWithFlags(const std::string& path, absl::string_view name, absl::string_view contents,
+                            const FileWriteOptions& options, int flags, absl::string_view create_error) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | flags, options.permissions);
+  if (fd < 0) return ErrnoError(name, create_error, errno);
+  absl::Status status = WriteAllTo(fd, name, contents);
+  if (status.ok() && options.sync && ::fsync(fd) != 0) status = ErrnoError(name, "fsync failed", errno);
+  if (::close(fd) != 0 && status.ok()) status = ErrnoError(name, "write failed", errno);
+  return status;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadAllFrom(int fd, absl::string_view name) {
+  std::string out;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    out.reserve(static_cast<size_t>(st.st_size));
+  }
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n == 0) return out;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(name, "", errno);
+    }
+    out.append(buffer, static_cast<size_t>(n));
+  }
+}
+
+absl::Status WriteAllTo(int fd, absl::string_view name, absl::string_view contents) {
+  while (!contents.empty()) {
+    const ssize_t n = ::write(fd, contents.data(), contents.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(name, "write failed", errno);
+    }
+    contents.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(absl::string_view path) {
+  const std::string p(path);
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(path, "", errno);
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return ErrnoError(path, "", EISDIR);
+  }
+  absl::StatusOr<std::string> contents = ReadAllFrom(fd, path);
+  ::close(fd);
+  return contents;
+}
+
+absl::Status WriteFile(absl::string_view path, absl::string_view contents, const FileWriteOptions& options) {
+  return WriteWithFlags(std::string(path), path, contents, options, O_TRUNC, "cannot create");
+}
+
+absl::Status WriteFileAtomically(absl::string_view path, absl::string_view contents,
+                                 const FileWriteOptions& options) {
+  // A fresh name per call (O_EXCL): concurrent writers never share a
+  // temporary, and open() applies the umask itself (no process-wide umask
+  // juggling, which would race with other threads).
+  const std::string target(path);
+  const std::string temp = absl::StrCat(target, UniqueTempSuffix());
+  absl::Status status =
+      WriteWithFlags(temp, path, contents, options, O_EXCL, "cannot create a temporary file next to it");
+  if (status.ok() && ::rename(temp.c_str(), target.c_str()) != 0) {
+    status = ErrnoError(path, "cannot replace it", errno);
+  }
+  if (!status.ok()) ::unlink(temp.c_str());
+  return status;
+}
+
+std::string UniqueTempSuffix() {
+  static std::atomic<uint64_t> counter{0};
+  return absl::StrCat(".tmp.", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()) % 1000000,
+                      ".", counter.fetch_add(1));
+}
+
+absl::Status MakeDirectories(absl::string_view path, int permissions) {
+  std::string partial;
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    absl::StrAppend(&partial, part, "/");
+    if (part.empty()) continue;
+    if (::mkdir(partial.c_str(), static_cast<mode_t>(permissions)) != 0 && errno != EEXIST) {
+      return ErrnoError(partial, "cannot create directory", errno);
+    }
+  }
+  struct stat st;
+  const std::string p(path);
+  if (::stat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+ExclusiveFileLock::ExclusiveFileLock(const std::string& path) {
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ >= 0) {
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+}
+
+ExclusiveFileLock::~ExclusiveFileLock() {
+  if (fd_ >= 0) {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+}
+
+std::string Hash128Hex(const void* data, size_t size, uint64_t seed) {
+  return absl::StrFormat("%016x%016x", HashBytes(data, size, 0x6b696c6e), HashBytes(data, size, seed));
+}
+
+std::string ChecksumSidecar(absl::string_view magic, absl::string_view contents, uint64_t seed) {
+  return absl::StrCat(magic, " ", contents.size(), " ", Hash128Hex(contents.data(), contents.size(), seed), "\n");
+}
+
+absl::Status CheckChecksumSidecar(absl::string_view sidecar, absl::string_view magic, absl::string_view contents,
+                                  uint64_t seed, absl::string_view content_prefix) {
+  const std::vector<absl::string_view> fields = absl::StrSplit(absl::StripTrailingAsciiWhitespace(sidecar), ' ');
+  uint64_t size = 0;
+  if (fields.size() != 3 || fields[0] != magic || !absl::SimpleAtoi(fields[1], &size)) {
+    return absl::DataLossError("malformed checksum sidecar");
+  }
+  if (size != contents.size() || !absl::StartsWith(contents, content_prefix)) {
+    return absl::DataLossError(absl::StrCat("size ", contents.size(), " does not match the sidecar's ", size,
+                                            content_prefix.empty() ? "" : " or the content is not of its kind"));
+  }
+  if (Hash128Hex(contents.data(), contents.size(), seed) != fields[2]) {
+    return absl::DataLossError("checksum mismatch");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln

@@ -1,0 +1,86 @@
+// File mechanics for on-disk caches and output files: whole-file reads and
+// writes, atomic replacement (temporary file + rename, so readers never see
+// a half-written file), an exclusive flock held for a scope, and checksum
+// sidecars that say whether an entry is complete and unchanged.
+#ifndef KILN_SUPPORT_ATOMIC_FILE_H_
+#define KILN_SUPPORT_ATOMIC_FILE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace kiln {
+
+struct FileWriteOptions {
+  // Of a newly created file, before the umask (as for open(2)).
+  int permissions = 0666;
+  // fsync before closing, so the data is on disk before a rename publishes it.
+  bool sync = false;
+};
+
+// The whole file. NotFound / PermissionDenied / Unavailable naming the path
+// and the reason ("No such file or directory", "Is a directory", ...).
+absl::StatusOr<std::string> ReadFile(absl::string_view path);
+
+// Reads `fd` to its end (retrying short reads); `name` is for errors.
+absl::StatusOr<std::string> ReadAllFrom(int fd, absl::string_view name);
+
+// Writes all of `contents` to `fd` (retrying short writes).
+absl::Status WriteAllTo(int fd, absl::string_view name, absl::string_view contents);
+
+// Creates or truncates `path` and writes `contents` (not atomic).
+absl::Status WriteFile(absl::string_view path, absl::string_view contents,
+                       const FileWriteOptions& options = FileWriteOptions());
+
+// Writes `contents` to a temporary file next to `path` and renames it over
+// `path`: readers see the old file or the new one, never a part, and a failed
+// write leaves the old file alone (and no temporary behind).
+absl::Status WriteFileAtomically(absl::string_view path, absl::string_view contents,
+                                 const FileWriteOptions& options = FileWriteOptions());
+
+// A name suffix (".tmp.<pid>.<thread>.<n>") unique among the threads and
+// processes of this machine, for temporary files next to their target.
+std::string UniqueTempSuffix();
+
+// Creates `path` and its missing parents with `permissions` (before the
+// umask); an error when it exists but is not a directory.
+absl::Status MakeDirectories(absl::string_view path, int permissions = 0700);
+
+// Holds an exclusive flock on `path` (created if missing) for its lifetime,
+// serializing threads and processes. Best effort: when the lock file cannot
+// be opened the scope runs unlocked (locked() is false).
+class ExclusiveFileLock {
+ public:
+  explicit ExclusiveFileLock(const std::string& path);
+  ~ExclusiveFileLock();
+  ExclusiveFileLock(const ExclusiveFileLock&) = delete;
+  ExclusiveFileLock& operator=(const ExclusiveFileLock&) = delete;
+
+  bool locked() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// 32 hex digits: two 64-bit hashes of `data` (support/hash.h HashBytes),
+// the second seeded with `seed` so that users can keep their hashes apart.
+std::string Hash128Hex(const void* data, size_t size, uint64_t seed);
+
+// Checksum sidecars: one line "<magic> <size> <Hash128Hex(contents, seed)>"
+// written beside a cache entry after the entry itself, so a reader that
+// finds a sidecar matching the entry knows it is complete.
+std::string ChecksumSidecar(absl::string_view magic, absl::string_view contents, uint64_t seed);
+
+// OK when `sidecar` (as ChecksumSidecar wrote it) matches `contents`, and
+// `contents` starts with `content_prefix` (e.g. the ELF magic); DataLoss
+// saying what does not match otherwise.
+absl::Status CheckChecksumSidecar(absl::string_view sidecar, absl::string_view magic, absl::string_view contents,
+                                  uint64_t seed, absl::string_view content_prefix = "");
+
+}  // namespace kiln
+
+#endif  // KILN_SUPPORT_ATOMIC_FILE_H_
