@@ -280,7 +280,7 @@ absl::StatusOr<CacheEntry> CompileCache::GetOrCompile(const std::vector<std::str
 absl::StatusOr<CacheEntry> CompileCache::CompileLocked(const std::string& key,
                                                        const std::vector<std::string>& units) {
   const std::string tmp = PathFor(key, UniqueTempSuffix().c_str());
-  const std::string tmp_so = tmp + ".so", tmp_sum = tmp + ".sum";
+  const std::string tmp_so = tmp + ".so";
   const bool multi = units.size() > 1;
   std::vector<std::string> tmp_cc, tmp_o;
   for (size_t i = 0; i < units.size(); ++i) {
@@ -291,7 +291,6 @@ absl::StatusOr<CacheEntry> CompileCache::CompileLocked(const std::string& key,
     for (const std::string& f : tmp_cc) ::unlink(f.c_str());
     for (const std::string& f : tmp_o) ::unlink(f.c_str());
     ::unlink(tmp_so.c_str());
-    ::unlink(tmp_sum.c_str());
   };
   absl::Status s = absl::OkStatus();
   for (size_t i = 0; s.ok() && i < units.size(); ++i) s = WriteFile(tmp_cc[i], units[i], kEntryFile);
@@ -344,9 +343,12 @@ absl::StatusOr<CacheEntry> CompileCache::CompileLocked(const std::string& key,
     cleanup();
     return library.status();
   }
-  s = WriteFile(tmp_sum, ChecksumSidecar(kSidecarMagic, *library, kHashSeed), kEntryFile);
-  if (s.ok() && ::rename(tmp_so.c_str(), PathFor(key, ".so").c_str()) != 0) s = Errno("rename library");
-  if (s.ok() && ::rename(tmp_sum.c_str(), PathFor(key, ".sum").c_str()) != 0) s = Errno("rename sidecar");
+  // The library first, then the sidecar that validates it: a reader never
+  // sees a sidecar for a library that is not complete.
+  if (::rename(tmp_so.c_str(), PathFor(key, ".so").c_str()) != 0) s = Errno("rename library");
+  if (s.ok()) {
+    s = WriteFileAtomically(PathFor(key, ".sum"), ChecksumSidecar(kSidecarMagic, *library, kHashSeed), kEntryFile);
+  }
   // The sources stay beside the entry for people reading generated code:
   // `<key>.cc`, or `<key>.<i>.cc` per unit.
   for (size_t i = 0; s.ok() && i < units.size(); ++i) {

@@ -2,12 +2,9 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -27,10 +24,6 @@ std::string Hash128(const void* data, size_t n) { return Hash128Hex(data, n, kHa
 
 // Cache files are private to the user.
 constexpr FileWriteOptions kEntryFile{0600, false};
-
-absl::Status Errno(const std::string& what) {
-  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
-}
 
 }  // namespace
 
@@ -159,19 +152,15 @@ absl::StatusOr<CubinEntry> CubinCache::GetOrCompile(const std::string& source,
   entry.compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
   entry.compiled = true;
-  const std::string tmp = PathFor(entry.key, UniqueTempSuffix().c_str());
-  const std::string tmp_cubin = tmp + ".cubin", tmp_sum = tmp + ".sum", tmp_cu = tmp + ".cu";
-  absl::Status s = WriteFile(tmp_cubin, entry.cubin, kEntryFile);
-  if (s.ok()) s = WriteFile(tmp_sum, ChecksumSidecar(kSidecarMagic, entry.cubin, kHashSeed), kEntryFile);
   // The cubin first, then the sidecar that validates it: a reader never
   // sees a sidecar for a cubin that is not complete.
-  if (s.ok() && ::rename(tmp_cubin.c_str(), entry.path.c_str()) != 0) s = Errno("rename cubin");
-  if (s.ok() && ::rename(tmp_sum.c_str(), PathFor(entry.key, ".sum").c_str()) != 0) s = Errno("rename sidecar");
+  absl::Status s = WriteFileAtomically(entry.path, entry.cubin, kEntryFile);
+  if (s.ok()) {
+    s = WriteFileAtomically(PathFor(entry.key, ".sum"), ChecksumSidecar(kSidecarMagic, entry.cubin, kHashSeed),
+                            kEntryFile);
+  }
   // The source beside the entry, for people reading generated code.
-  if (s.ok() && WriteFile(tmp_cu, source, kEntryFile).ok()) ::rename(tmp_cu.c_str(), PathFor(entry.key, ".cu").c_str());
-  ::unlink(tmp_cubin.c_str());
-  ::unlink(tmp_sum.c_str());
-  ::unlink(tmp_cu.c_str());
+  if (s.ok()) s = WriteFileAtomically(PathFor(entry.key, ".cu"), source, kEntryFile);
   // A cache that cannot be written still compiles: the cubin is in hand.
   (void)s;
   return finish(std::move(entry));
