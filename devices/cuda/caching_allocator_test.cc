@@ -67,8 +67,11 @@ TEST(CachingAllocatorTest, ReusesFreedBlocksOnTheSameStreamOnly) {
     EXPECT_EQ(s.peak_allocated_bytes, 2048);
     EXPECT_EQ(s.cached_bytes, 0);
     EXPECT_FALSE(alloc.Free(12345));  // unknown pointer
+    EXPECT_TRUE(alloc.Free(*q));
+    EXPECT_TRUE(alloc.Free(*r));
   }
-  // Live blocks at destruction are left to the driver; cached ones freed.
+  // Destruction returned the cached blocks to the raw allocator.
+  EXPECT_TRUE(mem.live.empty());
 }
 
 TEST(CachingAllocatorTest, DoesNotServeSmallRequestsFromHugeBlocks) {
