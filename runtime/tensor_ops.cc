@@ -310,6 +310,42 @@ absl::Status NotStorable(DType dtype) {
 
 }  // namespace
 
+absl::Status CopyInto(const Tensor& src, Tensor& dst) {
+  if (src.dtype() != dst.dtype() || src.sizes() != dst.sizes()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("copy: ", DTypeName(src.dtype()), "[", absl::StrJoin(src.sizes(), ", "),
+                     "] into ", DTypeName(dst.dtype()), "[", absl::StrJoin(dst.sizes(), ", "), "]"));
+  }
+  const int64_t n = src.numel();
+  if (n == 0) return absl::OkStatus();
+  if (!src.has_data() || !dst.has_data()) return absl::InvalidArgumentError("copy: tensor without data");
+  const size_t es = src.element_size();
+  if (src.is_contiguous() && dst.is_contiguous()) {
+    std::memmove(dst.raw_data(), src.raw_data(), static_cast<size_t>(n) * es);
+    return absl::OkStatus();
+  }
+  // Odometer over the index space; both offsets move incrementally.
+  const char* s = static_cast<const char*>(src.raw_data());
+  char* d = static_cast<char*>(dst.raw_data());
+  const int64_t rank = src.dim();
+  std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
+  int64_t so = 0, doff = 0;
+  for (int64_t flat = 0; flat < n; ++flat) {
+    std::memcpy(d + doff * static_cast<int64_t>(es), s + so * static_cast<int64_t>(es), es);
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      if (++idx[i] < src.size(i)) {
+        so += src.strides()[i];
+        doff += dst.strides()[i];
+        break;
+      }
+      so -= (idx[i] - 1) * src.strides()[i];
+      doff -= (idx[i] - 1) * dst.strides()[i];
+      idx[i] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SetInt(Tensor& t, int64_t i, int64_t v) {
   switch (t.dtype()) {
     case DType::kUInt8: StoreAt(t, i, static_cast<uint8_t>(v)); break;

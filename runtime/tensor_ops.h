@@ -52,6 +52,10 @@ absl::Status SetInt(Tensor& t, int64_t flat_index, int64_t v);
 // Whether SetDouble/SetInt support `dtype`.
 bool IsStorableDType(DType dtype);
 
+// Copies `src` element by element into `dst` (same dtype and sizes, any
+// strides on either side): how a kernel result lands in a planned buffer.
+absl::Status CopyInto(const Tensor& src, Tensor& dst);
+
 // A contiguous copy converted to `dtype` (values cast like a C cast, floats
 // to ints saturating).
 absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype);

@@ -1,6 +1,7 @@
 #include "runtime/tensor_ops.h"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -20,6 +21,26 @@ std::vector<int64_t> Values(const Tensor& t) {
   std::vector<int64_t> v;
   for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.GetInt(i));
   return v;
+}
+
+TEST(TensorOpsTest, CopyIntoAnyStrides) {
+  Tensor src = Tensor::Empty(DType::kFloat32, {2, 3});
+  for (int i = 0; i < 6; ++i) src.data<float>()[i] = static_cast<float>(i);
+  Tensor storage = Tensor::Empty(DType::kFloat32, {6});
+  Tensor transposed = Tensor::View(storage, {2, 3}, {1, 2}, 0);
+  ASSERT_TRUE(CopyInto(src, transposed).ok());
+  EXPECT_EQ(storage.data<float>()[1], 3.0f);  // (1, 0) at offset 1
+  EXPECT_EQ(storage.data<float>()[2], 1.0f);  // (0, 1) at offset 2
+  EXPECT_EQ(storage.data<float>()[5], 5.0f);
+  Tensor back = Tensor::Empty(DType::kFloat32, {2, 3});
+  ASSERT_TRUE(CopyInto(transposed, back).ok());
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(back.data<float>()[i], static_cast<float>(i));
+  Tensor wrong = Tensor::Empty(DType::kFloat32, {3, 2});
+  absl::Status s = CopyInto(src, wrong);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("Float[2, 3] into Float[3, 2]"), std::string::npos) << s;
+  Tensor other_dtype = Tensor::Empty(DType::kInt64, {2, 3});
+  EXPECT_FALSE(CopyInto(src, other_dtype).ok());
 }
 
 TEST(TensorOpsTest, TransposeIsAView) {

@@ -8,9 +8,10 @@
 #include "absl/strings/str_join.h"
 #include "devices/cpu/extern_kernels.h"
 #include "devices/cpu/identifiers.h"
-#include "devices/cpu/island_kernels.h"
 #include "devices/cpu/layout_util.h"
+#include "runtime/tensor_ops.h"
 #include "support/status.h"
+#include "wrapper/host_fallback.h"
 
 namespace kiln::devices::cpu {
 namespace {
@@ -57,7 +58,7 @@ absl::StatusOr<Base> BaseFor(const Tensor& t, const Layout& l, const std::string
   }
   b.owner = Tensor::Empty(l.dtype, {std::max<int64_t>(StorageElementsOf(l), 1)});
   Tensor view = Tensor::View(b.owner, l.sizes, l.strides, l.offset);
-  RETURN_IF_ERROR(CopyInto(t, view));
+  RETURN_IF_ERROR(runtime::CopyInto(t, view));
   return b;
 }
 
@@ -134,7 +135,7 @@ int HostExtern(void* ctx_ptr, int64_t index, void* const* buffers) {
       }
       outputs.push_back(*t);
     }
-    absl::Status s = spec.island ? RunIslandKernel(*spec.island, args, outputs)
+    absl::Status s = spec.island ? wrapper::RunHostIsland(*spec.island, args, outputs)
                                  : RunExternKernel(spec.op, spec.args, args, outputs);
     if (!s.ok()) {
       ctx->error = s.ToString();
@@ -260,7 +261,7 @@ absl::StatusOr<std::vector<Tensor>> CpuProgram::Run(const std::vector<Tensor>& i
     if (it->second.constant) {
       // Callers may write outputs; never hand out the program's constants.
       Tensor copy = Tensor::Empty(l.dtype, l.sizes);
-      status = CopyInto(*view, copy);
+      status = runtime::CopyInto(*view, copy);
       outputs.push_back(copy);
     } else {
       outputs.push_back(*view);

@@ -11,11 +11,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "devices/cpu/identifiers.h"
 #include "ir/ivalue.h"
-#include "ir/op_registry.h"
-#include "runtime/register_kernels.h"
+#include "runtime/tensor_ops.h"
 #include "support/status.h"
+#include "wrapper/host_fallback.h"
 
 namespace kiln::devices::cpu {
 namespace {
@@ -92,7 +91,7 @@ absl::Status Gemm(const Tensor& a, const Tensor& b, bool b_transposed, Tensor& o
   Tensor c = out;
   if (!out_fits) {
     c = Tensor::Empty(DType::kFloat32, {m, n});
-    if (accumulate) RETURN_IF_ERROR(CopyInto(out, c));
+    if (accumulate) RETURN_IF_ERROR(runtime::CopyInto(out, c));
   }
   const int ldc = static_cast<int>(m == 1 ? std::max<int64_t>(n, 1) : c.strides()[0]);
   if (k == 0) {
@@ -107,7 +106,7 @@ absl::Status Gemm(const Tensor& a, const Tensor& b, bool b_transposed, Tensor& o
     cblas_sgemm(CblasRowMajor, ga.trans, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
                 alpha, ga.data, ga.ld, gb.data, gb.ld, accumulate ? 1.0f : 0.0f, c.data<float>(), ldc);
   }
-  if (!out_fits) RETURN_IF_ERROR(CopyInto(c, out));
+  if (!out_fits) RETURN_IF_ERROR(runtime::CopyInto(c, out));
   return absl::OkStatus();
 }
 
@@ -437,15 +436,9 @@ std::optional<absl::Status> TryConv(const std::string& op, const std::vector<ir:
   }
   if (!out.is_contiguous()) {
     Tensor o = outputs[0];
-    RETURN_IF_ERROR(CopyInto(y, o));
+    RETURN_IF_ERROR(runtime::CopyInto(y, o));
   }
   return absl::OkStatus();
-}
-
-absl::Status EnsureReferenceKernels() {
-  static const absl::Status* status =
-      new absl::Status(runtime::RegisterReferenceKernels(ir::BuiltinOps()));
-  return *status;
 }
 
 }  // namespace
@@ -456,90 +449,12 @@ bool IsBlasOp(const std::string& op) {
          base == "aten::addmm";
 }
 
-absl::Status CopyInto(const Tensor& src, Tensor& dst) {
-  if (src.dtype() != dst.dtype() || src.sizes() != dst.sizes()) {
-    return absl::InvalidArgumentError(absl::StrCat("copy: ", DTypeName(src.dtype()), Shape(src), " into ",
-                                                   DTypeName(dst.dtype()), Shape(dst)));
-  }
-  const int64_t n = src.numel();
-  if (n == 0) return absl::OkStatus();
-  if (!src.has_data() || !dst.has_data()) return absl::InvalidArgumentError("copy: tensor without data");
-  const size_t es = src.element_size();
-  if (src.is_contiguous() && dst.is_contiguous()) {
-    std::memmove(dst.raw_data(), src.raw_data(), static_cast<size_t>(n) * es);
-    return absl::OkStatus();
-  }
-  const char* s = static_cast<const char*>(src.raw_data());
-  char* d = static_cast<char*>(dst.raw_data());
-  const int64_t rank = src.dim();
-  std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
-  for (int64_t flat = 0; flat < n; ++flat) {
-    int64_t so = 0, doff = 0;
-    for (int64_t i = 0; i < rank; ++i) {
-      so += idx[i] * src.strides()[i];
-      doff += idx[i] * dst.strides()[i];
-    }
-    std::memcpy(d + doff * static_cast<int64_t>(es), s + so * static_cast<int64_t>(es), es);
-    for (int64_t i = rank - 1; i >= 0; --i) {
-      if (++idx[i] < src.size(i)) break;
-      idx[i] = 0;
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::Status RunExternKernel(const std::string& op, const std::vector<lowering::ExternArg>& args,
                              const std::vector<Tensor>& buffer_args, std::vector<Tensor>& outputs) {
-  std::vector<ir::IValue> values;
-  size_t next_buffer = 0;
-  for (const lowering::ExternArg& a : args) {
-    if (!a.buffer.empty()) {
-      if (next_buffer >= buffer_args.size()) return absl::InternalError("extern: too few buffer arguments");
-      values.push_back(ir::IValue::FromTensor(buffer_args[next_buffer++]));
-    } else if (a.is_buffer_list) {  // Tensor[]: its buffers come in order
-      if (buffer_args.size() - next_buffer < a.buffer_list.size()) return absl::InternalError("extern: too few buffer arguments");
-      std::vector<ir::IValue> list;
-      for (size_t i = 0; i < a.buffer_list.size(); ++i) list.push_back(ir::IValue::FromTensor(buffer_args[next_buffer++]));
-      values.push_back(ir::IValue::List(std::move(list)));
-    } else {
-      values.push_back(a.constant.has_value() ? *a.constant : ir::IValue::None());
-    }
-  }
+  ASSIGN_OR_RETURN(std::vector<ir::IValue> values, wrapper::ExternArgumentValues(args, buffer_args));
   if (std::optional<absl::Status> blas = TryBlas(op, values, outputs)) return *blas;
   if (std::optional<absl::Status> conv = TryConv(op, values, outputs)) return *conv;
-
-  RETURN_IF_ERROR(EnsureReferenceKernels());
-  const ir::Operator* overload = ir::BuiltinOps().Find(op);
-  if (overload == nullptr || !overload->kernel) {
-    return absl::UnimplementedError(
-        absl::StrCat("extern kernel '", SanitizeComment(op), "' has no reference kernel"));
-  }
-  absl::StatusOr<std::vector<ir::IValue>> results = overload->kernel(values);
-  if (!results.ok()) {
-    return absl::Status(results.status().code(),
-                        absl::StrCat("extern ", SanitizeComment(op), ": ", results.status().message()));
-  }
-  std::vector<Tensor> tensors;
-  for (const ir::IValue& r : *results) {
-    if (r.isTensor()) {
-      tensors.push_back(r.toTensor());
-    } else if ((r.isList() || r.isTuple())) {
-      for (const ir::IValue& e : r.elements()) {
-        if (e.isTensor()) tensors.push_back(e.toTensor());
-      }
-    }
-  }
-  if (tensors.size() != outputs.size()) {
-    return absl::InternalError(absl::StrCat("extern ", SanitizeComment(op), " returned ", tensors.size(),
-                                            " tensors for ", outputs.size(), " outputs"));
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    absl::Status s = CopyInto(tensors[i], outputs[i]);
-    if (!s.ok()) {
-      return absl::InternalError(absl::StrCat("extern ", SanitizeComment(op), " output ", i, ": ", s.message()));
-    }
-  }
-  return absl::OkStatus();
+  return wrapper::RunReferenceKernel(op, values, outputs);
 }
 
 }  // namespace kiln::devices::cpu

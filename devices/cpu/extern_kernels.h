@@ -1,8 +1,7 @@
 // Extern kernels, run by the host when a compiled program calls back:
 // matmul-family float32 ops through OpenBLAS's cblas_sgemm, everything else
-// through the op's reference kernel in ir::BuiltinOps() (filled by
-// runtime::RegisterReferenceKernels), its results copied into the outputs
-// the wrapper planned.
+// through the op's reference kernel (wrapper/host_fallback.h), its results
+// copied into the outputs the wrapper planned.
 #ifndef KILN_DEVICES_CPU_EXTERN_KERNELS_H_
 #define KILN_DEVICES_CPU_EXTERN_KERNELS_H_
 
@@ -19,10 +18,6 @@ namespace kiln::devices::cpu {
 // `outputs`: views of its output buffers (written in place).
 absl::Status RunExternKernel(const std::string& op, const std::vector<lowering::ExternArg>& args,
                              const std::vector<Tensor>& buffer_args, std::vector<Tensor>& outputs);
-
-// Copies `src` into `dst` element by element (same dtype and sizes, any
-// strides).
-absl::Status CopyInto(const Tensor& src, Tensor& dst);
 
 // True when `op` went to BLAS last time it was seen (for tests/reports).
 bool IsBlasOp(const std::string& op);

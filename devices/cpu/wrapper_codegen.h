@@ -25,7 +25,7 @@ struct ExternCallSpec {
   std::vector<lowering::Layout> buffer_arg_layouts;  // one per buffer argument
   std::vector<lowering::Layout> output_layouts;
   // Set for an interpreter island (WrapperProgram::islands): the host runs
-  // it with RunIslandKernel instead of RunExternKernel.
+  // it with wrapper::RunHostIsland instead of RunExternKernel.
   std::shared_ptr<const ir::Graph> island;
 };
 

@@ -7,8 +7,9 @@
 #include "devices/cuda/cublas_matmul.h"
 #include "devices/cuda/cuda_conv.h"
 #include "devices/cuda/cuda_loader.h"
-#include "devices/cuda/host_fallback.h"
+#include "runtime/tensor_ops.h"
 #include "support/status.h"
+#include "wrapper/host_fallback.h"
 
 namespace kiln::devices::cuda {
 namespace {
@@ -64,7 +65,7 @@ absl::StatusOr<std::unique_ptr<CudaProgram>> CudaProgram::Create(ResolvedProgram
     const Layout& l = p->resolved_.slot_layouts[static_cast<size_t>(slot)];
     Tensor staging = Tensor::Empty(l.dtype, {Elements(l)});
     Tensor view = Tensor::View(staging, l.sizes, l.strides, l.offset);
-    RETURN_IF_ERROR(CopyStrided(tensor, view));
+    RETURN_IF_ERROR(runtime::CopyInto(tensor, view));
     ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
                      device.AllocateStorage(device_index, static_cast<size_t>(std::max<int64_t>(l.StorageBytes(), 1))));
     RETURN_IF_ERROR(UploadRange(staging, storage->ptr(), l, stream));
@@ -168,9 +169,9 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
     }
   }
   if (e.island) {
-    RETURN_IF_ERROR(RunHostIsland(*e.island, host_args, host_outs));
+    RETURN_IF_ERROR(wrapper::RunHostIsland(*e.island, host_args, host_outs));
   } else {
-    RETURN_IF_ERROR(RunHostExtern(e.op, e.args, host_args, host_outs));
+    RETURN_IF_ERROR(wrapper::RunHostExtern(e.op, e.args, host_args, host_outs));
   }
   for (size_t i = 0; i < outs.size(); ++i) {
     RETURN_IF_ERROR(UploadRange(out_staging[i], outs[i].base, outs[i].layout, stream));
@@ -305,7 +306,7 @@ absl::StatusOr<std::vector<DeviceTensor>> CudaProgram::Upload(const std::vector<
     }
     Tensor staging = Tensor::Empty(l.dtype, {Elements(l)});
     Tensor view = Tensor::View(staging, l.sizes, l.strides, l.offset);
-    RETURN_IF_ERROR(CopyStrided(t, view));
+    RETURN_IF_ERROR(runtime::CopyInto(t, view));
     ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
                      device.AllocateStorage(device_index_, static_cast<size_t>(std::max<int64_t>(l.StorageBytes(), 1))));
     RETURN_IF_ERROR(UploadRange(staging, storage->ptr(), l, stream));
@@ -322,7 +323,7 @@ absl::StatusOr<Tensor> CudaProgram::Download(const DeviceTensor& t) {
   Tensor staging;
   ASSIGN_OR_RETURN(Tensor view, DownloadRange(t.base(), t.layout, stream, &staging));
   Tensor out = Tensor::Empty(t.layout.dtype, t.layout.sizes);
-  RETURN_IF_ERROR(CopyStrided(view, out));
+  RETURN_IF_ERROR(runtime::CopyInto(view, out));
   return out;
 }
 

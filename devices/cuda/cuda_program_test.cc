@@ -10,7 +10,6 @@
 #include "devices/cuda/cuda_device.h"
 #include "devices/cuda/cuda_loader.h"
 #include "devices/cuda/cuda_program.h"
-#include "devices/cuda/host_fallback.h"
 #include "devices/cuda/kernel_prelude.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
@@ -147,25 +146,6 @@ TEST(CudaCodegenTest, CompilesEveryKernelWithNvrtc) {
   // A program whose kernels this codegen did not generate is refused.
   CudaCodegen other("cuda", backend);
   EXPECT_TRUE(absl::IsFailedPrecondition(other.Compile(*program).status()));
-}
-
-TEST(HostFallbackTest, CopyStridedAndReferenceKernels) {
-  RegisterAll();
-  Tensor src = Tensor::Empty(DType::kFloat32, {2, 3});
-  for (int i = 0; i < 6; ++i) src.data<float>()[i] = static_cast<float>(i);
-  Tensor storage = Tensor::Empty(DType::kFloat32, {6});
-  Tensor transposed = Tensor::View(storage, {2, 3}, {1, 2}, 0);
-  ASSERT_TRUE(CopyStrided(src, transposed).ok());
-  EXPECT_EQ(storage.data<float>()[1], 3.0f);  // (1, 0) at offset 1
-  EXPECT_EQ(storage.data<float>()[2], 1.0f);  // (0, 1) at offset 2
-  Tensor wrong = Tensor::Empty(DType::kFloat32, {3, 2});
-  EXPECT_FALSE(CopyStrided(src, wrong).ok());
-  std::vector<Tensor> outs = {Tensor::Empty(DType::kFloat32, {2, 3})};
-  lowering::ExternArg a;
-  a.buffer = "x";
-  ASSERT_TRUE(RunHostExtern("aten::relu", {a}, {src}, outs).ok());
-  EXPECT_EQ(outs[0].data<float>()[5], 5.0f);
-  EXPECT_FALSE(RunHostExtern("aten::no_such_op", {a}, {src}, outs).ok());
 }
 
 // ---------------------------------------------------------------- GPU
