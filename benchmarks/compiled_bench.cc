@@ -9,7 +9,7 @@
 //   BM_CompileFrontHalf / BM_CompileCold / BM_CompileWarm (mobilenet_v2)
 //
 // Graphs are compiled once (outside the timed loop) through
-// wrapper::CompileGraph; each iteration is one CompiledProgram::Run. Outputs
+// driver::CompileGraph; each iteration is one CompiledProgram::Run. Outputs
 // are dropped before the next call, so the program's buffer pool hands the
 // same (already touched) storage back: the steady state of a serving loop.
 // Own main(): `--model=PATH` picks the ONNX model of the compile benchmarks
@@ -35,8 +35,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
-#include "devices/cpu/cpu_backend.h"
-#include "devices/cpu/wrapper_codegen.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/wrapper_codegen.h"
 #include "frontend/onnx/importer.h"
 #include "ir/ir.h"
 #include "ir/text_parser.h"
@@ -45,7 +45,7 @@
 #include "runtime/register_kernels.h"
 #include "support/status.h"
 #include "support/tensor.h"
-#include "wrapper/driver/compile_graph.h"
+#include "driver/compile_graph.h"
 
 namespace kiln {
 namespace {
@@ -57,7 +57,7 @@ std::string g_model_path = "testdata/onnx_models/mobilenet_v2/model.onnx";
 void Setup() {
   static const bool ok = [] {
     absl::Status s = runtime::RegisterReferenceKernels(ir::BuiltinOps());
-    if (s.ok()) s = devices::cpu::RegisterCpuBackend();
+    if (s.ok()) s = backends::cpu::RegisterCpuBackend();
     if (!s.ok()) {
       std::fprintf(stderr, "setup failed: %s\n", s.ToString().c_str());
       std::exit(1);
@@ -78,7 +78,7 @@ Tensor RandomTensor(std::vector<int64_t> sizes, uint32_t seed) {
 
 // A graph compiled once per process and kept (keyed by its text).
 struct Compiled {
-  wrapper::CompiledGraph graph;
+  driver::CompiledGraph graph;
   std::vector<Tensor> inputs;
 };
 
@@ -94,7 +94,7 @@ Compiled* CompileText(const std::string& text, std::vector<std::vector<int64_t>>
     state.SkipWithError(graph.status().ToString().c_str());
     return nullptr;
   }
-  absl::StatusOr<wrapper::CompiledGraph> compiled = wrapper::CompileGraph(**graph);
+  absl::StatusOr<driver::CompiledGraph> compiled = driver::CompileGraph(**graph);
   if (!compiled.ok()) {
     state.SkipWithError(compiled.status().ToString().c_str());
     return nullptr;
@@ -409,14 +409,14 @@ void BM_CompileFrontHalf(benchmark::State& state) {
     }
     nodes = 0;
     for (ir::Node* node : (*graph)->nodes()) nodes += node != nullptr;
-    wrapper::CompileOptions options;
+    driver::CompileOptions options;
     options.generate_only = true;
-    absl::StatusOr<wrapper::CompiledGraph> compiled = wrapper::CompileGraph(**graph, options);
+    absl::StatusOr<driver::CompiledGraph> compiled = driver::CompileGraph(**graph, options);
     if (!compiled.ok()) {
       state.SkipWithError(compiled.status().ToString().c_str());
       return;
     }
-    absl::StatusOr<devices::cpu::GeneratedProgram> source = devices::cpu::GenerateProgramSource(compiled->program);
+    absl::StatusOr<backends::cpu::GeneratedProgram> source = backends::cpu::GenerateProgramSource(compiled->program);
     if (!source.ok()) {
       state.SkipWithError(source.status().ToString().c_str());
       return;
@@ -433,7 +433,7 @@ BENCHMARK(BM_CompileFrontHalf)->Unit(benchmark::kMillisecond)->MeasureProcessCPU
 
 // The generated program of the model, once.
 const wrapper::WrapperProgram* ModelProgram(benchmark::State& state) {
-  static wrapper::CompiledGraph* compiled = nullptr;
+  static driver::CompiledGraph* compiled = nullptr;
   if (compiled != nullptr) return &compiled->program;
   Setup();
   const onnx::ModelProto* model = LoadModel(state);
@@ -443,14 +443,14 @@ const wrapper::WrapperProgram* ModelProgram(benchmark::State& state) {
     state.SkipWithError(graph.status().ToString().c_str());
     return nullptr;
   }
-  wrapper::CompileOptions options;
+  driver::CompileOptions options;
   options.generate_only = true;
-  absl::StatusOr<wrapper::CompiledGraph> c = wrapper::CompileGraph(**graph, options);
+  absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
   if (!c.ok()) {
     state.SkipWithError(c.status().ToString().c_str());
     return nullptr;
   }
-  compiled = new wrapper::CompiledGraph(std::move(*c));
+  compiled = new driver::CompiledGraph(std::move(*c));
   return &compiled->program;
 }
 
@@ -467,9 +467,9 @@ void BM_CompileCold(benchmark::State& state) {
   if (program == nullptr) return;
   for (auto _ : state) {
     state.PauseTiming();
-    devices::cpu::CpuBackendOptions options;
+    backends::cpu::CpuBackendOptions options;
     options.cache_dir = TempCacheDir();
-    devices::cpu::CpuCodegen codegen(options);
+    backends::cpu::CpuCodegen codegen(options);
     state.ResumeTiming();
     auto compiled = codegen.Compile(*program);
     if (!compiled.ok()) {
@@ -490,9 +490,9 @@ BENCHMARK(BM_CompileCold)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime(
 void BM_CompileWarm(benchmark::State& state) {
   const wrapper::WrapperProgram* program = ModelProgram(state);
   if (program == nullptr) return;
-  devices::cpu::CpuBackendOptions options;
+  backends::cpu::CpuBackendOptions options;
   options.cache_dir = TempCacheDir();
-  devices::cpu::CpuCodegen codegen(options);
+  backends::cpu::CpuCodegen codegen(options);
   {
     auto first = codegen.Compile(*program);
     if (!first.ok()) {
@@ -524,7 +524,7 @@ void BM_CompileWarmEndToEnd(benchmark::State& state) {
       state.SkipWithError(graph.status().ToString().c_str());
       return;
     }
-    absl::StatusOr<wrapper::CompiledGraph> compiled = wrapper::CompileGraph(**graph);
+    absl::StatusOr<driver::CompiledGraph> compiled = driver::CompileGraph(**graph);
     if (!compiled.ok()) {
       state.SkipWithError(compiled.status().ToString().c_str());
       return;

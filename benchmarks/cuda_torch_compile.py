@@ -2,7 +2,7 @@
 """PyTorch eager and torch.compile on the shapes of kiln's CUDA benchmarks.
 
 Runs on the GPU machine in the same `run` call as kiln's
-//devices/cuda:cuda_gpu_check, so the figures sit side by side (issue 6):
+//backends/cuda:cuda_gpu_check, so the figures sit side by side (issue 6):
 
   pointwise chain K=4/8/16 on 64M float32 (x + 0.1, x * 0.9 alternating),
   a device-to-device copy of the same size, sum(-1) over 8192^2,

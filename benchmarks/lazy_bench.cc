@@ -1,4 +1,4 @@
-// Issue 7's overhead and speed goals for lazy tensors (frontend/lazy), side by
+// Issue 7's overhead and speed goals for lazy tensors (lazy), side by
 // side in one binary:
 //
 //   BM_TraceOnly/100        record a 100-op graph, no sync: tracing cost per op
@@ -24,11 +24,11 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "devices/cpu/cpu_backend.h"
-#include "frontend/lazy/graph_executor.h"
-#include "frontend/lazy/kiln_backend.h"
-#include "frontend/lazy/lazy_tensor.h"
-#include "frontend/lazy/metrics.h"
+#include "backends/cpu/cpu_backend.h"
+#include "lazy/graph_executor.h"
+#include "lazy/kiln_backend.h"
+#include "lazy/lazy_tensor.h"
+#include "lazy/metrics.h"
 #include "support/tensor.h"
 
 namespace kiln::lazy {
@@ -36,7 +36,7 @@ namespace {
 
 void Setup() {
   static const bool ok = [] {
-    absl::Status s = devices::cpu::RegisterCpuBackend();
+    absl::Status s = backends::cpu::RegisterCpuBackend();
     if (s.ok()) s = RegisterKilnLazyBackend();
     if (!s.ok()) {
       std::fprintf(stderr, "setup failed: %s\n", s.ToString().c_str());
@@ -178,7 +178,7 @@ Mlp InitialMlp() {
 }
 
 // Forward, MSE loss, backward by hand, SGD (the same step as
-// frontend/lazy/training_loop_test.cc).
+// lazy/training_loop_test.cc).
 LazyTensor TrainStep(Mlp& p, const LazyTensor& x, const LazyTensor& y) {
   const int64_t batch = x.sizes()[0];
   LazyTensor h_pre = Addmm(p.b1, x, p.w1);

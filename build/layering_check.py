@@ -41,6 +41,9 @@ LAYER_DIRS = {
     "runtime": "runtime",
     "lowering": "lowering",
     "wrapper": "wrapper",
+    "devices": "devices",
+    "driver": "driver",
+    "lazy": "lazy",
     "tools": "tools",
     "testing": "testing",
     "benchmarks": "benchmarks",
@@ -57,14 +60,9 @@ def layer_of(pkg):
     if not parts:
         return None
     top = parts[0]
-    if parts[:2] == ["frontend", "lazy"]:
-        # Lazy tensors use the compiler driver: a layer above the devices.
-        return "lazy"
-    if top == "devices":
-        if len(parts) == 1:
-            return "devices"
-        # devices/<impl>/...: each implementation is its own layer.
-        return "devices_" + parts[1]
+    if top == "backends" and len(parts) > 1:
+        # backends/<impl>/...: each implementation is its own layer.
+        return "backends_" + parts[1]
     return LAYER_DIRS.get(top)
 
 

@@ -14,7 +14,7 @@ echo "== layering of ${root}"
 echo "== checker self-test"
 t="${TEST_TMPDIR:-$(mktemp -d)}/layering_selftest"
 rm -rf "$t"
-mkdir -p "$t/build" "$t/ir" "$t/support" "$t/devices/cpu" "$t/devices/cuda" "$t/lowering"
+mkdir -p "$t/build" "$t/ir" "$t/support" "$t/backends/cpu" "$t/backends/cuda" "$t/lowering"
 touch "$t/WORKSPACE"
 cp "$root/build/BUILD.bazel" "$t/build/BUILD.bazel"
 cat > "$t/support/BUILD.bazel" <<'B'
@@ -23,10 +23,10 @@ B
 cat > "$t/ir/BUILD.bazel" <<'B'
 cc_library(name = "ir", deps = ["//support:s", "@system//:absl_status"])
 B
-cat > "$t/devices/cuda/BUILD.bazel" <<'B'
-cc_library(name = "cuda", deps = ["//devices/cpu", "//lowering:l"])  # cpu: bad
+cat > "$t/backends/cuda/BUILD.bazel" <<'B'
+cc_library(name = "cuda", deps = ["//backends/cpu", "//lowering:l"])  # cpu: bad
 B
-cat > "$t/devices/cpu/BUILD.bazel" <<'B'
+cat > "$t/backends/cpu/BUILD.bazel" <<'B'
 cc_library(name = "cpu", deps = select({"//conditions:default": ["//devices:registry"]}))
 B
 cat > "$t/lowering/BUILD.bazel" <<'B'
@@ -39,7 +39,7 @@ if out="$("$python" "$checker" --root "$t")"; then
 fi
 echo "$out"
 for want in "//support:s (layer support) -> //ir:ir" \
-            "//devices/cuda:cuda (layer devices_cuda) -> //devices/cpu" \
+            "//backends/cuda:cuda (layer backends_cuda) -> //backends/cpu" \
             "//lowering:l (layer lowering) -> //wrapper:w"; do
   grep -qF "$want" <<<"$out" || { echo "FAIL: expected violation: $want"; exit 1; }
 done

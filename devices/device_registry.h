@@ -1,6 +1,6 @@
 // The process-wide device registry. Devices register explicitly (a
 // registration function per device, called by the binary that links it in:
-// devices/cpu's RegisterCpuBackend()); core code looks devices up by name
+// backends/cpu's RegisterCpuBackend()); core code looks devices up by name
 // only, so no core file names a specific device.
 //
 //   RETURN_IF_ERROR(DeviceRegistry::Global().Register(std::make_unique<CpuDevice>()));

@@ -1,6 +1,6 @@
 // The compiler built with only the CPU device (issue 6: "a core test builds
 // the compiler with only the CPU device and passes"). This binary links
-// devices/cpu and no other device implementation (see its BUILD deps); it
+// backends/cpu and no other device implementation (see its BUILD deps); it
 // registers the CPU, checks that the registries hold nothing else, compiles
 // and runs a small graph against the interpreter, and checks that asking
 // for another device is a NotFound error naming what is registered.
@@ -11,7 +11,7 @@
 #include <variant>
 #include <vector>
 
-#include "devices/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_backend.h"
 #include "devices/device_guard.h"
 #include "devices/device_registry.h"
 #include "gtest/gtest.h"
@@ -21,7 +21,7 @@
 #include "runtime/register_kernels.h"
 #include "wrapper/codegen.h"
 #include "wrapper/device_op_overrides.h"
-#include "wrapper/driver/compile_graph.h"
+#include "driver/compile_graph.h"
 #include "wrapper/python_printer.h"
 
 namespace kiln::testing {
@@ -43,7 +43,7 @@ class CpuOnlyCompilerTest : public ::testing::Test {
       setenv("KILN_CACHE_DIR", (std::string(tmp) + "/kiln_cache").c_str(), 1);
     }
     ASSERT_TRUE(runtime::RegisterReferenceKernels(ir::BuiltinOps()).ok());
-    ASSERT_TRUE(devices::cpu::RegisterCpuBackend().ok());
+    ASSERT_TRUE(backends::cpu::RegisterCpuBackend().ok());
   }
 };
 
@@ -66,9 +66,9 @@ TEST_F(CpuOnlyCompilerTest, CompilesAndRunsAGraphLikeTheInterpreter) {
 
   auto graph = ir::ParseGraph(kGraph);
   ASSERT_TRUE(graph.ok());
-  wrapper::CompileOptions options;
+  driver::CompileOptions options;
   options.device = "cpu";
-  auto compiled = wrapper::CompileGraph(**graph, options);
+  auto compiled = driver::CompileGraph(**graph, options);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   EXPECT_GE(compiled->num_kernels, 1);
   auto got = compiled->compiled->Run({x, w});
@@ -104,10 +104,10 @@ TEST_F(CpuOnlyCompilerTest, OtherDevicesAreNotFoundAndTheErrorListsTheCpu) {
 
   auto graph = ir::ParseGraph(kGraph);
   ASSERT_TRUE(graph.ok());
-  wrapper::CompileOptions options;
+  driver::CompileOptions options;
   options.device = "cuda";
   options.generate_only = true;
-  auto compiled = wrapper::CompileGraph(**graph, options);
+  auto compiled = driver::CompileGraph(**graph, options);
   ASSERT_FALSE(compiled.ok());
   EXPECT_TRUE(absl::IsNotFound(compiled.status())) << compiled.status();
   EXPECT_NE(compiled.status().message().find("[cpu]"), std::string::npos) << compiled.status();

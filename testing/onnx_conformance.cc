@@ -15,15 +15,15 @@
 #include "frontend/onnx/tensor_proto.h"
 #include "ir/ivalue.h"
 #include "onnx/onnx-data_pb.h"
-#include "devices/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_backend.h"
 #include "passes/all_passes.h"
 #include "passes/pipeline.h"
 #include "re2/re2.h"
 #include "runtime/interpreter.h"
 #include "runtime/register_kernels.h"
 #include "support/status.h"
-#include "wrapper/driver/compile_graph.h"
-#include "wrapper/driver/specializing_program.h"
+#include "driver/compile_graph.h"
+#include "driver/specializing_program.h"
 
 namespace kiln::testing {
 namespace {
@@ -237,7 +237,7 @@ std::string CompareValues(const IValue& actual, const IValue& expected, double r
 absl::Status EnsureKernels() {
   static const absl::Status status = [] {
     RETURN_IF_ERROR(runtime::RegisterReferenceKernels(ir::BuiltinOps()));
-    return devices::cpu::RegisterCpuBackend();
+    return backends::cpu::RegisterCpuBackend();
   }();
   return status;
 }
@@ -256,10 +256,10 @@ class Executor {
       // Test data may feed other shapes than the model declares
       // (castlike_*'s `like` input): those calls compile a specialised
       // version, as torch.compile recompiles on a guard failure.
-      wrapper::CompiledGraph compiled;
-      wrapper::CompileOptions compile_options;
+      driver::CompiledGraph compiled;
+      driver::CompileOptions compile_options;
       compile_options.device = device;
-      ASSIGN_OR_RETURN(e->compiled_, wrapper::SpecializingProgram::Create(graph, compile_options, 4, &compiled));
+      ASSIGN_OR_RETURN(e->compiled_, driver::SpecializingProgram::Create(graph, compile_options, 4, &compiled));
       e->islands_ = compiled.num_islands;
       e->island_nodes_ = compiled.num_island_nodes;
       e->whole_graph_island_ = compiled.whole_graph_interpreted;

@@ -17,7 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "devices/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_backend.h"
 #include "ir/ivalue.h"
 #include "ir/op_registry.h"
 #include "ir/text_parser.h"
@@ -26,7 +26,7 @@
 #include "runtime/register_kernels.h"
 #include "runtime/tensor_ops.h"
 #include "support/status.h"
-#include "wrapper/driver/compile_graph.h"
+#include "driver/compile_graph.h"
 
 namespace kiln::testing {
 namespace {
@@ -1026,7 +1026,7 @@ std::vector<Tensor> MakeRandomInputs(Entropy& e, const std::vector<InputSpec>& s
 absl::Status EnsureBackends() {
   static const absl::Status status = [] {
     RETURN_IF_ERROR(runtime::RegisterReferenceKernels(ir::BuiltinOps()));
-    return devices::cpu::RegisterCpuBackend();
+    return backends::cpu::RegisterCpuBackend();
   }();
   return status;
 }
@@ -1034,9 +1034,9 @@ absl::Status EnsureBackends() {
 absl::StatusOr<std::string> DumpCompilation(const std::string& text) {
   RETURN_IF_ERROR(EnsureBackends());
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
-  wrapper::CompileOptions options;
+  driver::CompileOptions options;
   options.generate_only = true;
-  ASSIGN_OR_RETURN(wrapper::CompiledGraph compiled, wrapper::CompileGraph(*g, options));
+  ASSIGN_OR_RETURN(driver::CompiledGraph compiled, driver::CompileGraph(*g, options));
   std::string out = absl::StrCat(compiled.loop_graph.ToString(), "\n", compiled.program.ToString());
   for (const wrapper::Line& line : compiled.program.lines) {
     if (const auto* def = std::get_if<wrapper::KernelDefinitionLine>(&line)) {
@@ -1063,7 +1063,7 @@ absl::Status RunDifferential(const RandomGraph& graph, const std::vector<Tensor>
         absl::StrCat("interpreter rejects the generated graph: ", want.status().message(), where));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> compile_graph, ir::ParseGraph(graph.text));
-  absl::StatusOr<wrapper::CompiledGraph> compiled = wrapper::CompileGraph(*compile_graph);
+  absl::StatusOr<driver::CompiledGraph> compiled = driver::CompileGraph(*compile_graph);
   if (!compiled.ok()) {
     return absl::InternalError(absl::StrCat("compile failed: ", compiled.status().message(), where));
   }

@@ -1,11 +1,11 @@
-// SpecializingProgram (wrapper/driver): one compile per input signature,
+// SpecializingProgram (driver): one compile per input signature,
 // results equal to the interpreter's, LRU eviction.
-#include "wrapper/driver/specializing_program.h"
+#include "driver/specializing_program.h"
 
 #include <cstdlib>
 #include <string>
 
-#include "devices/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_backend.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
 #include "ir/text_parser.h"
@@ -26,7 +26,7 @@ void RegisterBackends() {
     setenv("KILN_CACHE_DIR", (std::string(tmp) + "/kiln_cache").c_str(), 1);
   }
   ASSERT_TRUE(runtime::RegisterReferenceKernels(ir::BuiltinOps()).ok());
-  ASSERT_TRUE(devices::cpu::RegisterCpuBackend().ok());
+  ASSERT_TRUE(backends::cpu::RegisterCpuBackend().ok());
 }
 
 Tensor Ramp(std::vector<int64_t> sizes) {
@@ -47,7 +47,7 @@ TEST(SpecializingProgramTest, CompilesOncePerInputSignature) {
   RegisterBackends();
   auto graph = ir::ParseGraph(kGraph);
   ASSERT_TRUE(graph.ok()) << graph.status();
-  auto program = wrapper::SpecializingProgram::Create(**graph);
+  auto program = driver::SpecializingProgram::Create(**graph);
   ASSERT_TRUE(program.ok()) << program.status();
   auto& p = **program;
   EXPECT_EQ(p.num_compiles(), 1);
@@ -68,7 +68,7 @@ TEST(SpecializingProgramTest, EvictsTheLeastRecentlyUsedVersion) {
   RegisterBackends();
   auto graph = ir::ParseGraph(kGraph);
   ASSERT_TRUE(graph.ok());
-  auto program = wrapper::SpecializingProgram::Create(**graph, {}, /*max_specializations=*/1);
+  auto program = driver::SpecializingProgram::Create(**graph, {}, /*max_specializations=*/1);
   ASSERT_TRUE(program.ok()) << program.status();
   for (const std::vector<int64_t>& sizes : {std::vector<int64_t>{4, 5}, {2, 3}}) {
     ASSERT_TRUE((*program)->Run({Ramp(sizes)}).ok());

@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "devices/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_backend.h"
 #include "frontend/onnx/importer.h"
 #include "passes/all_passes.h"
 #include "passes/pipeline.h"
@@ -13,7 +13,7 @@ namespace kiln::tools {
 
 absl::StatusOr<CompiledModel> CompileModelFile(const std::string& path, const std::string& pipeline) {
   RETURN_IF_ERROR(runtime::RegisterReferenceKernels(ir::BuiltinOps()));
-  RETURN_IF_ERROR(devices::cpu::RegisterCpuBackend());
+  RETURN_IF_ERROR(backends::cpu::RegisterCpuBackend());
   using Clock = std::chrono::steady_clock;
   CompiledModel m;
   auto t = Clock::now();
@@ -28,7 +28,7 @@ absl::StatusOr<CompiledModel> CompileModelFile(const std::string& path, const st
     (void)changed;
   }
   m.passes_ms = std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-  ASSIGN_OR_RETURN(m.compiled, wrapper::CompileGraph(*m.graph));
+  ASSIGN_OR_RETURN(m.compiled, driver::CompileGraph(*m.graph));
   return m;
 }
 

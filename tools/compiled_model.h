@@ -9,14 +9,14 @@
 #include "absl/status/statusor.h"
 #include "ir/ir.h"
 #include "onnx/onnx_pb.h"
-#include "wrapper/driver/compile_graph.h"
+#include "driver/compile_graph.h"
 
 namespace kiln::tools {
 
 struct CompiledModel {
   onnx::ModelProto model;
   std::unique_ptr<ir::Graph> graph;
-  wrapper::CompiledGraph compiled;
+  driver::CompiledGraph compiled;
   double import_ms = 0;
   double passes_ms = 0;
 };

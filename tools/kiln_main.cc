@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "devices/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_backend.h"
 #include "support/allocator.h"
 #include "tools/cli.h"
 #include "tools/commands/compile.h"
@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   // Devices beyond the CPU are linked and registered here, in the binary's
   // main, never in core code. CUDA registers also without a GPU (it then
   // reports no devices, and compiling for it says why).
-  (void)kiln::devices::cuda::RegisterCudaBackend();
+  (void)kiln::backends::cuda::RegisterCudaBackend();
   using namespace kiln::tools;  // NOLINT(build/namespaces): the table reads better.
   const Command commands[] = {
       ParseCommand(),  PrintCommand(),  VerifyCommand(),      ConvertCommand(),

@@ -1,7 +1,7 @@
 // From a schedule to wrapper lines, and the device-backend hooks that fill in
 // kernel bodies and turn the lines into something that runs. Core code
-// reaches a device only through WrapperBackendRegistry; devices/cpu registers
-// "cpu" at start-up (see devices/cpu/README.md).
+// reaches a device only through WrapperBackendRegistry; backends/cpu registers
+// "cpu" at start-up (see backends/cpu/README.md).
 #ifndef KILN_WRAPPER_CODEGEN_H_
 #define KILN_WRAPPER_CODEGEN_H_
 
@@ -50,7 +50,7 @@ class CompiledProgram {
 };
 
 // Device name -> codegen. devices/<impl> registers itself at start-up
-// (devices/cpu: RegisterCpuBackend()); core code looks devices up here only.
+// (backends/cpu: RegisterCpuBackend()); core code looks devices up here only.
 using DeviceCodegenFactory = std::function<std::unique_ptr<DeviceCodegen>()>;
 absl::Status RegisterDeviceCodegen(const std::string& device, DeviceCodegenFactory factory);
 // `device` is a type ("cuda") or an indexed name ("cuda:1", which finds

@@ -1,7 +1,7 @@
 // Device-op strings for the Python wrapper (Inductor's DeviceOpOverrides):
 // what the printed wrapper writes to talk to a device, so that no core file
 // spells a device's API. A device backend registers one DeviceOpOverrides
-// object for its type in its registration function (devices/cpu:
+// object for its type in its registration function (backends/cpu:
 // RegisterCpuBackend); wrapper/python_printer.cc asks for the overrides of
 // every device a program uses, and wrapper/codegen.cc asks whether the
 // device needs device-guard lines at all.

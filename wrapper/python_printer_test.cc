@@ -22,7 +22,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::F32;
 
-// What devices/cpu and a CUDA device register (the wrapper cannot depend on
+// What backends/cpu and a CUDA device register (the wrapper cannot depend on
 // them): Inductor's strings, so the golden reads like Inductor's output.
 class HostOps : public DeviceOpOverrides {
  public:

@@ -4,7 +4,7 @@
 // carries is a generated kernel's body (KernelDefinitionLine), which the
 // device backend produced.
 //
-//   KernelDefinitionLine cpp_fused_add_tanh_0      (body from devices/cpu)
+//   KernelDefinitionLine cpp_fused_add_tanh_0      (body from backends/cpu)
 //   AllocateLine buf0 Float[1024]
 //   KernelCallLine cpp_fused_add_tanh_0(arg0, buf0)
 //   ExternKernelAllocLine buf1 = aten::mm(buf0, const0)

@@ -9,8 +9,8 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "devices/cpu/cpu_backend.h"
-#include "devices/cpu/cpu_program.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_program.h"
 #include "tools/common_flags.h"
 #include "tools/compiled_model.h"
 #include "tools/file_io.h"
@@ -25,7 +25,7 @@ namespace {
 
 // "no interpreter islands" / "2 islands, 5 nodes interpreted" / "whole graph
 // interpreted (12 nodes)".
-std::string IslandSummary(const wrapper::CompiledGraph& c) {
+std::string IslandSummary(const driver::CompiledGraph& c) {
   if (c.whole_graph_interpreted) {
     return absl::StrCat("whole graph interpreted (", c.num_island_nodes, " nodes)");
   }
@@ -34,8 +34,8 @@ std::string IslandSummary(const wrapper::CompiledGraph& c) {
                       c.num_island_nodes, " nodes interpreted");
 }
 
-std::string Report(const wrapper::CompiledGraph& c, double import_ms, double passes_ms,
-                   const devices::cpu::CompileStats* cpu) {
+std::string Report(const driver::CompiledGraph& c, double import_ms, double passes_ms,
+                   const backends::cpu::CompileStats* cpu) {
   std::string r = "# kiln compile report\n\n## Kernels\n";
   for (const lowering::ScheduleStep& step : c.schedule.steps) {
     if (step.kind == lowering::ScheduleStep::Kind::kKernel) {
@@ -78,9 +78,9 @@ int RunCompile(const std::vector<std::string>& args) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return ReportError(absl::StrCat("compile: cannot create ", dir, ": ", ec.message()));
-  const wrapper::CompiledGraph& c = model->compiled;
-  auto* cpu = dynamic_cast<devices::cpu::CpuProgram*>(model->compiled.compiled.get());
-  const devices::cpu::CompileStats* stats = cpu ? &cpu->stats() : nullptr;
+  const driver::CompiledGraph& c = model->compiled;
+  auto* cpu = dynamic_cast<backends::cpu::CpuProgram*>(model->compiled.compiled.get());
+  const backends::cpu::CompileStats* stats = cpu ? &cpu->stats() : nullptr;
   // wrapper.py loads the large constants from DIR/constants/ (raw
   // little-endian files, named by the printer: no path comes from the model).
   wrapper::PythonPrinterOptions python_options;

@@ -158,7 +158,7 @@ int RunCompiled(const std::string& path) {
   for (Tensor& t : outs) values.push_back(IValue::FromTensor(t));
   PrintOutputs(m->model, values);
   std::sort(ms.begin(), ms.end());
-  const wrapper::CompileTimes& ct = m->compiled.times;
+  const driver::CompileTimes& ct = m->compiled.times;
   std::printf("import %.1f ms, passes %.1f ms, lower+fuse+wrapper+plan %.1f ms, C++ compile %.1f ms\n",
               m->import_ms, m->passes_ms, ct.FrontHalfMs(), ct.compile_ms);
   std::printf("run (compiled, %d kernels, %d extern calls, %d interpreter islands with %d nodes%s): "

@@ -12,7 +12,7 @@
 #include "sim/sim_device.h"
 #include "sim/sim_isa.h"
 #include "sim/sim_launch.h"
-#include "wrapper/driver/compile_graph.h"
+#include "driver/compile_graph.h"
 #include "wrapper/python_printer.h"
 
 namespace kiln_sim {
@@ -112,9 +112,9 @@ void ExpectSimMatchesInterpreter(const std::string& text, const std::vector<Tens
 
   auto graph = kiln::ir::ParseGraph(text);
   ASSERT_TRUE(graph.ok());
-  kiln::wrapper::CompileOptions options;
+  kiln::driver::CompileOptions options;
   options.device = "sim";
-  auto compiled = kiln::wrapper::CompileGraph(**graph, options);
+  auto compiled = kiln::driver::CompileGraph(**graph, options);
   ASSERT_TRUE(compiled.ok()) << compiled.status() << "\n" << text;
   // Every kernel body is sim bytecode.
   for (const auto& line : compiled->program.lines) {
@@ -174,9 +174,9 @@ TEST(SimCompile, ProgramsRunUnderTheirDeviceGuardAndPrintSimPython) {
   %b : Tensor = aten::neg(%a)
   return (%b))");
   ASSERT_TRUE(graph.ok());
-  kiln::wrapper::CompileOptions options;
+  kiln::driver::CompileOptions options;
   options.device = "sim";
-  auto compiled = kiln::wrapper::CompileGraph(**graph, options);
+  auto compiled = kiln::driver::CompileGraph(**graph, options);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   const std::string lines = compiled->program.ToString();
   EXPECT_NE(lines.find("EnterDeviceContextManagerLine sim:0"), std::string::npos) << lines;
@@ -206,9 +206,9 @@ TEST(SimCompile, AnIndexedDeviceNameRunsOnThatIndex) {
   %b : Tensor = aten::mul(%a, %x)
   return (%b))");
   ASSERT_TRUE(graph.ok());
-  kiln::wrapper::CompileOptions options;
+  kiln::driver::CompileOptions options;
   options.device = "sim:1";
-  auto compiled = kiln::wrapper::CompileGraph(**graph, options);
+  auto compiled = kiln::driver::CompileGraph(**graph, options);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   const std::string lines = compiled->program.ToString();
   EXPECT_NE(lines.find("EnterDeviceContextManagerLine sim:1"), std::string::npos) << lines;

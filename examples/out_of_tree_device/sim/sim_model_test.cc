@@ -15,7 +15,7 @@
 #include "runtime/interpreter.h"
 #include "sim/register.h"
 #include "sim/sim_codegen.h"
-#include "wrapper/driver/compile_graph.h"
+#include "driver/compile_graph.h"
 
 namespace kiln_sim {
 namespace {
@@ -58,9 +58,9 @@ TEST(SimModel, Squeezenet11MatchesTheInterpreterAndPyTorch) {
 
   auto graph = kiln::frontend::onnx_import::ImportModel(*model);
   ASSERT_TRUE(graph.ok());
-  kiln::wrapper::CompileOptions options;
+  kiln::driver::CompileOptions options;
   options.device = "sim";
-  auto compiled = kiln::wrapper::CompileGraph(**graph, options);
+  auto compiled = kiln::driver::CompileGraph(**graph, options);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   EXPECT_GT(compiled->num_kernels, 10);
   EXPECT_EQ(compiled->num_islands, 0);

@@ -1,0 +1,50 @@
+// The C++ wrapper: Wrapper IR lines -> the `kiln_run` entry of the one
+// translation unit per program (kernels first, then the wrapper). Extern
+// kernels are not code: the wrapper calls back into the host with an index
+// into `externs`, so op names and constant arguments from a model never
+// reach generated source.
+#ifndef KILN_BACKENDS_CPU_WRAPPER_CODEGEN_H_
+#define KILN_BACKENDS_CPU_WRAPPER_CODEGEN_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "lowering/loop_ir.h"
+#include "support/tensor.h"
+#include "wrapper/wrapper_ir.h"
+
+namespace kiln::backends::cpu {
+
+// One extern call as the host runs it: `buffers` are the pointers the
+// wrapper passes (buffer arguments in argument order, then outputs).
+struct ExternCallSpec {
+  std::string op;
+  std::vector<lowering::ExternArg> args;
+  std::vector<lowering::Layout> buffer_arg_layouts;  // one per buffer argument
+  std::vector<lowering::Layout> output_layouts;
+  // Set for an interpreter island (WrapperProgram::islands): the host runs
+  // it with wrapper::RunHostIsland instead of RunExternKernel.
+  std::shared_ptr<const ir::Graph> island;
+};
+
+struct GeneratedProgram {
+  std::string source;  // the whole program as one translation unit (to read)
+  // What is compiled: the same program as translation units that compile
+  // in parallel and link into one library: kernel shards, then the wrapper
+  // (the last unit, which only calls kernels: CompilerConfig::glue_flags).
+  // Just `source` when the kernels are small.
+  std::vector<std::string> units;
+  std::vector<ExternCallSpec> externs;
+  std::vector<lowering::Layout> input_layouts;
+  std::vector<Tensor> constants;  // in the `constants` array order
+  std::vector<lowering::Layout> constant_layouts;
+  std::vector<lowering::Layout> output_layouts;
+};
+
+absl::StatusOr<GeneratedProgram> GenerateProgramSource(const wrapper::WrapperProgram& program);
+
+}  // namespace kiln::backends::cpu
+
+#endif  // KILN_BACKENDS_CPU_WRAPPER_CODEGEN_H_

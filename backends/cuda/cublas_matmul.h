@@ -1,0 +1,52 @@
+// Matmul-family externs on the GPU through cuBLAS sgemm (float32): aten::mm,
+// matmul (2-D, batched 3-D, and N-D @ 2-D with contiguous leading dims),
+// bmm, linear and addmm. Row-major operands map onto column-major cuBLAS by
+// computing C^T = B^T A^T; an operand may be row- or column-major strided.
+// Biases are broadcast into the output by a rank-1 sgemm with a vector of
+// ones (no kernel of our own). Calls that fit none of this return nullopt
+// and run on the host instead.
+#ifndef KILN_BACKENDS_CUDA_CUBLAS_MATMUL_H_
+#define KILN_BACKENDS_CUDA_CUBLAS_MATMUL_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "backends/cuda/cuda_api.h"
+#include "lowering/loop_ir.h"
+
+namespace kiln::backends::cuda {
+
+// A device buffer: element `layout.offset + sum(i * stride)` lives at
+// base + that * element size.
+struct DeviceView {
+  CUdeviceptr base = 0;
+  lowering::Layout layout;
+};
+
+struct GemmContext {
+  cublasHandle_t handle = nullptr;
+  // At least n float32 ones on the device.
+  std::function<absl::StatusOr<CUdeviceptr>(int64_t n)> ones;
+};
+
+// Row-major, strided-batched C = alpha * A @ B + beta * C (A: m x k with
+// leading dimension lda, B: k x n, C: m x n; strides between batch items,
+// 0 to reuse one operand).
+absl::Status SgemmRowMajor(cublasHandle_t handle, int64_t m, int64_t n, int64_t k, float alpha, CUdeviceptr a,
+                           int64_t lda, int64_t stride_a, CUdeviceptr b, int64_t ldb, int64_t stride_b, float beta,
+                           CUdeviceptr c, int64_t ldc, int64_t stride_c, int64_t batch);
+
+// True for the ops TryCublasExtern may take (by name only).
+bool IsCublasOp(const std::string& op);
+
+std::optional<absl::Status> TryCublasExtern(const std::string& op, const std::vector<lowering::ExternArg>& args,
+                                            const std::vector<DeviceView>& buffer_args,
+                                            const std::vector<DeviceView>& outputs, const GemmContext& context);
+
+}  // namespace kiln::backends::cuda
+
+#endif  // KILN_BACKENDS_CUDA_CUBLAS_MATMUL_H_

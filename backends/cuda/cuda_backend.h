@@ -1,0 +1,77 @@
+// The CUDA backend: its wrapper::DeviceCodegen (kernel sources from
+// kernel_codegen.h, NVRTC through the cubin cache, a CudaProgram that
+// executes the wrapper lines) and the registration function a binary calls
+// to link the CUDA device in. Core code never names this file.
+//
+//   RETURN_IF_ERROR(kiln::backends::cuda::RegisterCudaBackend());
+//   options.device = "cuda";  // driver::CompileGraph
+#ifndef KILN_BACKENDS_CUDA_CUDA_BACKEND_H_
+#define KILN_BACKENDS_CUDA_CUDA_BACKEND_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "backends/cuda/cuda_program.h"
+#include "backends/cuda/kernel_codegen.h"
+#include "wrapper/codegen.h"
+
+namespace kiln::backends::cuda {
+
+struct CudaBackendOptions {
+  // Empty: CubinCache::DefaultDirectory().
+  std::string cache_dir;
+  // Extra NVRTC options (the architecture and -std are always set).
+  std::vector<std::string> nvrtc_options;
+  // NVRTC's -minimal (no texture/surface/device-runtime declarations: about
+  // half the compile time of a small unit). A unit that fails to compile
+  // with it is compiled again without.
+  bool minimal = true;
+  // Kernels per NVRTC translation unit; the units compile in parallel.
+  int kernels_per_unit = 4;
+  int max_threads = 16;
+};
+
+class CudaCodegen : public wrapper::DeviceCodegen {
+ public:
+  // `device`: "cuda" (the calling thread's current index) or "cuda:N".
+  explicit CudaCodegen(std::string device = "cuda", CudaBackendOptions options = CudaBackendOptions());
+  std::string device() const override { return device_; }
+  absl::StatusOr<std::string> KernelSource(const lowering::LoopGraph& graph,
+                                           const lowering::FusedKernel& kernel) override;
+  // Returns a CudaProgram (cuda_program.h). Without a GPU the kernels still
+  // compile (NVRTC needs no GPU) and the result is Unavailable.
+  absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> Compile(const wrapper::WrapperProgram& program) override;
+
+  // The target kernels are generated for: the device's, or sm_90 defaults.
+  const CudaTarget& target() const { return target_; }
+  // NVRTC options of every unit ("--gpu-architecture=sm_90", ...);
+  // `minimal` adds -minimal.
+  std::vector<std::string> NvrtcOptions(bool minimal = false) const;
+
+  struct Unit {
+    std::string source;
+    std::vector<std::string> kernels;  // function names
+  };
+  // Groups the kernel sources into translation units: sources that start
+  // with the shared prelude share one (the prelude once); others stay alone.
+  std::vector<Unit> MakeUnits(const std::vector<CudaKernelSource>& kernels) const;
+
+ private:
+  std::string device_;
+  int index_ = 0;
+  CudaBackendOptions options_;
+  CudaTarget target_;
+  std::map<std::string, CudaKernelSource> generated_;  // by FusedKernel::name
+};
+
+// Registers "cuda" with the devices registry (also without a GPU: it then
+// reports device_count() == 0) and with wrapper::RegisterDeviceCodegen.
+// Idempotent and thread-safe.
+absl::Status RegisterCudaBackend();
+
+}  // namespace kiln::backends::cuda
+
+#endif  // KILN_BACKENDS_CUDA_CUDA_BACKEND_H_

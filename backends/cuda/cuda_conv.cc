@@ -1,0 +1,194 @@
+#include "backends/cuda/cuda_conv.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_loader.h"
+#include "backends/cuda/runtime_kernels.h"
+#include "support/status.h"
+
+namespace kiln::backends::cuda {
+namespace {
+
+struct ConvShape {
+  int64_t n = 0, cin = 0, h = 1, w = 0, cout = 0, kh = 1, kw = 0, oh = 1, ow = 0;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+};
+
+bool Contiguous(const lowering::Layout& l) {
+  int64_t expect = 1;
+  for (size_t d = l.sizes.size(); d-- > 0;) {
+    if (l.sizes[d] != 1 && l.strides[d] != expect) return false;
+    expect *= l.sizes[d];
+  }
+  return true;
+}
+
+// An int list of `n` values, or one value repeated.
+std::optional<std::vector<int64_t>> IntList(const std::vector<lowering::ExternArg>& args, size_t i, size_t n) {
+  if (i >= args.size() || !args[i].buffer.empty() || args[i].is_buffer_list || !args[i].constant) return std::nullopt;
+  const ir::IValue& v = *args[i].constant;
+  std::vector<int64_t> out;
+  if (v.isInt()) {
+    out.assign(n, v.toInt());
+    return out;
+  }
+  if (!v.isList() && !v.isTuple()) return std::nullopt;
+  for (const ir::IValue& e : v.elements()) {
+    if (!e.isInt()) return std::nullopt;
+    out.push_back(e.toInt());
+  }
+  if (out.size() == 1 && n > 1) out.assign(n, out[0]);
+  if (out.size() != n) return std::nullopt;
+  return out;
+}
+
+std::optional<int64_t> Int(const std::vector<lowering::ExternArg>& args, size_t i) {
+  if (i >= args.size() || !args[i].constant || !args[i].constant->isInt()) return std::nullopt;
+  return args[i].constant->toInt();
+}
+
+unsigned Blocks(int64_t total) {
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((total + 255) / 256, 132 * 64)));
+}
+
+absl::Status Launch(CUfunction f, int64_t total, CUstream stream, std::vector<void*> params) {
+  if (total <= 0) return absl::OkStatus();
+  return CuCheck(LoadCudaLibraries().driver.cuLaunchKernel(f, Blocks(total), 1, 1, 256, 1, 1, 0, stream,
+                                                           params.data(), nullptr),
+                 "cuLaunchKernel (conv runtime kernel)");
+}
+
+}  // namespace
+
+bool IsConvOp(const std::string& op) {
+  return op == "aten::convolution" || op == "aten::_convolution" || op == "aten::_convolution.deprecated" ||
+         op == "aten::conv1d" || op == "aten::conv2d" || op == "kiln::conv_nd";
+}
+
+std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector<lowering::ExternArg>& args,
+                                        const std::vector<DeviceView>& buffer_args,
+                                        const std::vector<DeviceView>& outputs, const ConvContext& ctx) {
+  if (!IsConvOp(op) || outputs.size() != 1 || args.size() < 7 || ctx.handle == nullptr) return std::nullopt;
+  const bool torch_conv = op.rfind("aten::convolution", 0) == 0 || op.rfind("aten::_convolution", 0) == 0;
+  const bool onnx_conv = op == "kiln::conv_nd";
+  // Buffer arguments in order: x, w, [bias].
+  if (args[0].buffer.empty() || args[1].buffer.empty()) return std::nullopt;
+  const bool has_bias = !args[2].buffer.empty();
+  if (!has_bias && args[2].constant && !args[2].constant->isNone()) return std::nullopt;
+  for (size_t i = 3; i < args.size(); ++i) {
+    if (!args[i].buffer.empty() || args[i].is_buffer_list) return std::nullopt;
+  }
+  if (buffer_args.size() != (has_bias ? 3u : 2u)) return std::nullopt;
+  const DeviceView& x = buffer_args[0];
+  const DeviceView& w = buffer_args[1];
+  const DeviceView& y = outputs[0];
+  for (const DeviceView* v : {&x, &w, &y}) {
+    if (v->layout.dtype != DType::kFloat32 || !Contiguous(v->layout)) return std::nullopt;
+  }
+  const size_t rank = w.layout.sizes.size();
+  if ((rank != 3 && rank != 4) || x.layout.sizes.size() != rank || y.layout.sizes.size() != rank) return std::nullopt;
+  const size_t nd = rank - 2;
+  std::optional<std::vector<int64_t>> stride = IntList(args, 3, nd), dilation = IntList(args, 5, nd), pad;
+  std::optional<int64_t> groups;
+  if (onnx_conv) {
+    std::optional<std::vector<int64_t>> pads = IntList(args, 4, 2 * nd);
+    if (!pads) return std::nullopt;
+    for (size_t d = 0; d < nd; ++d) {
+      if ((*pads)[d] != (*pads)[d + nd]) return std::nullopt;
+    }
+    pad = std::vector<int64_t>(pads->begin(), pads->begin() + static_cast<int64_t>(nd));
+    groups = Int(args, 6);
+  } else {
+    pad = IntList(args, 4, nd);
+    if (torch_conv) {
+      if (args.size() < 9 || !args[6].constant || !args[6].constant->isBool() || args[6].constant->toBool()) {
+        return std::nullopt;
+      }
+      groups = Int(args, 8);
+    } else {
+      groups = Int(args, 6);
+    }
+  }
+  if (!stride || !dilation || !pad || !groups) return std::nullopt;
+  ConvShape c;
+  const auto& xs = x.layout.sizes;
+  const auto& ws = w.layout.sizes;
+  c.n = xs[0], c.cin = xs[1], c.cout = ws[0], c.groups = *groups;
+  c.h = nd == 2 ? xs[2] : 1, c.w = xs[nd + 1];
+  c.kh = nd == 2 ? ws[2] : 1, c.kw = ws[nd + 1];
+  c.sh = nd == 2 ? (*stride)[0] : 1, c.sw = stride->back();
+  c.ph = nd == 2 ? (*pad)[0] : 0, c.pw = pad->back();
+  c.dh = nd == 2 ? (*dilation)[0] : 1, c.dw = dilation->back();
+  if (c.groups <= 0 || c.sh <= 0 || c.sw <= 0 || c.dh <= 0 || c.dw <= 0 || c.ph < 0 || c.pw < 0 ||
+      c.cin % c.groups != 0 || c.cout % c.groups != 0 || ws[1] * c.groups != c.cin) {
+    return std::nullopt;
+  }
+  const int64_t eh = c.h + 2 * c.ph - c.dh * (c.kh - 1) - 1, ew = c.w + 2 * c.pw - c.dw * (c.kw - 1) - 1;
+  if (eh < 0 || ew < 0) return std::nullopt;
+  c.oh = eh / c.sh + 1, c.ow = ew / c.sw + 1;
+  const std::vector<int64_t> expect =
+      nd == 2 ? std::vector<int64_t>{c.n, c.cout, c.oh, c.ow} : std::vector<int64_t>{c.n, c.cout, c.ow};
+  if (y.layout.sizes != expect) return std::nullopt;
+  if (has_bias) {
+    const lowering::Layout& b = buffer_args[2].layout;
+    if (b.dtype != DType::kFloat32 || b.sizes != std::vector<int64_t>{c.cout} || !Contiguous(b)) return std::nullopt;
+  }
+  if (c.n == 0 || c.cout == 0 || c.oh * c.ow == 0) return absl::OkStatus();
+
+  absl::StatusOr<const RuntimeKernels*> kernels = GetRuntimeKernels(ctx.device_index);
+  if (!kernels.ok()) return kernels.status();
+  auto ptr = [](const DeviceView& v) { return v.base + static_cast<CUdeviceptr>(v.layout.offset) * sizeof(float); };
+  CUdeviceptr xp = ptr(x), wp = ptr(w), yp = ptr(y);
+  CUdeviceptr bp = has_bias ? ptr(buffer_args[2]) : 0;
+  const int64_t spatial = c.oh * c.ow;
+
+  if (c.groups == c.cin && ws[1] == 1) {
+    int64_t total = c.n * c.cout * spatial;
+    return Launch((*kernels)->depthwise, total, ctx.stream,
+                  {&xp, &wp, &bp, &yp, &c.n, &c.cin, &c.cout, &c.h, &c.w, &c.kh, &c.kw, &c.oh, &c.ow, &c.sh, &c.sw,
+                   &c.ph, &c.pw, &c.dh, &c.dw});
+  }
+  float beta = 0.0f;
+  if (has_bias) {
+    int64_t total = c.n * c.cout * spatial;
+    int64_t channels = c.cout, hw = spatial;
+    RETURN_IF_ERROR(Launch((*kernels)->fill_bias, total, ctx.stream, {&yp, &bp, &total, &channels, &hw}));
+    beta = 1.0f;
+  }
+  const int64_t cin_g = c.cin / c.groups, cout_g = c.cout / c.groups;
+  const int64_t k = cin_g * c.kh * c.kw;
+  const bool direct = c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 && c.pw == 0;
+  const int64_t x_image = c.cin * c.h * c.w, y_image = c.cout * spatial;
+  for (int64_t g = 0; g < c.groups; ++g) {
+    const CUdeviceptr wg = wp + static_cast<CUdeviceptr>(g * cout_g * k) * sizeof(float);
+    const CUdeviceptr xg = xp + static_cast<CUdeviceptr>(g * cin_g * c.h * c.w) * sizeof(float);
+    const CUdeviceptr yg = yp + static_cast<CUdeviceptr>(g * cout_g * spatial) * sizeof(float);
+    if (direct) {
+      RETURN_IF_ERROR(SgemmRowMajor(ctx.handle, cout_g, spatial, k, 1.0f, wg, k, 0, xg, spatial, x_image, beta, yg,
+                                    spatial, y_image, c.n));
+      continue;
+    }
+    // im2col of a chunk of images at a time (columns up to 256 MiB).
+    const int64_t per_image = k * spatial;
+    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(c.n, (int64_t{64} << 20) / std::max<int64_t>(per_image, 1)));
+    absl::StatusOr<CUdeviceptr> cols = ctx.scratch(chunk * per_image * static_cast<int64_t>(sizeof(float)));
+    if (!cols.ok()) return cols.status();
+    for (int64_t first = 0; first < c.n; first += chunk) {
+      int64_t count = std::min(chunk, c.n - first);
+      CUdeviceptr xi = xg + static_cast<CUdeviceptr>(first * x_image) * sizeof(float);
+      CUdeviceptr yi = yg + static_cast<CUdeviceptr>(first * y_image) * sizeof(float);
+      CUdeviceptr cp = *cols;
+      int64_t image_stride = x_image;
+      int64_t cin_group = cin_g;
+      RETURN_IF_ERROR(Launch((*kernels)->im2col, count * per_image, ctx.stream,
+                             {&xi, &cp, &count, &image_stride, &cin_group, &c.h, &c.w, &c.kh, &c.kw, &c.oh, &c.ow,
+                              &c.sh, &c.sw, &c.ph, &c.pw, &c.dh, &c.dw}));
+      RETURN_IF_ERROR(SgemmRowMajor(ctx.handle, cout_g, spatial, k, 1.0f, wg, k, 0, cp, spatial, per_image, beta, yi,
+                                    spatial, y_image, count));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::backends::cuda

@@ -1,0 +1,125 @@
+// Emits CUDA C++ for the loop IR's expression trees. Shared subexpressions
+// (the trees are DAGs after inlining) become one `const T l_tN = ...;` each.
+//
+// Lane mode (the vectorized paths): one thread computes kLanes consecutive
+// values of an innermost index variable (the "lane variable"). Emit(e, k)
+// gives the value of lane k; subtrees that do not depend on the lane
+// variable are emitted once and shared by all lanes; a load whose index has
+// unit stride in the lane variable (and a lane-0 offset that is a multiple
+// of kLanes) becomes one kiln_load4 (16-byte access for 4-byte elements)
+// when vector loads are enabled.
+#ifndef KILN_BACKENDS_CUDA_CUDA_EXPR_EMITTER_H_
+#define KILN_BACKENDS_CUDA_CUDA_EXPR_EMITTER_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "lowering/loop_ir.h"
+#include "support/dtype.h"
+
+namespace kiln::backends::cuda {
+
+// Deeper expressions are rejected (no unbounded recursion on input data).
+inline constexpr int kCudaMaxExprDepth = 400;
+// Consecutive elements per thread in the vectorized paths.
+inline constexpr int kLanes = 4;
+
+// A buffer a kernel may load from.
+struct CudaBufferRef {
+  std::string identifier;  // its pointer parameter
+  DType dtype = DType::kFloat32;
+  // When set, loads of this buffer read this register instead: a value the
+  // kernel already computed for the current outer index (a reduction result
+  // or a per-row pointwise value). Loads between members of one kernel are
+  // always at the member's own index (FusedKernel's contract).
+  std::string scalar;
+  DType scalar_dtype = DType::kFloat32;
+};
+
+// Index analysis, used to pick vector accesses.
+//  - DependsOnVar: whether `e` mentions index variable `var`.
+//  - HasUnitStride: `index` = var + (terms without var).
+//  - IsVectorIndex: HasUnitStride, and the other terms are always multiples
+//    of kLanes (so lane 0 of a group starting at a multiple of kLanes is
+//    aligned to kLanes elements).
+bool DependsOnVar(const lowering::ExprPtr& e, int var);
+bool HasUnitStride(const lowering::ExprPtr& index, int var);
+bool IsVectorIndex(const lowering::ExprPtr& index, int var);
+// Every load node reachable from `e` (each node once); false when the tree
+// is deeper than kCudaMaxExprDepth.
+bool CollectLoadNodes(const lowering::ExprPtr& e, std::vector<const lowering::Expr*>* loads);
+
+// Row kernels whose rows fit in registers: vector loads of read-only
+// buffers are kept in per-thread arrays (indexed by the unrolled loop
+// counter `l_j`) so that later passes over the same row (softmax's sum and
+// normalize after its max) reuse them instead of reading memory again.
+struct RowCache {
+  int trips = 0;                           // the arrays' length (unrolled loop trips)
+  std::set<std::string> buffers;           // read-only buffers that may be cached
+  std::map<std::string, std::string> arrays;  // "buffer|index" -> array name
+  std::string declarations;                // arrays not yet declared
+  std::set<std::string> read;              // arrays some later pass reads
+  int count = 0;
+};
+
+class CudaExprEmitter {
+ public:
+  // `vars[i]`: the C expression (long long) bound to index variable v{i}.
+  // `temp_counter` numbers temporaries across emitters of one kernel.
+  CudaExprEmitter(const std::map<std::string, CudaBufferRef>* buffers, std::vector<std::string> vars,
+                  int* temp_counter)
+      : buffers_(buffers), vars_(std::move(vars)), temp_counter_(temp_counter) {}
+
+  // Enters lane mode (see the file comment).
+  void SetLanes(int lane_var, bool vector_loads) {
+    lane_var_ = lane_var;
+    vector_loads_ = vector_loads;
+  }
+  void set_indent(std::string indent) { indent_ = std::move(indent); }
+  // Lane mode inside an unrolled loop over `cache->trips` groups: cache
+  // vector loads (see RowCache).
+  void SetRowCache(RowCache* cache) { cache_ = cache; }
+
+  // A C++ expression for `e` in `lane` (a literal, a variable or a
+  // temporary); the statements it needs are appended to the pending
+  // statements.
+  absl::StatusOr<std::string> Emit(const lowering::ExprPtr& e, int lane = 0);
+  // The pending statements, cleared.
+  std::string TakeStatements() { return std::exchange(statements_, std::string()); }
+  // Buffers read with vector loads so far (the kernel checks their alignment).
+  const std::set<std::string>& vector_buffers() const { return vector_buffers_; }
+  // Records a vector access the caller emitted itself (a kiln_store4).
+  void NoteVectorBuffer(const std::string& buffer) { vector_buffers_.insert(buffer); }
+
+ private:
+  absl::StatusOr<std::string> EmitAt(const lowering::ExprPtr& e, int lane, int depth);
+  absl::StatusOr<std::string> EmitNode(const lowering::Expr& e, int lane, int depth);
+  absl::StatusOr<std::string> EmitLoad(const lowering::Expr& e, int lane, int depth);
+  bool DependsOnLane(const lowering::Expr* e, int depth);
+  // The index expression printed over the variable bindings (lane 0), for
+  // cache keys; false for anything but small integer index arithmetic.
+  bool IndexText(const lowering::Expr* e, int depth, std::string* out) const;
+  std::string Temp(const std::string& type, const std::string& value);
+
+  const std::map<std::string, CudaBufferRef>* buffers_;
+  std::vector<std::string> vars_;
+  int* temp_counter_;
+  int lane_var_ = -1;
+  bool vector_loads_ = false;
+  RowCache* cache_ = nullptr;
+  std::string indent_ = "    ";
+  std::string statements_;
+  std::map<std::pair<const lowering::Expr*, int>, std::string> memo_;
+  std::map<const lowering::Expr*, std::string> vector_memo_;
+  std::map<std::string, std::string> values_;  // "type|expression" -> temporary
+  std::map<const lowering::Expr*, bool> depends_;
+  std::set<std::string> vector_buffers_;
+};
+
+}  // namespace kiln::backends::cuda
+
+#endif  // KILN_BACKENDS_CUDA_CUDA_EXPR_EMITTER_H_

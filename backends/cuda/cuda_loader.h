@@ -1,0 +1,119 @@
+// Run-time loading of the CUDA driver (libcuda.so.1), NVRTC and cuBLAS with
+// dlopen: kiln links no CUDA library, so one binary builds and runs on a
+// machine without a GPU, where the loader reports why CUDA is unavailable.
+//
+//   const CudaLibraries& cuda = LoadCudaLibraries();
+//   if (!cuda.driver_status.ok()) ...            // "libcuda.so.1: not found"
+//   RETURN_IF_ERROR(CuCheck(cuda.driver.cuCtxSynchronize(), "cuCtxSynchronize"));
+//
+// Each library loads independently (NVRTC works without a GPU). Search
+// order for NVRTC and cuBLAS: $KILN_CUDA_LIB_DIR, the default loader path,
+// $CUDA_HOME/lib64, /usr/local/cuda/lib64 (sonames .13 then .12).
+#ifndef KILN_BACKENDS_CUDA_CUDA_LOADER_H_
+#define KILN_BACKENDS_CUDA_CUDA_LOADER_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "backends/cuda/cuda_api.h"
+
+namespace kiln::backends::cuda {
+
+struct CudaDriverApi {
+  CUresult (*cuInit)(unsigned) = nullptr;
+  CUresult (*cuDriverGetVersion)(int*) = nullptr;
+  CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;
+  CUresult (*cuGetErrorString)(CUresult, const char**) = nullptr;
+  CUresult (*cuDeviceGetCount)(int*) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
+  CUresult (*cuDeviceTotalMem)(size_t*, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuCtxGetCurrent)(CUcontext*) = nullptr;
+  CUresult (*cuCtxSynchronize)() = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
+  CUresult (*cuMemGetInfo)(size_t*, size_t*) = nullptr;
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream) = nullptr;
+  CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream) = nullptr;
+  CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+  CUresult (*cuStreamQuery)(CUstream) = nullptr;
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
+  CUresult (*cuEventCreate)(CUevent*, unsigned) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent) = nullptr;
+  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*cuEventQuery)(CUevent) = nullptr;
+  CUresult (*cuEventSynchronize)(CUevent) = nullptr;
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent) = nullptr;
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
+  CUresult (*cuModuleUnload)(CUmodule) = nullptr;
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void**, void**) = nullptr;
+};
+
+struct NvrtcApi {
+  const char* (*nvrtcGetErrorString)(nvrtcResult) = nullptr;
+  nvrtcResult (*nvrtcVersion)(int*, int*) = nullptr;
+  nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram*, const char*, const char*, int, const char* const*,
+                                    const char* const*) = nullptr;
+  nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram*) = nullptr;
+  nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char* const*) = nullptr;
+  nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t*) = nullptr;
+  nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char*) = nullptr;
+  nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, size_t*) = nullptr;
+  nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char*) = nullptr;
+  // PTX output (compute_XY targets); used by latency probes.
+  nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram, size_t*) = nullptr;
+  nvrtcResult (*nvrtcGetPTX)(nvrtcProgram, char*) = nullptr;
+};
+
+struct CublasApi {
+  cublasStatus_t (*cublasCreate)(cublasHandle_t*) = nullptr;
+  cublasStatus_t (*cublasDestroy)(cublasHandle_t) = nullptr;
+  cublasStatus_t (*cublasSetStream)(cublasHandle_t, CUstream) = nullptr;
+  cublasStatus_t (*cublasSetMathMode)(cublasHandle_t, int) = nullptr;
+  cublasStatus_t (*cublasSgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                const float*, const float*, int, const float*, int, const float*, float*,
+                                int) = nullptr;
+  cublasStatus_t (*cublasSgemmStridedBatched)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
+                                              int, int, const float*, const float*, int, long long,  // NOLINT
+                                              const float*, int, long long, const float*, float*, int,  // NOLINT
+                                              long long, int) = nullptr;  // NOLINT(runtime/int)
+};
+
+struct CudaLibraries {
+  // OK when the library loaded, its functions resolved and (driver) cuInit
+  // succeeded; otherwise the reason, e.g. "libcuda.so.1 not found (no NVIDIA
+  // driver on this machine)".
+  absl::Status driver_status;
+  absl::Status nvrtc_status;
+  absl::Status cublas_status;
+  CudaDriverApi driver;
+  NvrtcApi nvrtc;
+  CublasApi cublas;
+  int driver_version = 0;  // e.g. 13000
+  int nvrtc_major = 0, nvrtc_minor = 0;
+  std::string nvrtc_path;   // where NVRTC was found
+  std::string cublas_path;  // where cuBLAS was found
+};
+
+// Loads once per process (thread-safe); never fails, read the statuses.
+const CudaLibraries& LoadCudaLibraries();
+
+// A driver error as a Status: "cuLaunchKernel: CUDA_ERROR_INVALID_VALUE
+// (invalid argument)". OK for kCudaSuccess.
+absl::Status CuCheck(CUresult result, const char* what);
+absl::Status NvrtcCheck(nvrtcResult result, const char* what);
+absl::Status CublasCheck(cublasStatus_t status, const char* what);
+
+}  // namespace kiln::backends::cuda
+
+#endif  // KILN_BACKENDS_CUDA_CUDA_LOADER_H_

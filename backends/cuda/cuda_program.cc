@@ -1,0 +1,341 @@
+#include "backends/cuda/cuda_program.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/cuda/cublas_matmul.h"
+#include "backends/cuda/cuda_conv.h"
+#include "backends/cuda/cuda_loader.h"
+#include "runtime/tensor_ops.h"
+#include "support/status.h"
+#include "wrapper/host_fallback.h"
+
+namespace kiln::backends::cuda {
+namespace {
+
+using lowering::Layout;
+
+const CudaDriverApi& Driver() { return LoadCudaLibraries().driver; }
+
+std::string Shape(const std::vector<int64_t>& s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
+
+int64_t Elements(const Layout& l) { return std::max<int64_t>(l.StorageElements(), 1); }
+
+// A host copy of the storage range a layout covers from `base`, and the
+// view of it with the layout.
+absl::StatusOr<Tensor> DownloadRange(CUdeviceptr base, const Layout& l, CUstream stream, Tensor* staging) {
+  *staging = Tensor::Empty(l.dtype, {Elements(l)});
+  const int64_t bytes = l.StorageBytes();
+  if (bytes > 0) {
+    RETURN_IF_ERROR(CuCheck(Driver().cuMemcpyDtoHAsync(staging->raw_data(), base, static_cast<size_t>(bytes), stream),
+                            "cuMemcpyDtoHAsync"));
+    RETURN_IF_ERROR(CuCheck(Driver().cuStreamSynchronize(stream), "cuStreamSynchronize"));
+  }
+  return Tensor::View(*staging, l.sizes, l.strides, l.offset);
+}
+
+absl::Status UploadRange(const Tensor& staging, CUdeviceptr base, const Layout& l, CUstream stream) {
+  const int64_t bytes = l.StorageBytes();
+  if (bytes <= 0) return absl::OkStatus();
+  // Pageable source: the call returns once the data is staged, so the host
+  // tensor may go away right after.
+  return CuCheck(Driver().cuMemcpyHtoDAsync(base, staging.raw_data(), static_cast<size_t>(bytes), stream),
+                 "cuMemcpyHtoDAsync");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaProgram>> CudaProgram::Create(ResolvedProgram resolved, int device_index,
+                                                                 std::map<std::string, LoadedKernel> kernels,
+                                                                 std::vector<CUmodule> modules) {
+  std::unique_ptr<CudaProgram> p(new CudaProgram());
+  p->resolved_ = std::move(resolved);
+  p->device_index_ = device_index;
+  p->modules_ = std::move(modules);
+  for (const std::string& name : p->resolved_.kernel_names) {
+    auto it = kernels.find(name);
+    if (it == kernels.end()) return absl::InternalError(absl::StrCat("cuda program: kernel '", name, "' not loaded"));
+    p->kernels_.push_back(it->second);
+  }
+  CudaDevice device;
+  RETURN_IF_ERROR(device.MakeCurrent(device_index));
+  ASSIGN_OR_RETURN(CUstream stream, device.CurrentCuStream(device_index));
+  for (const auto& [slot, tensor] : p->resolved_.constants) {
+    const Layout& l = p->resolved_.slot_layouts[static_cast<size_t>(slot)];
+    Tensor staging = Tensor::Empty(l.dtype, {Elements(l)});
+    Tensor view = Tensor::View(staging, l.sizes, l.strides, l.offset);
+    RETURN_IF_ERROR(runtime::CopyInto(tensor, view));
+    ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
+                     device.AllocateStorage(device_index, static_cast<size_t>(std::max<int64_t>(l.StorageBytes(), 1))));
+    RETURN_IF_ERROR(UploadRange(staging, storage->ptr(), l, stream));
+    p->constant_slots_.push_back(Slot{std::move(storage), 0});
+  }
+  RETURN_IF_ERROR(CuCheck(Driver().cuStreamSynchronize(stream), "cuStreamSynchronize"));
+  p->stats_.kernels = static_cast<int>(p->kernels_.size());
+  return p;
+}
+
+CudaProgram::~CudaProgram() {
+  CudaDevice device;
+  if (!modules_.empty() && device.MakeCurrent(device_index_).ok()) {
+    for (CUmodule m : modules_) Driver().cuModuleUnload(m);
+  }
+}
+
+absl::StatusOr<CUdeviceptr> CudaProgram::Ones(int64_t n, CUstream stream) {
+  std::lock_guard<std::mutex> lock(ones_mu_);
+  if (ones_count_ < n) {
+    const int64_t count = (n + 4095) / 4096 * 4096;
+    CudaDevice device;
+    ASSIGN_OR_RETURN(ones_, device.AllocateStorage(device_index_, static_cast<size_t>(count) * sizeof(float)));
+    RETURN_IF_ERROR(CuCheck(Driver().cuMemsetD32Async(ones_->ptr(), 0x3f800000u, static_cast<size_t>(count), stream),
+                            "cuMemsetD32Async"));
+    ones_count_ = count;
+  }
+  return ones_->ptr();
+}
+
+absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slots, CUstream stream) {
+  CudaDevice device;
+  for (size_t i = 0; i < e.alloc_bytes.size(); ++i) {
+    ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
+                     device.AllocateStorage(device_index_, static_cast<size_t>(e.alloc_bytes[i])));
+    slots[static_cast<size_t>(e.output_slots[i])] = Slot{std::move(storage), 0};
+  }
+  auto view_of = [&](int slot) -> absl::StatusOr<DeviceView> {
+    const Slot& s = slots[static_cast<size_t>(slot)];
+    if (!s.storage) {
+      return absl::InternalError(absl::StrCat("extern ", e.op, ": buffer '",
+                                              resolved_.slot_names[static_cast<size_t>(slot)], "' is not live"));
+    }
+    return DeviceView{s.storage->ptr() + static_cast<CUdeviceptr>(s.byte_offset),
+                      resolved_.slot_layouts[static_cast<size_t>(slot)]};
+  };
+  std::vector<DeviceView> args, outs;
+  for (int slot : e.buffer_slots) {
+    ASSIGN_OR_RETURN(DeviceView v, view_of(slot));
+    args.push_back(std::move(v));
+  }
+  for (int slot : e.output_slots) {
+    ASSIGN_OR_RETURN(DeviceView v, view_of(slot));
+    outs.push_back(std::move(v));
+  }
+  if (!e.island && IsCublasOp(e.op) && LoadCudaLibraries().cublas_status.ok()) {
+    ASSIGN_OR_RETURN(cublasHandle_t handle, device.CublasHandle(device_index_, stream));
+    GemmContext ctx;
+    ctx.handle = handle;
+    ctx.ones = [this, stream](int64_t n) { return Ones(n, stream); };
+    if (std::optional<absl::Status> done = TryCublasExtern(e.op, e.args, args, outs, ctx)) {
+      RETURN_IF_ERROR(*done);
+      stats_.cublas_calls.fetch_add(1);
+      return absl::OkStatus();
+    }
+  }
+  if (!e.island && IsConvOp(e.op) && LoadCudaLibraries().cublas_status.ok()) {
+    ASSIGN_OR_RETURN(cublasHandle_t handle, device.CublasHandle(device_index_, stream));
+    // Scratch for the im2col columns: returned to the stream's cache after
+    // the call; stream order makes its reuse by later work safe.
+    std::shared_ptr<DeviceStorage> scratch;
+    ConvContext ctx;
+    ctx.device_index = device_index_;
+    ctx.stream = stream;
+    ctx.handle = handle;
+    ctx.scratch = [&](int64_t bytes) -> absl::StatusOr<CUdeviceptr> {
+      ASSIGN_OR_RETURN(scratch, device.AllocateStorage(device_index_, static_cast<size_t>(bytes)));
+      return scratch->ptr();
+    };
+    if (std::optional<absl::Status> done = TryCudaConv(e.op, e.args, args, outs, ctx)) {
+      RETURN_IF_ERROR(*done);
+      stats_.gpu_convolutions.fetch_add(1);
+      return absl::OkStatus();
+    }
+  }
+  // Host fallback over copies.
+  std::vector<Tensor> host_args, host_outs, out_staging(outs.size());
+  for (const DeviceView& v : args) {
+    Tensor staging;
+    ASSIGN_OR_RETURN(Tensor t, DownloadRange(v.base, v.layout, stream, &staging));
+    host_args.push_back(std::move(t));
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const Layout& l = outs[i].layout;
+    if (!e.alloc_bytes.empty()) {
+      out_staging[i] = Tensor::Empty(l.dtype, {Elements(l)});
+      host_outs.push_back(Tensor::View(out_staging[i], l.sizes, l.strides, l.offset));
+    } else {
+      ASSIGN_OR_RETURN(Tensor t, DownloadRange(outs[i].base, l, stream, &out_staging[i]));
+      host_outs.push_back(std::move(t));
+    }
+  }
+  if (e.island) {
+    RETURN_IF_ERROR(wrapper::RunHostIsland(*e.island, host_args, host_outs));
+  } else {
+    RETURN_IF_ERROR(wrapper::RunHostExtern(e.op, e.args, host_args, host_outs));
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    RETURN_IF_ERROR(UploadRange(out_staging[i], outs[i].base, outs[i].layout, stream));
+  }
+  stats_.host_fallbacks.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> lock(stats_.mu);
+    ++stats_.fallback_ops[e.island ? std::string("kiln::interpret") : e.op];
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<DeviceTensor>> CudaProgram::RunDevice(const std::vector<DeviceTensor>& inputs) {
+  const ResolvedProgram& r = resolved_;
+  if (inputs.size() != r.input_slots.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("compiled program takes ", r.input_slots.size(), " inputs, got ", inputs.size()));
+  }
+  CudaDevice device;
+  RETURN_IF_ERROR(device.MakeCurrent(device_index_));
+  ASSIGN_OR_RETURN(CUstream stream, device.CurrentCuStream(device_index_));
+  std::vector<Slot> slots(r.slot_names.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Layout& l = r.slot_layouts[static_cast<size_t>(r.input_slots[i])];
+    if (!inputs[i].storage || inputs[i].layout.dtype != l.dtype || inputs[i].layout.sizes != l.sizes ||
+        inputs[i].layout.strides != l.strides || inputs[i].layout.offset != l.offset) {
+      return absl::InvalidArgumentError(absl::StrCat("device input ", i, " is not laid out as ", l.ToString(),
+                                                     " (use Upload)"));
+    }
+    slots[static_cast<size_t>(r.input_slots[i])] = Slot{inputs[i].storage, inputs[i].byte_offset};
+  }
+  for (size_t i = 0; i < r.constants.size(); ++i) {
+    slots[static_cast<size_t>(r.constants[i].first)] = constant_slots_[i];
+  }
+  std::vector<CUdeviceptr> values;
+  std::vector<void*> params;
+  for (const ProgramStep& step : r.steps) {
+    switch (step.kind) {
+      case ProgramStep::Kind::kAllocate: {
+        ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
+                         device.AllocateStorage(device_index_, static_cast<size_t>(step.bytes)));
+        slots[static_cast<size_t>(step.dst)] = Slot{std::move(storage), 0};
+        break;
+      }
+      case ProgramStep::Kind::kRelease:
+        slots[static_cast<size_t>(step.dst)] = Slot{};
+        break;
+      case ProgramStep::Kind::kAlias: {
+        Slot& dst = slots[static_cast<size_t>(step.dst)];
+        if (step.only_if_empty && dst.storage) break;
+        dst = slots[static_cast<size_t>(step.src)];
+        if (step.release_src && step.src != step.dst) slots[static_cast<size_t>(step.src)] = Slot{};
+        break;
+      }
+      case ProgramStep::Kind::kLaunch: {
+        const LoadedKernel& k = kernels_[static_cast<size_t>(step.index)];
+        values.resize(step.args.size());
+        params.resize(step.args.size());
+        for (size_t i = 0; i < step.args.size(); ++i) {
+          const Slot& s = slots[static_cast<size_t>(step.args[i])];
+          if (!s.storage) {
+            return absl::InternalError(absl::StrCat("kernel ", r.kernel_names[static_cast<size_t>(step.index)],
+                                                    ": buffer '", r.slot_names[static_cast<size_t>(step.args[i])],
+                                                    "' is not live"));
+          }
+          values[i] = s.storage->ptr() + static_cast<CUdeviceptr>(s.byte_offset);
+          params[i] = &values[i];
+        }
+        const KernelLaunchConfig& c = k.launch;
+        // An empty index space (a zero-size buffer) has nothing to launch.
+        if (c.grid[0] <= 0 || c.grid[1] <= 0 || c.grid[2] <= 0 || c.block[0] <= 0) break;
+        RETURN_IF_ERROR(CuCheck(
+            Driver().cuLaunchKernel(k.function, static_cast<unsigned>(c.grid[0]), static_cast<unsigned>(c.grid[1]),
+                                    static_cast<unsigned>(c.grid[2]), static_cast<unsigned>(c.block[0]),
+                                    static_cast<unsigned>(c.block[1]), static_cast<unsigned>(c.block[2]),
+                                    static_cast<unsigned>(c.shared_bytes), stream, params.data(), nullptr),
+            "cuLaunchKernel"));
+        stats_.launches.fetch_add(1);
+        break;
+      }
+      case ProgramStep::Kind::kExtern:
+        RETURN_IF_ERROR(RunExtern(r.externs[static_cast<size_t>(step.index)], slots, stream));
+        break;
+      case ProgramStep::Kind::kSetDevice:
+        if (step.index != device_index_) {
+          return absl::UnimplementedError(absl::StrCat("cuda program for cuda:", device_index_,
+                                                       " switches to cuda:", step.index));
+        }
+        break;
+    }
+  }
+  std::vector<DeviceTensor> outputs;
+  for (int slot : r.output_slots) {
+    const Slot& s = slots[static_cast<size_t>(slot)];
+    const Layout& l = r.slot_layouts[static_cast<size_t>(slot)];
+    if (!s.storage) {
+      return absl::InternalError(absl::StrCat("output '", r.slot_names[static_cast<size_t>(slot)], "' is not live"));
+    }
+    DeviceTensor t{s.storage, s.byte_offset, l};
+    bool is_constant = false;
+    for (const Slot& c : constant_slots_) is_constant = is_constant || c.storage == s.storage;
+    if (is_constant) {
+      // Callers may write outputs; never hand out the program's constants.
+      const size_t bytes = static_cast<size_t>(std::max<int64_t>(l.StorageBytes(), 1));
+      ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> copy, device.AllocateStorage(device_index_, bytes));
+      RETURN_IF_ERROR(CuCheck(Driver().cuMemcpyDtoDAsync(copy->ptr(), t.base(), bytes, stream), "cuMemcpyDtoDAsync"));
+      t = DeviceTensor{std::move(copy), 0, l};
+    }
+    outputs.push_back(std::move(t));
+  }
+  stats_.runs.fetch_add(1);
+  return outputs;
+}
+
+absl::StatusOr<std::vector<DeviceTensor>> CudaProgram::Upload(const std::vector<Tensor>& inputs) {
+  const ResolvedProgram& r = resolved_;
+  if (inputs.size() != r.input_slots.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("compiled program takes ", r.input_slots.size(), " inputs, got ", inputs.size()));
+  }
+  CudaDevice device;
+  RETURN_IF_ERROR(device.MakeCurrent(device_index_));
+  ASSIGN_OR_RETURN(CUstream stream, device.CurrentCuStream(device_index_));
+  std::vector<DeviceTensor> out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Layout& l = r.slot_layouts[static_cast<size_t>(r.input_slots[i])];
+    const Tensor& t = inputs[i];
+    if (!t.defined() || !t.has_data()) return absl::InvalidArgumentError(absl::StrCat("input ", i, " has no data"));
+    if (t.dtype() != l.dtype || t.sizes() != l.sizes) {
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " is ", DTypeName(t.dtype()), Shape(t.sizes()),
+                                                     "; the program expects ", DTypeName(l.dtype), Shape(l.sizes)));
+    }
+    Tensor staging = Tensor::Empty(l.dtype, {Elements(l)});
+    Tensor view = Tensor::View(staging, l.sizes, l.strides, l.offset);
+    RETURN_IF_ERROR(runtime::CopyInto(t, view));
+    ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
+                     device.AllocateStorage(device_index_, static_cast<size_t>(std::max<int64_t>(l.StorageBytes(), 1))));
+    RETURN_IF_ERROR(UploadRange(staging, storage->ptr(), l, stream));
+    out.push_back(DeviceTensor{std::move(storage), 0, l});
+  }
+  return out;
+}
+
+absl::StatusOr<Tensor> CudaProgram::Download(const DeviceTensor& t) {
+  if (!t.storage) return absl::InvalidArgumentError("download of a tensor without storage");
+  CudaDevice device;
+  RETURN_IF_ERROR(device.MakeCurrent(t.storage->device_index()));
+  ASSIGN_OR_RETURN(CUstream stream, device.CurrentCuStream(t.storage->device_index()));
+  Tensor staging;
+  ASSIGN_OR_RETURN(Tensor view, DownloadRange(t.base(), t.layout, stream, &staging));
+  Tensor out = Tensor::Empty(t.layout.dtype, t.layout.sizes);
+  RETURN_IF_ERROR(runtime::CopyInto(view, out));
+  return out;
+}
+
+absl::StatusOr<std::vector<Tensor>> CudaProgram::Run(const std::vector<Tensor>& inputs) {
+  ASSIGN_OR_RETURN(std::vector<DeviceTensor> device_inputs, Upload(inputs));
+  ASSIGN_OR_RETURN(std::vector<DeviceTensor> device_outputs, RunDevice(device_inputs));
+  std::vector<Tensor> outputs;
+  for (const DeviceTensor& t : device_outputs) {
+    ASSIGN_OR_RETURN(Tensor host, Download(t));
+    outputs.push_back(std::move(host));
+  }
+  return outputs;
+}
+
+}  // namespace kiln::backends::cuda

@@ -1,0 +1,157 @@
+// A compiled CUDA program: executes the (memory-planned) Wrapper IR lines on
+// the GPU. The lines are resolved once into steps over numbered buffer slots;
+// a run then allocates/reuses/frees device storage through the device's
+// caching allocator, launches the kernels (cuLaunchKernel on the current
+// stream), treats ReinterpretLines as views, runs matmul externs through
+// cuBLAS, convolutions through runtime kernels + cuBLAS (cuda_conv.h), and
+// every other extern and interpreter island on the host over copies of its
+// arguments (counted in stats()).
+//
+// Run() takes and returns host tensors (copies around the device run);
+// RunDevice() takes and returns device-resident tensors (benchmarks).
+#ifndef KILN_BACKENDS_CUDA_CUDA_PROGRAM_H_
+#define KILN_BACKENDS_CUDA_CUDA_PROGRAM_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/cuda/cuda_api.h"
+#include "backends/cuda/cuda_device.h"
+#include "lowering/loop_ir.h"
+#include "support/tensor.h"
+#include "wrapper/codegen.h"
+#include "wrapper/wrapper_ir.h"
+
+namespace kiln::backends::cuda {
+
+// A tensor on the device: element `layout.offset + sum(i * stride)` at
+// storage->ptr() + byte_offset + that * element size.
+struct DeviceTensor {
+  std::shared_ptr<DeviceStorage> storage;
+  int64_t byte_offset = 0;
+  lowering::Layout layout;
+  CUdeviceptr base() const { return storage ? storage->ptr() + static_cast<CUdeviceptr>(byte_offset) : 0; }
+};
+
+// Launch configuration of one kernel (grid and block dims, dynamic shared).
+struct KernelLaunchConfig {
+  int64_t grid[3] = {1, 1, 1};
+  int block[3] = {1, 1, 1};
+  int shared_bytes = 0;
+};
+
+// One step of the resolved program.
+struct ProgramStep {
+  enum class Kind {
+    kAllocate,  // slot `dst` <- new storage of `bytes`
+    kRelease,   // slot `dst` dropped (storage returns to the cache when unshared)
+    kAlias,     // slot `dst` <- slot `src` (reuse, reinterpret, multi-output); `release_src`
+    kLaunch,    // kernel `index` with slots `args`
+    kExtern,    // extern `index`
+    kSetDevice, // device index `index`
+  };
+  Kind kind = Kind::kAllocate;
+  int dst = -1;
+  int src = -1;
+  bool release_src = false;
+  bool only_if_empty = false;  // kAlias of a multi-output element
+  int64_t bytes = 0;
+  int index = -1;
+  std::vector<int> args;
+};
+
+struct ExternStep {
+  std::string op;
+  std::vector<lowering::ExternArg> args;
+  std::vector<int> buffer_slots;  // buffer arguments in order
+  std::vector<int> output_slots;
+  std::vector<int64_t> alloc_bytes;  // per output; empty for an out= extern
+  std::shared_ptr<const ir::Graph> island;
+};
+
+// The lines resolved into steps; independent of the GPU (tested on the CPU).
+struct ResolvedProgram {
+  std::vector<std::string> slot_names;
+  std::vector<lowering::Layout> slot_layouts;
+  std::vector<int> input_slots;
+  std::vector<int> output_slots;
+  std::vector<std::pair<int, Tensor>> constants;  // slot, data
+  std::vector<std::string> kernel_names;          // in definition order
+  std::vector<ProgramStep> steps;
+  std::vector<ExternStep> externs;
+};
+absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program);
+
+struct CudaProgramStats {
+  // Compile (seconds).
+  double codegen_seconds = 0;  // kernel sources already generated: assembly of the translation units
+  double nvrtc_seconds = 0;    // cubin cache lookups + NVRTC on misses (wall)
+  double compiler_seconds = 0;  // inside NVRTC, summed over units
+  int minimal_fallbacks = 0;    // units recompiled without -minimal
+  double load_seconds = 0;     // cuModuleLoadData + cuModuleGetFunction
+  int translation_units = 0;
+  int cache_hits = 0;
+  int kernels = 0;
+  // Runs (cumulative).
+  std::atomic<int64_t> runs{0};
+  std::atomic<int64_t> launches{0};
+  std::atomic<int64_t> cublas_calls{0};
+  std::atomic<int64_t> gpu_convolutions{0};
+  std::atomic<int64_t> host_fallbacks{0};
+  std::mutex mu;
+  std::map<std::string, int64_t> fallback_ops;  // op -> calls (islands as kiln::interpret)
+};
+
+class CudaProgram : public wrapper::CompiledProgram {
+ public:
+  struct LoadedKernel {
+    CUfunction function = nullptr;
+    KernelLaunchConfig launch;
+  };
+  // `kernels` by kernel name (every KernelCallLine's); `modules` are owned
+  // (unloaded with the program).
+  static absl::StatusOr<std::unique_ptr<CudaProgram>> Create(ResolvedProgram resolved, int device_index,
+                                                             std::map<std::string, LoadedKernel> kernels,
+                                                             std::vector<CUmodule> modules);
+  ~CudaProgram() override;
+
+  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
+  absl::StatusOr<std::vector<DeviceTensor>> RunDevice(const std::vector<DeviceTensor>& inputs);
+
+  // Host tensors -> device tensors in the layouts the program expects.
+  absl::StatusOr<std::vector<DeviceTensor>> Upload(const std::vector<Tensor>& inputs);
+  // A device tensor -> a contiguous host tensor (synchronizes the stream).
+  absl::StatusOr<Tensor> Download(const DeviceTensor& t);
+
+  int device_index() const { return device_index_; }
+  const ResolvedProgram& resolved() const { return resolved_; }
+  CudaProgramStats& stats() { return stats_; }
+
+ private:
+  CudaProgram() = default;
+  struct Slot {
+    std::shared_ptr<DeviceStorage> storage;
+    int64_t byte_offset = 0;
+  };
+  absl::Status RunExtern(const ExternStep& e, std::vector<Slot>& slots, CUstream stream);
+  absl::StatusOr<CUdeviceptr> Ones(int64_t n, CUstream stream);
+
+  ResolvedProgram resolved_;
+  int device_index_ = 0;
+  std::vector<LoadedKernel> kernels_;  // by ProgramStep::index
+  std::vector<CUmodule> modules_;
+  std::vector<Slot> constant_slots_;  // uploaded once, parallel to resolved_.constants
+  std::mutex ones_mu_;
+  std::shared_ptr<DeviceStorage> ones_;
+  int64_t ones_count_ = 0;
+  CudaProgramStats stats_;
+};
+
+}  // namespace kiln::backends::cuda
+
+#endif  // KILN_BACKENDS_CUDA_CUDA_PROGRAM_H_

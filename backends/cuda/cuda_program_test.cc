@@ -1,0 +1,194 @@
+// The CUDA program: wrapper lines resolved into steps (no GPU needed), the
+// backend's NVRTC units (NVRTC needs no GPU), and, on a GPU, compiled graphs
+// against the interpreter.
+#include <cmath>
+#include <random>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_loader.h"
+#include "backends/cuda/cuda_program.h"
+#include "backends/cuda/kernel_prelude.h"
+#include "gtest/gtest.h"
+#include "ir/op_registry.h"
+#include "ir/text_parser.h"
+#include "passes/shape_functions.h"
+#include "runtime/interpreter.h"
+#include "runtime/register_kernels.h"
+#include "support/status.h"
+#include "driver/compile_graph.h"
+
+namespace kiln::backends::cuda {
+namespace {
+
+void RegisterAll() {
+  ASSERT_TRUE(passes::RegisterShapeFunctions().ok());
+  ASSERT_TRUE(runtime::RegisterReferenceKernels(ir::BuiltinOps()).ok());
+  ASSERT_TRUE(RegisterCudaBackend().ok());
+}
+
+std::string CacheDir() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(t != nullptr ? t : "/tmp", "/cuda_program_test_cache");
+}
+
+// add/tanh, a row sum, a matmul (extern), a transpose view.
+constexpr char kMixed[] = R"(graph(%x : Float(8, 16), %w : Float(16, 4)):
+  %one : int = prim::Constant[value=1]()
+  %d : int[] = prim::Constant[value=[-1]]()
+  %f : bool = prim::Constant[value=0]()
+  %n : NoneType = prim::Constant()
+  %a : Tensor = aten::add(%x, %x, %one)
+  %t : Tensor = aten::tanh(%a)
+  %m : Tensor = aten::mm(%t, %w)
+  %mt : Tensor = aten::t(%m)
+  %s : Tensor = aten::sum(%mt, %d, %f, %n)
+  return (%s, %m))";
+
+absl::StatusOr<driver::CompiledGraph> CompileText(const std::string& text, bool generate_only) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, ir::ParseGraph(text));
+  driver::CompileOptions options;
+  options.device = "cuda";
+  options.generate_only = generate_only;
+  return driver::CompileGraph(*graph, options);
+}
+
+TEST(ResolveProgramTest, StepsFollowTheLines) {
+  RegisterAll();
+  absl::StatusOr<driver::CompiledGraph> c = CompileText(kMixed, /*generate_only=*/true);
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<ResolvedProgram> r = ResolveProgram(c->program);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->input_slots.size(), 2u);
+  EXPECT_EQ(r->output_slots.size(), 2u);
+  EXPECT_EQ(r->kernel_names.size(), static_cast<size_t>(c->num_kernels));
+  int launches = 0, externs = 0, aliases = 0;
+  for (const ProgramStep& s : r->steps) {
+    launches += s.kind == ProgramStep::Kind::kLaunch;
+    externs += s.kind == ProgramStep::Kind::kExtern;
+    aliases += s.kind == ProgramStep::Kind::kAlias;
+  }
+  EXPECT_EQ(launches, c->num_kernels);
+  EXPECT_EQ(externs, 1);
+  (void)aliases;  // views are read in place by kernels; no ReinterpretLine needed here
+  ASSERT_EQ(r->externs.size(), 1u);
+  EXPECT_TRUE(absl::StartsWith(r->externs[0].op, "aten::mm")) << r->externs[0].op;
+  EXPECT_EQ(r->externs[0].buffer_slots.size(), 2u);
+  for (size_t i = 0; i < r->slot_names.size(); ++i) {
+    EXPECT_EQ(r->slot_layouts[i].sizes.size(), r->slot_layouts[i].strides.size()) << r->slot_names[i];
+  }
+}
+
+TEST(ResolveProgramTest, RejectsUndefinedKernelsAndUnknownBuffers) {
+  RegisterAll();
+  absl::StatusOr<driver::CompiledGraph> c = CompileText(kMixed, true);
+  ASSERT_TRUE(c.ok());
+  wrapper::WrapperProgram p = c->program;
+  p.lines.push_back(wrapper::KernelCallLine{"no_such_kernel", "cuda", {}});
+  EXPECT_TRUE(absl::StrContains(ResolveProgram(p).status().message(), "undefined kernel"));
+  p = c->program;
+  p.lines.push_back(wrapper::FreeLine{"no_such_buffer"});
+  EXPECT_TRUE(absl::StrContains(ResolveProgram(p).status().message(), "no_such_buffer"));
+  p = c->program;
+  p.outputs.push_back("missing_output");
+  EXPECT_FALSE(ResolveProgram(p).ok());
+}
+
+TEST(CudaCodegenTest, MergesKernelsSharingThePreludeIntoUnits) {
+  CudaBackendOptions options;
+  options.kernels_per_unit = 2;
+  CudaCodegen codegen("cuda", options);
+  std::vector<CudaKernelSource> kernels(5);
+  for (int i = 0; i < 5; ++i) {
+    kernels[static_cast<size_t>(i)].name = absl::StrCat("k", i);
+    kernels[static_cast<size_t>(i)].source =
+        i == 4 ? "extern \"C\" __global__ void k4() {}\n"
+               : absl::StrCat(std::string(kCudaKernelPrelude), "extern \"C\" __global__ void k", i, "() {}\n");
+  }
+  std::vector<CudaCodegen::Unit> units = codegen.MakeUnits(kernels);
+  ASSERT_EQ(units.size(), 3u);  // k4 alone, {k0,k1}, {k2,k3}
+  EXPECT_EQ(units[0].kernels, std::vector<std::string>{"k4"});
+  EXPECT_EQ(units[1].kernels, (std::vector<std::string>{"k0", "k1"}));
+  EXPECT_EQ(units[2].kernels, (std::vector<std::string>{"k2", "k3"}));
+  EXPECT_TRUE(absl::StartsWith(units[1].source, std::string(kCudaKernelPrelude)));
+  // The prelude appears once per unit.
+  const std::string prelude = std::string(kCudaKernelPrelude);
+  EXPECT_EQ(units[1].source.find(prelude, 1), std::string::npos);
+  EXPECT_EQ(codegen.NvrtcOptions()[0].rfind("--gpu-architecture=sm_", 0), 0u);
+}
+
+// Kernel generation + NVRTC for the whole program, without a GPU: the
+// compile succeeds up to loading, which reports the device unavailable.
+TEST(CudaCodegenTest, CompilesEveryKernelWithNvrtc) {
+  RegisterAll();
+  if (!LoadCudaLibraries().nvrtc_status.ok()) GTEST_SKIP() << LoadCudaLibraries().nvrtc_status;
+  if (CudaDevice().is_available()) GTEST_SKIP() << "covered by the GPU tests";
+  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(kMixed);
+  ASSERT_TRUE(graph.ok());
+  driver::CompileOptions options;
+  options.device = "cuda";
+  options.generate_only = true;
+  absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  // CompileGraph's codegen instance is gone: regenerate with our own.
+  CudaBackendOptions backend;
+  backend.cache_dir = CacheDir();
+  CudaCodegen codegen("cuda", backend);
+  absl::StatusOr<wrapper::WrapperProgram> program = wrapper::GenerateWrapper(c->loop_graph, c->schedule, codegen);
+  ASSERT_TRUE(program.ok()) << program.status();
+  absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> compiled = codegen.Compile(*program);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_TRUE(absl::IsUnavailable(compiled.status())) << compiled.status();
+  EXPECT_TRUE(absl::StrContains(compiled.status().message(), "compiled for --gpu-architecture=sm_90"))
+      << compiled.status();
+  // A program whose kernels this codegen did not generate is refused.
+  CudaCodegen other("cuda", backend);
+  EXPECT_TRUE(absl::IsFailedPrecondition(other.Compile(*program).status()));
+}
+
+// ---------------------------------------------------------------- GPU
+
+Tensor Random(std::vector<int64_t> sizes, uint32_t seed) {
+  Tensor t = Tensor::Empty(DType::kFloat32, std::move(sizes));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+TEST(CudaProgramGpuTest, MixedGraphMatchesTheInterpreter) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(kMixed);
+  ASSERT_TRUE(graph.ok());
+  driver::CompileOptions options;
+  options.device = "cuda";
+  absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<Tensor> inputs = {Random({8, 16}, 1), Random({16, 4}, 2)};
+  for (int run = 0; run < 2; ++run) {  // the second run reuses cached blocks
+    absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    std::vector<ir::IValue> args;
+    for (const Tensor& t : inputs) args.push_back(ir::IValue::FromTensor(t));
+    absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(**graph, args);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_EQ(got->size(), want->size());
+    for (size_t o = 0; o < got->size(); ++o) {
+      const Tensor& w = (*want)[o].toTensor();
+      ASSERT_EQ((*got)[o].sizes(), w.sizes());
+      for (int64_t i = 0; i < w.numel(); ++i) {
+        EXPECT_NEAR((*got)[o].GetDouble(i), w.GetDouble(i), 1e-4) << "output " << o << " element " << i;
+      }
+    }
+  }
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
+  EXPECT_EQ(program->stats().cublas_calls.load(), 2);
+  EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+}
+
+}  // namespace
+}  // namespace kiln::backends::cuda

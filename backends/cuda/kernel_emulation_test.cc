@@ -1,0 +1,547 @@
+// Numerical check of the generated CUDA kernels without a GPU: every kernel
+// is compiled as host C++ (g++) against a small emulation of the CUDA
+// execution model -- each block runs its threads as std::threads, with real
+// barriers for __syncthreads and a per-warp exchange for __shfl_xor_sync --
+// and the scheduled graph's outputs are compared with the interpreter's
+// (rtol 1e-3, atol 1e-5), once with 16-byte aligned buffers (vector paths)
+// and once with every buffer misaligned by one element (scalar paths).
+// This checks the kernels' logic (indexing, lanes, tails, reductions, the
+// register row cache, block/warp cooperation); the GPU test checks the rest.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <dlfcn.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/cuda/kernel_codegen.h"
+#include "backends/cuda/kernel_identifiers.h"
+#include "backends/cuda/test_graphs.h"
+#include "gtest/gtest.h"
+#include "ir/ivalue.h"
+#include "runtime/interpreter.h"
+#include "support/tensor.h"
+
+namespace kiln::backends::cuda {
+namespace {
+
+using lowering::Buffer;
+using lowering::BufferKind;
+
+// The CUDA built-ins the generated code uses, for host C++. A block's
+// threads are fibers (ucontext) on one OS thread, switched at barriers, so
+// emulating thousands of GPU threads stays cheap.
+const char kEmulation[] = R"EMU(
+#include <math.h>
+#include <string.h>
+#include <ucontext.h>
+#include <functional>
+#include <vector>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __shared__ static
+struct kiln_dim3 { unsigned x = 0, y = 0, z = 0; };
+kiln_dim3 threadIdx, blockIdx, blockDim, gridDim;
+struct KilnFiber {
+  ucontext_t context;
+  std::vector<char> stack;
+  bool done = false;
+};
+static std::vector<KilnFiber> kiln_fibers;
+static ucontext_t kiln_scheduler;
+static int kiln_current = 0;
+static std::function<void()>* kiln_body = nullptr;
+static void kiln_yield() { swapcontext(&kiln_fibers[kiln_current].context, &kiln_scheduler); }
+struct KilnBarrier {
+  int n = 0, count = 0, generation = 0;
+  void Reset(int threads) { n = threads; count = 0; generation = 0; }
+  void Wait() {
+    const int g = generation;
+    if (++count == n) {
+      count = 0;
+      ++generation;
+      return;
+    }
+    while (g == generation) kiln_yield();
+  }
+};
+static KilnBarrier kiln_block_barrier;
+static KilnBarrier kiln_warp_barrier[32];
+static unsigned long long kiln_warp_slot[32][32];
+inline void __syncthreads() { kiln_block_barrier.Wait(); }
+template <typename T> T __shfl_xor_sync(unsigned, T v, int offset) {
+  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  unsigned long long bits = 0;
+  memcpy(&bits, &v, sizeof(T));
+  kiln_warp_slot[warp][lane] = bits;
+  kiln_warp_barrier[warp].Wait();
+  bits = kiln_warp_slot[warp][lane ^ offset];
+  kiln_warp_barrier[warp].Wait();
+  T r;
+  memcpy(&r, &bits, sizeof(T));
+  return r;
+}
+inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, 8); return d; }
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+static void kiln_fiber_entry() {
+  (*kiln_body)();
+  kiln_fibers[kiln_current].done = true;
+}
+template <typename F> void kiln_run_grid(long long grid, int block, F f) {
+  std::function<void()> body = f;
+  kiln_body = &body;
+  blockDim.x = block;
+  gridDim.x = static_cast<unsigned>(grid);
+  kiln_fibers.resize(block);
+  for (long long b = 0; b < grid; ++b) {
+    kiln_block_barrier.Reset(block);
+    for (int w = 0; w < 32; ++w) kiln_warp_barrier[w].Reset(32);
+    blockIdx.x = static_cast<unsigned>(b);
+    for (int t = 0; t < block; ++t) {
+      KilnFiber& fiber = kiln_fibers[t];
+      fiber.done = false;
+      fiber.stack.resize(64 * 1024);
+      getcontext(&fiber.context);
+      fiber.context.uc_stack.ss_sp = fiber.stack.data();
+      fiber.context.uc_stack.ss_size = fiber.stack.size();
+      fiber.context.uc_link = &kiln_scheduler;
+      makecontext(&fiber.context, kiln_fiber_entry, 0);
+    }
+    for (bool running = true; running;) {
+      running = false;
+      for (int t = 0; t < block; ++t) {
+        if (kiln_fibers[t].done) continue;
+        kiln_current = t;
+        threadIdx.x = t;
+        swapcontext(&kiln_scheduler, &kiln_fibers[t].context);
+        running = running || !kiln_fibers[t].done;
+      }
+    }
+  }
+}
+)EMU";
+
+struct Case {
+  std::string name;
+  std::string ir;
+};
+
+// One graph to run: its schedule, kernels and inputs.
+struct Prepared {
+  Case c;
+  testing::Scheduled s;
+  std::vector<CudaKernelSource> kernels;  // in schedule order
+  std::vector<int> kernel_ids;            // emulated function index per kernel
+  std::vector<Tensor> inputs;
+};
+
+Tensor RandomTensor(DType dtype, const std::vector<int64_t>& sizes, std::mt19937& rng) {
+  Tensor t = Tensor::Empty(dtype, sizes);
+  const int64_t n = t.numel();
+  std::uniform_real_distribution<float> real(-2.0f, 2.0f);
+  std::uniform_int_distribution<int> ints(-6, 6);
+  for (int64_t i = 0; i < n; ++i) {
+    switch (dtype) {
+      case DType::kFloat32: t.data<float>()[i] = real(rng); break;
+      case DType::kFloat64: t.data<double>()[i] = real(rng); break;
+      case DType::kInt64: { int v = ints(rng); t.data<int64_t>()[i] = v == 0 ? 1 : v; break; }
+      case DType::kInt32: { int v = ints(rng); t.data<int32_t>()[i] = v == 0 ? 1 : v; break; }
+      case DType::kUInt8: t.data<uint8_t>()[i] = static_cast<uint8_t>(ints(rng) + 6); break;
+      case DType::kBool: t.data<bool>()[i] = ints(rng) > 0; break;
+      default: break;
+    }
+  }
+  return t;
+}
+
+const std::vector<Case>& Cases() {
+  static const auto* cases = new std::vector<Case>{
+      {"pointwise_chain", R"(graph(%x : Float(8, 1024)):
+  %one : int = prim::Constant[value=1]()
+  %h : float = prim::Constant[value=0.5]()
+  %a : Tensor = aten::add(%x, %h, %one)
+  %b : Tensor = aten::mul(%a, %x)
+  %c : Tensor = aten::tanh(%b)
+  %d : Tensor = aten::sigmoid(%c)
+  return (%d))"},
+      {"broadcast_add_odd", R"(graph(%x : Float(7, 333), %b : Float(333)):
+  %one : int = prim::Constant[value=1]()
+  %y : Tensor = aten::add(%x, %b, %one)
+  %z : Tensor = aten::relu(%y)
+  return (%z))"},
+      {"one_d_tail", R"(graph(%x : Float(1001)):
+  %r : Tensor = aten::gelu(%x)
+  return (%r))"},
+      {"transpose", R"(graph(%x : Float(24, 40)):
+  %p : int[] = prim::Constant[value=[1, 0]]()
+  %y : Tensor = aten::permute(%x, %p)
+  %z : Tensor = aten::exp(%y)
+  return (%z))"},
+      {"row_sum_max_min", R"(graph(%x : Float(6, 2000)):
+  %dims : int[] = prim::Constant[value=[-1]]()
+  %f : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %s : Tensor = aten::sum(%x, %dims, %f, %none)
+  %m : Tensor = aten::amax(%x, %dims, %f)
+  %n : Tensor = aten::amin(%x, %dims, %f)
+  return (%s, %m, %n))"},
+      {"argmax_argmin", R"(graph(%x : Float(5, 999)):
+  %d : int = prim::Constant[value=1]()
+  %t : bool = prim::Constant[value=1]()
+  %a : Tensor = aten::argmax(%x, %d, %t)
+  %b : Tensor = aten::argmin(%x, %d, %t)
+  return (%a, %b))"},
+      {"softmax_block", R"(graph(%x : Float(3, 8192)):
+  %dim : int = prim::Constant[value=-1]()
+  %none : NoneType = prim::Constant()
+  %y : Tensor = aten::softmax(%x, %dim, %none)
+  return (%y))"},
+      {"softmax_warp", R"(graph(%x : Float(37, 40)):
+  %dim : int = prim::Constant[value=-1]()
+  %none : NoneType = prim::Constant()
+  %y : Tensor = aten::softmax(%x, %dim, %none)
+  return (%y))"},
+      {"layer_norm", R"(graph(%x : Float(4, 768), %w : Float(768), %b : Float(768)):
+  %shape : int[] = prim::Constant[value=[768]]()
+  %eps : float = prim::Constant[value=1.0000000000000001e-05]()
+  %t : bool = prim::Constant[value=1]()
+  %y : Tensor = aten::layer_norm(%x, %shape, %w, %b, %eps, %t)
+  return (%y))"},
+      {"var_mean", R"(graph(%x : Float(9, 300)):
+  %dims : int[] = prim::Constant[value=[1]]()
+  %t : bool = prim::Constant[value=1]()
+  %f : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %v : Tensor = aten::var(%x, %dims, %t, %f)
+  %m : Tensor = aten::mean(%x, %dims, %f, %none)
+  return (%v, %m))"},
+      {"sum_dim0_thread_per_output", R"(graph(%x : Float(33, 1100)):
+  %dims : int[] = prim::Constant[value=[0]]()
+  %f : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %s : Tensor = aten::sum(%x, %dims, %f, %none)
+  return (%s))"},
+      {"full_sum_and_small_outer", R"(graph(%x : Float(3000), %y : Float(50, 6)):
+  %none : NoneType = prim::Constant()
+  %s : Tensor = aten::sum(%x, %none)
+  %dims : int[] = prim::Constant[value=[0]]()
+  %f : bool = prim::Constant[value=0]()
+  %m : Tensor = aten::amax(%y, %dims, %f)
+  return (%s, %m))"},
+      {"int64_ops", R"(graph(%x : Long(16, 12), %y : Long(16, 12)):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %y, %one)
+  %b : Tensor = aten::mul(%a, %x)
+  %c : Tensor = aten::floor_divide(%b, %y)
+  %d : Tensor = aten::remainder(%c, %y)
+  return (%d))"},
+      {"where_casts", R"(graph(%x : Int(4, 10), %y : Float(10)):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %y, %one)
+  %c : Tensor = aten::gt(%x, %one)
+  %w : Tensor = aten::where(%c, %a, %y)
+  return (%w, %c))"},
+      {"int_reductions", R"(graph(%x : Long(8, 100)):
+  %dims : int[] = prim::Constant[value=[1]]()
+  %f : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %s : Tensor = aten::sum(%x, %dims, %f, %none)
+  %m : Tensor = aten::amax(%x, %dims, %f)
+  return (%s, %m))"},
+      {"double_tanh_sum", R"(graph(%x : Double(5, 64)):
+  %t : Tensor = aten::tanh(%x)
+  %dims : int[] = prim::Constant[value=[1]]()
+  %f : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %s : Tensor = aten::sum(%t, %dims, %f, %none)
+  return (%s))"},
+      {"multi_output_pointwise", R"(graph(%x : Float(6, 20)):
+  %two : float = prim::Constant[value=2.0]()
+  %a : Tensor = aten::mul(%x, %two)
+  %b : Tensor = aten::tanh(%a)
+  return (%a, %b))"},
+      {"subtract_row_mean", R"(graph(%x : Float(10, 96)):
+  %dims : int[] = prim::Constant[value=[-1]]()
+  %t : bool = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %m : Tensor = aten::mean(%x, %dims, %t, %none)
+  %y : Tensor = aten::sub(%x, %m, %one)
+  return (%y))"},
+      {"softmax_dim0", R"(graph(%x : Float(40, 37)):
+  %dim : int = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %y : Tensor = aten::softmax(%x, %dim, %none)
+  return (%y))"},
+      {"log_softmax", R"(graph(%x : Float(12, 130)):
+  %dim : int = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %y : Tensor = aten::log_softmax(%x, %dim, %none)
+  return (%y))"},
+      {"argmax_long", R"(graph(%x : Long(7, 50)):
+  %d : int = prim::Constant[value=1]()
+  %f : bool = prim::Constant[value=0]()
+  %a : Tensor = aten::argmax(%x, %d, %f)
+  return (%a))"},
+      {"nan_max_argmax", R"(graph(%x : Float(6, 50)):
+  %y : Tensor = aten::log(%x)
+  %dims : int[] = prim::Constant[value=[-1]]()
+  %f : bool = prim::Constant[value=0]()
+  %m : Tensor = aten::amax(%y, %dims, %f)
+  %d : int = prim::Constant[value=1]()
+  %a : Tensor = aten::argmax(%y, %d, %f)
+  %n : Tensor = aten::amin(%y, %dims, %f)
+  return (%m, %a, %n))"},
+      {"nchw_add_relu_collapsed", R"(graph(%x : Float(2, 5, 7, 7), %y : Float(2, 5, 7, 7)):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %y, %one)
+  %r : Tensor = aten::relu(%a)
+  return (%r))"},
+      {"nchw_channel_affine", R"(graph(%x : Float(2, 5, 7, 7), %w : Float(5, 1, 1), %b : Float(5, 1, 1)):
+  %one : int = prim::Constant[value=1]()
+  %m : Tensor = aten::mul(%x, %w)
+  %a : Tensor = aten::add(%m, %b, %one)
+  %r : Tensor = aten::sigmoid(%a)
+  return (%r))"},
+      {"nchw_slice_then_add", R"(graph(%x : Float(2, 6, 7, 9)):
+  %d : int = prim::Constant[value=3]()
+  %s : int = prim::Constant[value=1]()
+  %e : int = prim::Constant[value=8]()
+  %one : int = prim::Constant[value=1]()
+  %z : Float(2, 6, 7, 7) = aten::slice(%x, %d, %s, %e, %one)
+  %h : float = prim::Constant[value=0.5]()
+  %y : Tensor = aten::mul(%z, %h)
+  return (%y))"},
+      {"mean_over_hw", R"(graph(%x : Float(2, 5, 7, 7)):
+  %dims : int[] = prim::Constant[value=[2, 3]]()
+  %t : bool = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %m : Tensor = aten::mean(%x, %dims, %t, %none)
+  return (%m))"},
+  };
+  return *cases;
+}
+
+class Emulator {
+ public:
+  // Compiles every kernel of every case into one shared library.
+  absl::Status Build(std::vector<Prepared>& prepared) {
+    std::string tu = kEmulation;
+    absl::StrAppend(&tu, kPreludeOnce(prepared));
+    int id = 0;
+    for (Prepared& p : prepared) {
+      for (size_t i = 0; i < p.kernels.size(); ++i) {
+        const CudaKernelSource& k = p.kernels[i];
+        const size_t at = k.source.find("// kiln kernel ");
+        if (at == std::string::npos) return absl::InternalError("no kernel marker");
+        std::string part = k.source.substr(at);
+        const std::string decl = absl::StrCat(") ", k.name, "(");
+        const size_t d = part.find(decl);
+        if (d == std::string::npos) return absl::InternalError("no kernel declaration");
+        part.replace(d, decl.size(), absl::StrCat(") kiln_k", id, "("));
+        absl::StrAppend(&tu, part, "\n");
+        // The launcher: parameters are the reads then the buffers.
+        const lowering::FusedKernel& fk = KernelOf(p, i);
+        std::vector<std::string> args;
+        int a = 0;
+        for (const std::string& name : fk.reads) {
+          const Buffer* b = p.s.graph.Find(name);
+          auto type = CudaTypeName(b->layout.dtype);
+          if (!type.ok()) return type.status();
+          args.push_back(absl::StrCat("static_cast<const ", *type, "*>(a[", a++, "])"));
+        }
+        for (const std::string& name : fk.buffers) {
+          const Buffer* b = p.s.graph.Find(name);
+          auto type = CudaTypeName(b->layout.dtype);
+          if (!type.ok()) return type.status();
+          args.push_back(absl::StrCat("static_cast<", *type, "*>(a[", a++, "])"));
+        }
+        absl::StrAppend(&tu, "extern \"C\" void kiln_launch_", id, "(void** a, long long grid, int block) {\n",
+                        "  kiln_run_grid(grid, block, [&] { kiln_k", id, "(", absl::StrJoin(args, ", "), "); });\n}\n");
+        p.kernel_ids.push_back(id++);
+      }
+    }
+    const char* tmp = std::getenv("TEST_TMPDIR");
+    const std::string dir = tmp != nullptr ? tmp : "/tmp";
+    const std::string src = dir + "/kiln_cuda_emulation.cc";
+    const std::string lib = dir + "/kiln_cuda_emulation.so";
+    std::ofstream(src) << tu;
+    const std::string cmd = absl::StrCat("g++ -std=c++17 -O1 -w -shared -fPIC -o ", lib, " ", src, " 2>&1");
+    if (std::system(cmd.c_str()) != 0) return absl::InternalError("g++ failed on " + src);
+    handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle_ == nullptr) return absl::InternalError(dlerror());
+    return absl::OkStatus();
+  }
+
+  using Launch = void (*)(void**, long long, int);
+  Launch Get(int id) { return reinterpret_cast<Launch>(dlsym(handle_, absl::StrCat("kiln_launch_", id).c_str())); }
+
+  static const lowering::FusedKernel& KernelOf(const Prepared& p, size_t i) {
+    size_t n = 0;
+    for (const lowering::ScheduleStep& step : p.s.schedule.steps) {
+      if (step.kind != lowering::ScheduleStep::Kind::kKernel) continue;
+      if (n++ == i) return step.kernel;
+    }
+    return p.s.schedule.steps.front().kernel;
+  }
+
+ private:
+  // The prelude of the first kernel (identical in every source).
+  static std::string kPreludeOnce(const std::vector<Prepared>& prepared) {
+    for (const Prepared& p : prepared) {
+      for (const CudaKernelSource& k : p.kernels) return k.source.substr(0, k.source.find("// kiln kernel "));
+    }
+    return "";
+  }
+  void* handle_ = nullptr;
+};
+
+// Runs one prepared graph on the emulator; buffers start `misalign` bytes
+// past a 64-byte boundary. Returns the graph outputs as (element -> double).
+absl::StatusOr<std::vector<std::vector<double>>> RunEmulated(Emulator& emu, const Prepared& p, size_t misalign) {
+  const lowering::LoopGraph& g = p.s.graph;
+  std::map<std::string, std::vector<char>> storage;
+  std::map<std::string, char*> base;
+  for (const Buffer& b : g.buffers) {
+    if (b.kind == BufferKind::kView) continue;
+    if (b.kind == BufferKind::kExtern) return absl::UnimplementedError("externs are not emulated");
+    std::vector<char>& s = storage[b.name];
+    s.assign(static_cast<size_t>(std::max<int64_t>(b.layout.StorageBytes(), 1)) + 128, 0);
+    char* aligned = s.data() + (64 - reinterpret_cast<uintptr_t>(s.data()) % 64) % 64;
+    base[b.name] = aligned + misalign * DTypeSize(b.layout.dtype);
+  }
+  for (const Buffer& b : g.buffers) {
+    if (b.kind != BufferKind::kView) continue;
+    std::string root = b.view_of;
+    for (int guard = 0; guard < 64 && g.Find(root) != nullptr && g.Find(root)->kind == BufferKind::kView; ++guard) {
+      root = g.Find(root)->view_of;
+    }
+    base[b.name] = base[root];
+  }
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const Tensor t = p.inputs[i].Contiguous();
+    std::memcpy(base[g.inputs[i]], t.raw_data(), static_cast<size_t>(t.numel()) * DTypeSize(t.dtype()));
+  }
+  for (const Buffer& b : g.buffers) {
+    if (b.kind == BufferKind::kConstant && b.constant.has_data()) {
+      const Tensor t = b.constant.Contiguous();
+      std::memcpy(base[b.name], t.raw_data(), static_cast<size_t>(t.numel()) * DTypeSize(t.dtype()));
+    }
+  }
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const lowering::FusedKernel& fk = Emulator::KernelOf(p, i);
+    std::vector<void*> args;
+    for (const std::string& r : fk.reads) args.push_back(base[r]);
+    for (const std::string& b : fk.buffers) args.push_back(base[b]);
+    Emulator::Launch launch = emu.Get(p.kernel_ids[i]);
+    if (launch == nullptr) return absl::InternalError("missing launcher");
+    launch(args.data(), p.kernels[i].launch.grid_x, p.kernels[i].launch.block_x);
+  }
+  std::vector<std::vector<double>> outs;
+  for (const std::string& name : g.outputs) {
+    const Buffer* b = g.Find(name);
+    const lowering::Layout& l = b->layout;
+    std::vector<double> v;
+    const int64_t n = l.numel();
+    for (int64_t flat = 0; flat < n; ++flat) {
+      int64_t rem = flat, off = l.offset;
+      for (size_t d = l.sizes.size(); d-- > 0;) {
+        off += (rem % l.sizes[d]) * l.strides[d];
+        rem /= l.sizes[d];
+      }
+      const char* at = base[name] + off * static_cast<int64_t>(DTypeSize(l.dtype));
+      double x = 0;
+      switch (l.dtype) {
+        case DType::kFloat32: x = *reinterpret_cast<const float*>(at); break;
+        case DType::kFloat64: x = *reinterpret_cast<const double*>(at); break;
+        case DType::kInt64: x = static_cast<double>(*reinterpret_cast<const int64_t*>(at)); break;
+        case DType::kInt32: x = *reinterpret_cast<const int32_t*>(at); break;
+        case DType::kUInt8: x = *reinterpret_cast<const uint8_t*>(at); break;
+        case DType::kBool: x = *reinterpret_cast<const bool*>(at) ? 1 : 0; break;
+        default: return absl::UnimplementedError("output dtype");
+      }
+      v.push_back(x);
+    }
+    outs.push_back(std::move(v));
+  }
+  return outs;
+}
+
+TEST(CudaKernelEmulation, KernelsMatchTheInterpreter) {
+  CudaTarget target;
+  target.multiprocessor_count = 2;  // small grids: the grid-stride loops wrap
+  std::vector<Prepared> prepared;
+  std::mt19937 rng(7);
+  for (const Case& c : Cases()) {
+    auto s = testing::LowerAndSchedule(c.ir);
+    ASSERT_TRUE(s.ok()) << c.name << ": " << s.status();
+    Prepared p;
+    p.c = c;
+    p.s = std::move(*s);
+    bool ok = true;
+    for (const lowering::ScheduleStep& step : p.s.schedule.steps) {
+      if (step.kind != lowering::ScheduleStep::Kind::kKernel) {
+        ok = false;
+        continue;
+      }
+      auto k = GenerateCudaKernel(p.s.graph, step.kernel, target);
+      ASSERT_TRUE(k.ok()) << c.name << ": " << k.status();
+      p.kernels.push_back(std::move(*k));
+    }
+    ASSERT_TRUE(ok) << c.name << " has an extern step";
+    ASSERT_FALSE(p.kernels.empty()) << c.name << " lowered to no kernel:\n" << p.s.graph.ToString();
+    for (const std::string& in : p.s.graph.inputs) {
+      const Buffer* b = p.s.graph.Find(in);
+      p.inputs.push_back(RandomTensor(b->layout.dtype, b->layout.sizes, rng));
+    }
+    prepared.push_back(std::move(p));
+  }
+  Emulator emu;
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status built = emu.Build(prepared);
+  std::printf("host compile of %zu graphs: %.1f s\n", prepared.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (!built.ok()) GTEST_SKIP() << "host compiler unavailable: " << built;
+
+  for (const Prepared& p : prepared) {
+    std::vector<ir::IValue> in;
+    for (const Tensor& t : p.inputs) in.push_back(ir::IValue::FromTensor(t));
+    auto expected = runtime::RunGraph(*p.s.ir, in);
+    ASSERT_TRUE(expected.ok()) << p.c.name << ": " << expected.status();
+    for (size_t misalign : {size_t{0}, size_t{1}}) {
+      auto got = RunEmulated(emu, p, misalign);
+      ASSERT_TRUE(got.ok()) << p.c.name << ": " << got.status();
+      ASSERT_EQ(got->size(), expected->size()) << p.c.name;
+      for (size_t o = 0; o < got->size(); ++o) {
+        const Tensor& e = (*expected)[o].toTensor();
+        ASSERT_EQ(static_cast<int64_t>((*got)[o].size()), e.numel()) << p.c.name;
+        int bad = 0;
+        for (int64_t i = 0; i < e.numel() && bad < 5; ++i) {
+          const double want = IsFloatingPoint(e.dtype()) ? e.GetDouble(i) : static_cast<double>(e.GetInt(i));
+          const double have = (*got)[o][static_cast<size_t>(i)];
+          const bool close = (std::isnan(want) && std::isnan(have)) || std::fabs(have - want) <= 1e-5 + 1e-3 * std::fabs(want);
+          if (!close) {
+            ++bad;
+            ADD_FAILURE() << p.c.name << " output " << o << " element " << i << ": got " << have << ", want " << want
+                          << " (misalign " << misalign << ")";
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::backends::cuda

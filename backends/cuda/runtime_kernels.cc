@@ -1,0 +1,101 @@
+#include "backends/cuda/runtime_kernels.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/cubin_cache.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_loader.h"
+#include "support/status.h"
+
+namespace kiln::backends::cuda {
+namespace {
+
+// 64-bit indices throughout: activations of large batches pass 2^31.
+constexpr char kSource[] = R"CUDA(
+typedef long long i64;
+
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_im2col(
+    const float* __restrict__ x, float* __restrict__ cols, i64 n, i64 image_stride, i64 c, i64 h, i64 w,
+    i64 kh, i64 kw, i64 oh, i64 ow, i64 sh, i64 sw, i64 ph, i64 pw, i64 dh, i64 dw) {
+  const i64 spatial = oh * ow, rows = c * kh * kw, total = n * rows * spatial;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
+    const i64 s = i % spatial, r = (i / spatial) % rows, img = i / (spatial * rows);
+    const i64 ox = s % ow, oy = s / ow;
+    const i64 kx = r % kw, ky = (r / kw) % kh, ch = r / (kw * kh);
+    const i64 iy = oy * sh - ph + ky * dh, ix = ox * sw - pw + kx * dw;
+    float v = 0.0f;
+    if (iy >= 0 && iy < h && ix >= 0 && ix < w) v = x[img * image_stride + (ch * h + iy) * w + ix];
+    cols[i] = v;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_depthwise(
+    const float* __restrict__ x, const float* __restrict__ wt, const float* __restrict__ bias,
+    float* __restrict__ y, i64 n, i64 cin, i64 cout, i64 h, i64 w, i64 kh, i64 kw, i64 oh, i64 ow,
+    i64 sh, i64 sw, i64 ph, i64 pw, i64 dh, i64 dw) {
+  const i64 total = n * cout * oh * ow, mult = cout / cin;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
+    const i64 ox = i % ow, oy = (i / ow) % oh, oc = (i / (ow * oh)) % cout, img = i / (ow * oh * cout);
+    const float* xp = x + (img * cin + oc / mult) * h * w;
+    const float* wp = wt + oc * kh * kw;
+    float acc = bias != nullptr ? bias[oc] : 0.0f;
+    for (i64 ky = 0; ky < kh; ++ky) {
+      const i64 iy = oy * sh - ph + ky * dh;
+      if (iy < 0 || iy >= h) continue;
+      for (i64 kx = 0; kx < kw; ++kx) {
+        const i64 ix = ox * sw - pw + kx * dw;
+        if (ix >= 0 && ix < w) acc = fmaf(wp[ky * kw + kx], xp[iy * w + ix], acc);
+      }
+    }
+    y[i] = acc;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_fill_bias(
+    float* __restrict__ y, const float* __restrict__ bias, i64 total, i64 channels, i64 hw) {
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
+    y[i] = bias[(i / hw) % channels];
+  }
+}
+)CUDA";
+
+struct Loaded {
+  absl::Status status;
+  RuntimeKernels kernels;
+};
+
+}  // namespace
+
+absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
+  static std::mutex mu;
+  static std::map<int, std::unique_ptr<Loaded>>* loaded = new std::map<int, std::unique_ptr<Loaded>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = loaded->find(index);
+  if (it == loaded->end()) {
+    auto l = std::make_unique<Loaded>();
+    l->status = [&]() -> absl::Status {
+      CudaDevice device;
+      ASSIGN_OR_RETURN(devices::DeviceProperties p, device.GetDeviceProperties(index));
+      ASSIGN_OR_RETURN(std::string identity, NvrtcIdentity());
+      CubinCache cache(CubinCache::DefaultDirectory(), identity, CompileWithNvrtc);
+      ASSIGN_OR_RETURN(CubinEntry entry,
+                       cache.GetOrCompile(kSource, {absl::StrCat("--gpu-architecture=sm_", p.major, p.minor), "-std=c++17"}));
+      RETURN_IF_ERROR(device.MakeCurrent(index));
+      const CudaDriverApi& d = LoadCudaLibraries().driver;
+      CUmodule module = nullptr;  // kept for the life of the process
+      RETURN_IF_ERROR(CuCheck(d.cuModuleLoadData(&module, entry.cubin.data()), "cuModuleLoadData (runtime kernels)"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.im2col, module, "kiln_rt_im2col"), "im2col"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.depthwise, module, "kiln_rt_depthwise"), "depthwise"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.fill_bias, module, "kiln_rt_fill_bias"), "fill_bias"));
+      return absl::OkStatus();
+    }();
+    it = loaded->emplace(index, std::move(l)).first;
+  }
+  RETURN_IF_ERROR(it->second->status);
+  return &it->second->kernels;
+}
+
+}  // namespace kiln::backends::cuda

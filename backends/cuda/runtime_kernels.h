@@ -1,0 +1,28 @@
+// The CUDA runtime's own small kernels (not generated from the loop IR):
+// im2col, direct depthwise convolution and a per-channel bias fill, which
+// the convolution extern (cuda_conv.h) combines with cuBLAS sgemm. Compiled
+// once per process with NVRTC through the cubin cache, loaded per device.
+#ifndef KILN_BACKENDS_CUDA_RUNTIME_KERNELS_H_
+#define KILN_BACKENDS_CUDA_RUNTIME_KERNELS_H_
+
+#include "absl/status/statusor.h"
+#include "backends/cuda/cuda_api.h"
+
+namespace kiln::backends::cuda {
+
+struct RuntimeKernels {
+  // cols[n][(c*KH + ky)*KW + kx][oy*OW + ox] = x[n][c][oy*sh - ph + ky*dh][ox*sw - pw + kx*dw] (0 outside),
+  // images `image_stride` elements apart (a group's channels of a wider input).
+  CUfunction im2col = nullptr;
+  // y[n][oc][oy][ox] = bias[oc] + sum_{ky,kx} w[oc][ky][kx] * x[n][oc / mult][...].
+  CUfunction depthwise = nullptr;
+  // y[i] = bias[(i / hw) % channels].
+  CUfunction fill_bias = nullptr;
+};
+
+// The kernels on device `index` (compiled and loaded on first use).
+absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index);
+
+}  // namespace kiln::backends::cuda
+
+#endif  // KILN_BACKENDS_CUDA_RUNTIME_KERNELS_H_
