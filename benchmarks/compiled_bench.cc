@@ -33,6 +33,8 @@
 #include <thread>
 #include <vector>
 
+#include "driver/model.h"
+#include "driver/initialize.h"
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "backends/cpu/cpu_backend.h"
@@ -40,9 +42,6 @@
 #include "frontend/onnx/importer.h"
 #include "ir/ir.h"
 #include "ir/text_parser.h"
-#include "passes/all_passes.h"
-#include "passes/pipeline.h"
-#include "runtime/register_kernels.h"
 #include "support/status.h"
 #include "support/tensor.h"
 #include "driver/compile_graph.h"
@@ -56,7 +55,7 @@ std::string g_model_path = "testdata/onnx_models/mobilenet_v2/model.onnx";
 
 void Setup() {
   static const bool ok = [] {
-    absl::Status s = runtime::RegisterReferenceKernels(ir::BuiltinOps());
+    absl::Status s = driver::Initialize();
     if (s.ok()) s = backends::cpu::RegisterCpuBackend();
     if (!s.ok()) {
       std::fprintf(stderr, "setup failed: %s\n", s.ToString().c_str());
@@ -376,10 +375,7 @@ BENCHMARK(BM_CblasSgemm)->Arg(1024)->Unit(benchmark::kMillisecond)->MeasureProce
 
 absl::StatusOr<std::unique_ptr<ir::Graph>> ImportOptimized(const onnx::ModelProto& model) {
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, frontend::onnx_import::ImportModel(model));
-  ASSIGN_OR_RETURN(std::unique_ptr<passes::Pipeline> p,
-                   passes::Pipeline::Create("-O2", passes::DefaultPassRegistry()));
-  ASSIGN_OR_RETURN(bool changed, p->Run(*graph));
-  (void)changed;
+  RETURN_IF_ERROR(driver::RunPipeline(*graph, "-O2"));
   return graph;
 }
 

@@ -60,7 +60,9 @@ def layer_of(pkg):
     if not parts:
         return None
     top = parts[0]
-    if top == "backends" and len(parts) > 1:
+    if top == "backends":
+        if len(parts) == 1:
+            return "backends"  # RegisterBuiltinBackends over the implementations
         # backends/<impl>/...: each implementation is its own layer.
         return "backends_" + parts[1]
     return LAYER_DIRS.get(top)

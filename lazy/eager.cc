@@ -1,3 +1,4 @@
+#include "driver/initialize.h"
 #include "lazy/eager.h"
 
 #include <vector>
@@ -7,7 +8,6 @@
 #include "absl/synchronization/mutex.h"
 #include "ir/ivalue.h"
 #include "ir/op_registry.h"
-#include "runtime/register_kernels.h"
 #include "support/status.h"
 
 namespace kiln::lazy {
@@ -19,8 +19,7 @@ absl::StatusOr<const ir::KernelFn*> FindKernel(const OpKind& op) {
   absl::MutexLock lock(&mu);
   auto it = kernels->find(&op);
   if (it != kernels->end()) return it->second;
-  static const absl::Status registered = runtime::RegisterReferenceKernels(ir::BuiltinOps());
-  RETURN_IF_ERROR(registered);
+  RETURN_IF_ERROR(driver::Initialize());
   const ir::Operator* found = ir::BuiltinOps().Find(op.overload);
   if (found == nullptr || !found->kernel) {
     return absl::UnimplementedError(

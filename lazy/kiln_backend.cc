@@ -1,3 +1,5 @@
+#include "driver/initialize.h"
+#include "driver/model.h"
 #include "lazy/kiln_backend.h"
 
 #include <atomic>
@@ -12,10 +14,7 @@
 #include "lazy/kiln_lowering_context.h"
 #include "lazy/metrics.h"
 #include "ir/op_registry.h"
-#include "passes/all_passes.h"
-#include "passes/pipeline.h"
 #include "runtime/kernels.h"
-#include "runtime/register_kernels.h"
 #include "support/status.h"
 #include "wrapper/codegen.h"
 #include "driver/compile_graph.h"
@@ -158,14 +157,9 @@ class KilnBackendImpl : public BackendImplInterface {
     for (const ComputationPtr& c : instances) {
       auto* kc = dynamic_cast<KilnComputation*>(c.get());
       if (kc == nullptr) return absl::InvalidArgumentError("Compile: not a kiln computation");
-      if (!pipeline.empty()) {
-        passes::PipelineOptions options;
-        options.verify_each_pass = false;
-        ASSIGN_OR_RETURN(std::unique_ptr<passes::Pipeline> p,
-                         passes::Pipeline::Create(pipeline, passes::DefaultPassRegistry(), options));
-        ASSIGN_OR_RETURN(bool changed, p->Run(kc->graph()));
-        (void)changed;
-      }
+      // Traced graphs are built by kiln itself: no verifier after each pass.
+      RETURN_IF_ERROR(driver::RunPipeline(kc->graph(), pipeline, nullptr,
+                                          /*verify_each_pass=*/false));
       driver::CompileOptions options;
       options.device = kc->device();
       ASSIGN_OR_RETURN(driver::CompiledGraph compiled, driver::CompileGraph(kc->graph(), options));
@@ -321,7 +315,7 @@ class KilnBackendImpl : public BackendImplInterface {
 
 absl::Status RegisterKilnLazyBackend(const KilnBackendOptions& options) {
   static KilnBackendImpl* backend = new KilnBackendImpl();
-  RETURN_IF_ERROR(runtime::RegisterReferenceKernels(ir::BuiltinOps()));
+  RETURN_IF_ERROR(driver::Initialize());
   RETURN_IF_ERROR(backend->Configure(options));
   BackendRegistrar registrar(backend);
   return absl::OkStatus();

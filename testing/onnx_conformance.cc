@@ -16,13 +16,12 @@
 #include "ir/ivalue.h"
 #include "onnx/onnx-data_pb.h"
 #include "backends/cpu/cpu_backend.h"
-#include "passes/all_passes.h"
-#include "passes/pipeline.h"
 #include "re2/re2.h"
 #include "runtime/interpreter.h"
-#include "runtime/register_kernels.h"
 #include "support/status.h"
 #include "driver/compile_graph.h"
+#include "driver/initialize.h"
+#include "driver/model.h"
 #include "driver/specializing_program.h"
 
 namespace kiln::testing {
@@ -234,12 +233,11 @@ std::string CompareValues(const IValue& actual, const IValue& expected, double r
   return CompareTensors(actual.toTensor(), expected.toTensor(), rtol, atol, random);
 }
 
+// The runner compiles for the CPU by default; other devices are registered
+// by the binary (kiln's main registers every built-in backend).
 absl::Status EnsureKernels() {
-  static const absl::Status status = [] {
-    RETURN_IF_ERROR(runtime::RegisterReferenceKernels(ir::BuiltinOps()));
-    return backends::cpu::RegisterCpuBackend();
-  }();
-  return status;
+  RETURN_IF_ERROR(driver::Initialize());
+  return backends::cpu::RegisterCpuBackend();
 }
 
 // Runs the graph by one backend: the interpreter, or the program compiled
@@ -288,15 +286,12 @@ class Executor {
 absl::Status RunTest(const fs::path& dir, const ConformanceOptions& options, bool random,
                      ConformanceResult* result) {
   RETURN_IF_ERROR(EnsureKernels());
-  ASSIGN_OR_RETURN(onnx::ModelProto model, onnx_import::LoadModelFile((dir / "model.onnx").string()));
-  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, onnx_import::ImportModel(model));
-  if (!options.pipeline.empty()) {
-    ASSIGN_OR_RETURN(std::unique_ptr<passes::Pipeline> pipeline,
-                     passes::Pipeline::Create(options.pipeline, passes::DefaultPassRegistry()));
-    ASSIGN_OR_RETURN(bool changed, pipeline->Run(*graph));
-    (void)changed;
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Create(*graph, options.backend, options.device));
+  ASSIGN_OR_RETURN(driver::ImportedModel imported,
+                   driver::ImportModelFile((dir / "model.onnx").string()));
+  RETURN_IF_ERROR(driver::RunPipeline(*imported.graph, options.pipeline));
+  const onnx::ModelProto& model = *imported.onnx;
+  ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                   Executor::Create(*imported.graph, options.backend, options.device));
   result->islands = executor->islands_;
   result->island_nodes = executor->island_nodes_;
   result->whole_graph_island = executor->whole_graph_island_;

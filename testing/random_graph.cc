@@ -1,3 +1,4 @@
+#include "driver/initialize.h"
 #include "testing/random_graph.h"
 
 #include <algorithm>
@@ -23,7 +24,6 @@
 #include "ir/text_parser.h"
 #include "runtime/interpreter.h"
 #include "runtime/promotion.h"
-#include "runtime/register_kernels.h"
 #include "runtime/tensor_ops.h"
 #include "support/status.h"
 #include "driver/compile_graph.h"
@@ -1025,7 +1025,7 @@ std::vector<Tensor> MakeRandomInputs(Entropy& e, const std::vector<InputSpec>& s
 
 absl::Status EnsureBackends() {
   static const absl::Status status = [] {
-    RETURN_IF_ERROR(runtime::RegisterReferenceKernels(ir::BuiltinOps()));
+    RETURN_IF_ERROR(driver::Initialize());
     return backends::cpu::RegisterCpuBackend();
   }();
   return status;

@@ -3,7 +3,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_backend.h"
+#include <cstdio>
+
+#include "backends/builtin.h"
+#include "driver/initialize.h"
 #include "support/allocator.h"
 #include "tools/cli.h"
 #include "tools/commands/compile.h"
@@ -18,10 +21,16 @@
 
 int main(int argc, char** argv) {
   kiln::KeepFreedMemoryInProcess();
-  // Devices beyond the CPU are linked and registered here, in the binary's
-  // main, never in core code. CUDA registers also without a GPU (it then
-  // reports no devices, and compiling for it says why).
-  (void)kiln::backends::cuda::RegisterCudaBackend();
+  // Start-up registration, once for every subcommand: the per-op facts, then
+  // the devices (in the binary's main, never in core code). CUDA registers
+  // also without a GPU (it then reports no devices, and compiling for it
+  // says why).
+  absl::Status ready = kiln::driver::Initialize();
+  if (ready.ok()) ready = kiln::backends::RegisterBuiltinBackends();
+  if (!ready.ok()) {
+    std::fprintf(stderr, "kiln: start-up failed: %s\n", ready.ToString().c_str());
+    return 1;
+  }
   using namespace kiln::tools;  // NOLINT(build/namespaces): the table reads better.
   const Command commands[] = {
       ParseCommand(),  PrintCommand(),  VerifyCommand(),      ConvertCommand(),

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/model.h"
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -12,7 +13,6 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_program.h"
 #include "tools/common_flags.h"
-#include "tools/compiled_model.h"
 #include "tools/file_io.h"
 #include "wrapper/proto_convert.h"
 #include "wrapper/python_printer.h"
@@ -71,8 +71,11 @@ int RunCompile(const std::vector<std::string>& args) {
   if (out_dir.empty()) return ReportError("compile: missing -o DIR");
   const std::string device = absl::GetFlag(FLAGS_device);
   if (device != "cpu") return ReportError(absl::StrCat("compile: unknown --device '", device, "' (available: cpu)"));
-  absl::StatusOr<CompiledModel> model = CompileModelFile(ResolveUserPath(args[0]),
-                                                         absl::GetFlag(FLAGS_pipeline));
+  driver::ModelCompileOptions options;
+  options.pipeline = absl::GetFlag(FLAGS_pipeline);
+  options.compile.device = device;
+  absl::StatusOr<driver::CompiledModel> model =
+      driver::CompileModelFile(ResolveUserPath(args[0]), options);
   if (!model.ok()) return ReportError(model.status());
   const std::string dir = ResolveUserPath(out_dir);
   std::error_code ec;
@@ -108,7 +111,7 @@ int RunCompile(const std::vector<std::string>& args) {
       {"program.cpp", cpu ? cpu->generated().source : ""},
       {"wrapper.py", *python},
       {"wrapper.pb", *proto},
-      {"report.md", Report(c, model->import_ms, model->passes_ms, stats)},
+      {"report.md", Report(c, model->model.import_ms, model->passes_ms, stats)},
   };
   for (const auto& [name, contents] : files) {
     const absl::Status s = WriteFileAtomically(absl::StrCat(dir, "/", name), contents);
@@ -118,7 +121,7 @@ int RunCompile(const std::vector<std::string>& args) {
               c.num_kernels, c.num_externs, static_cast<long long>(c.memory.peak_bytes),
               static_cast<long long>(c.memory.total_buffer_bytes), IslandSummary(c).c_str());
   std::printf("import %.1f ms, passes %.1f ms, lower..plan %.1f ms, C++ compile %.1f ms -> %s\n",
-              model->import_ms, model->passes_ms, c.times.FrontHalfMs(), c.times.compile_ms,
+              model->model.import_ms, model->passes_ms, c.times.FrontHalfMs(), c.times.compile_ms,
               dir.c_str());
   return kExitOk;
 }

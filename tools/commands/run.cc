@@ -13,12 +13,10 @@
 #include "absl/strings/str_format.h"
 #include "frontend/onnx/importer.h"
 #include "ir/ivalue.h"
-#include "passes/all_passes.h"
-#include "passes/pipeline.h"
 #include "runtime/interpreter.h"
-#include "runtime/register_kernels.h"
 #include "testing/onnx_conformance.h"
-#include "tools/compiled_model.h"
+#include "driver/initialize.h"
+#include "driver/model.h"
 #include "tools/file_io.h"
 
 ABSL_FLAG(std::string, inputs, "",
@@ -130,9 +128,12 @@ void PrintOutputs(const onnx::ModelProto& model, const std::vector<IValue>& outs
 }
 
 int RunCompiled(const std::string& path) {
-  absl::StatusOr<CompiledModel> m = CompileModelFile(path, absl::GetFlag(FLAGS_pipeline));
+  driver::ModelCompileOptions options;
+  options.pipeline = absl::GetFlag(FLAGS_pipeline);
+  absl::StatusOr<driver::CompiledModel> m = driver::CompileModelFile(path, options);
   if (!m.ok()) return ReportError(m.status());
-  absl::StatusOr<std::vector<IValue>> inputs = ModelInputs(m->model);
+  const onnx::ModelProto& model = *m->model.onnx;
+  absl::StatusOr<std::vector<IValue>> inputs = ModelInputs(model);
   if (!inputs.ok()) return ReportError(inputs.status());
   std::vector<Tensor> tensors;
   for (const IValue& v : *inputs) {
@@ -156,11 +157,11 @@ int RunCompiled(const std::string& path) {
   }
   std::vector<IValue> values;
   for (Tensor& t : outs) values.push_back(IValue::FromTensor(t));
-  PrintOutputs(m->model, values);
+  PrintOutputs(model, values);
   std::sort(ms.begin(), ms.end());
   const driver::CompileTimes& ct = m->compiled.times;
   std::printf("import %.1f ms, passes %.1f ms, lower+fuse+wrapper+plan %.1f ms, C++ compile %.1f ms\n",
-              m->import_ms, m->passes_ms, ct.FrontHalfMs(), ct.compile_ms);
+              m->model.import_ms, m->passes_ms, ct.FrontHalfMs(), ct.compile_ms);
   std::printf("run (compiled, %d kernels, %d extern calls, %d interpreter islands with %d nodes%s): "
               "median %.3f ms, min %.3f ms, max %.3f ms over %d calls\n",
               m->compiled.num_kernels, m->compiled.num_externs, m->compiled.num_islands,
@@ -168,7 +169,7 @@ int RunCompiled(const std::string& path) {
               ms[ms.size() / 2], ms.front(), ms.back(), iterations);
   if (absl::GetFlag(FLAGS_check)) {
     // The graph was compiled in place; the interpreter runs a fresh import.
-    absl::StatusOr<std::unique_ptr<ir::Graph>> g = frontend::onnx_import::ImportModel(m->model);
+    absl::StatusOr<std::unique_ptr<ir::Graph>> g = frontend::onnx_import::ImportModel(model);
     if (!g.ok()) return ReportError(g.status());
     absl::StatusOr<std::vector<IValue>> want = runtime::RunGraph(**g, *inputs);
     if (!want.ok()) return ReportError(want.status());
@@ -196,34 +197,25 @@ int RunRun(const std::vector<std::string>& args) {
     return ReportError(absl::StrCat("run: unknown --backend '", backend,
                                     "' (available: interpreter, compiled)"));
   }
-  const absl::Status kernels = runtime::RegisterReferenceKernels(ir::BuiltinOps());
-  if (!kernels.ok()) return ReportError(kernels);
-  const auto t0 = Clock::now();
-  absl::StatusOr<onnx::ModelProto> model =
-      frontend::onnx_import::LoadModelFile(ResolveUserPath(args[0]));
-  if (!model.ok()) return ReportError(model.status());
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = frontend::onnx_import::ImportModel(*model);
-  if (!graph.ok()) return ReportError(graph.status());
-  const auto t1 = Clock::now();
-  absl::StatusOr<std::unique_ptr<passes::Pipeline>> pipeline =
-      passes::Pipeline::Create(absl::GetFlag(FLAGS_pipeline), passes::DefaultPassRegistry());
-  if (!pipeline.ok()) return ReportError(pipeline.status());
-  absl::StatusOr<bool> changed = (*pipeline)->Run(**graph);
-  if (!changed.ok()) return ReportError(changed.status());
-  const auto t2 = Clock::now();
-
-  absl::StatusOr<std::vector<IValue>> inputs = ModelInputs(*model);
+  absl::StatusOr<driver::ImportedModel> imported = driver::ImportModelFile(ResolveUserPath(args[0]));
+  if (!imported.ok()) return ReportError(imported.status());
+  double passes_ms = 0;
+  const absl::Status optimized =
+      driver::RunPipeline(*imported->graph, absl::GetFlag(FLAGS_pipeline), &passes_ms);
+  if (!optimized.ok()) return ReportError(optimized);
+  const onnx::ModelProto& model = *imported->onnx;
+  absl::StatusOr<std::vector<IValue>> inputs = ModelInputs(model);
   if (!inputs.ok()) return ReportError(inputs.status());
-  runtime::Interpreter interp(**graph);
+  runtime::Interpreter interp(*imported->graph);
   const absl::Status prepared = interp.Prepare();
   if (!prepared.ok()) return ReportError(prepared);
   const auto t3 = Clock::now();
   absl::StatusOr<std::vector<IValue>> outs = interp.Run(*inputs);
   if (!outs.ok()) return ReportError(outs.status());
   const auto t4 = Clock::now();
-  PrintOutputs(*model, *outs);
+  PrintOutputs(model, *outs);
   std::printf("import %.1f ms, passes %.1f ms, run %.1f ms (%lld nodes executed, interpreter)\n",
-              Ms(t0, t1), Ms(t1, t2), Ms(t3, t4),
+              imported->import_ms, passes_ms, Ms(t3, t4),
               static_cast<long long>(interp.stats().nodes_executed));
   return kExitOk;
 }

@@ -45,15 +45,18 @@
 #include "ir/text_parser.h"
 #include "passes/all_passes.h"
 #include "passes/pipeline.h"
-#include "passes/shape_functions.h"
 #include "runtime/interpreter.h"
-#include "runtime/register_kernels.h"
 #include "support/allocator.h"
 #include "support/status.h"
 #include "driver/compile_graph.h"
+#include "driver/initialize.h"
+#include "driver/model.h"
 
-namespace kiln::backends::cuda {
+namespace kiln::testing {
 namespace {
+
+// The check drives the CUDA backend's own types (device, program, caches).
+using namespace backends::cuda;  // NOLINT(build/namespaces)
 
 using Clock = std::chrono::steady_clock;
 
@@ -715,8 +718,7 @@ int Main(int argc, char** argv) {
   }
   int gargc = static_cast<int>(rest.size());
   ::testing::InitGoogleTest(&gargc, rest.data());
-  absl::Status setup = passes::RegisterShapeFunctions();
-  if (setup.ok()) setup = runtime::RegisterReferenceKernels(ir::BuiltinOps());
+  absl::Status setup = driver::Initialize();
   if (setup.ok()) setup = RegisterCudaBackend();
   if (!setup.ok()) {
     std::printf("setup failed: %s\n", setup.ToString().c_str());
@@ -761,6 +763,6 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace kiln::backends::cuda
+}  // namespace kiln::testing
 
-int main(int argc, char** argv) { return kiln::backends::cuda::Main(argc, argv); }
+int main(int argc, char** argv) { return kiln::testing::Main(argc, argv); }
