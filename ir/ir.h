@@ -338,10 +338,11 @@ class SlotPool {
 
  private:
   size_t slot_size_;
-  std::vector<char*> chunks_;
-  char* cursor_ = nullptr;
-  char* end_ = nullptr;
-  void* free_list_ = nullptr;
+  // Unused when ASan builds pass allocations through (ir.cc).
+  [[maybe_unused]] std::vector<char*> chunks_;
+  [[maybe_unused]] char* cursor_ = nullptr;
+  [[maybe_unused]] char* end_ = nullptr;
+  [[maybe_unused]] void* free_list_ = nullptr;
 };
 
 }  // namespace internal

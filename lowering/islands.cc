@@ -111,8 +111,9 @@ void PlanLoweringUnits(const ir::Graph& graph, IslandSet& set, std::vector<Lower
       auto [it, inserted] = span.try_emplace(groups.Find(i), i, i);
       if (!inserted) it->second.second = i;
     }
-    for (const auto& [root, range] : span) {
-      const auto [first, last] = range;
+    for (const auto& entry : span) {
+      const size_t root = entry.first;  // a plain variable: lambdas capture it (C++17)
+      const auto [first, last] = entry.second;
       if (first == last) continue;
       std::vector<char> from(n, 0), to(n, 0);
       auto member = [&](size_t i) {

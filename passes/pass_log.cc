@@ -108,20 +108,23 @@ void Install(ParsedSpec parsed) {
   log_internal::g_log_state.store(any ? 1 : 0, std::memory_order_relaxed);
 }
 
+// A function, not a lambda: clang's thread-safety analysis does not carry
+// the caller's lock into a lambda body.
+int LevelIn(const LogConfig& config, const std::string& n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(config.mu) {
+  auto it = config.levels.find(n);
+  return it == config.levels.end() ? kOff : it->second;
+}
+
 int LevelOf(LogConfig& config, const std::string& name)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(config.mu) {
-  auto lookup = [&](const std::string& n) {
-    auto it = config.levels.find(n);
-    return it == config.levels.end() ? kOff : it->second;
-  };
-  int level = std::max(config.wildcard_level, lookup(name));
+  int level = std::max(config.wildcard_level, LevelIn(config, name));
   std::string canonical = name;
   auto alias = config.canonical_of_alias.find(name);
   if (alias != config.canonical_of_alias.end()) canonical = alias->second;
-  level = std::max(level, lookup(canonical));
+  level = std::max(level, LevelIn(config, canonical));
   auto aliases = config.aliases_of.find(canonical);
   if (aliases != config.aliases_of.end()) {
-    for (const std::string& a : aliases->second) level = std::max(level, lookup(a));
+    for (const std::string& a : aliases->second) level = std::max(level, LevelIn(config, a));
   }
   return level;
 }
