@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "frontend/onnx/importer_internal.h"
+#include "frontend/onnx/inference_guard.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "onnx/shape_inference/implementation.h"
 #include "support/status.h"
@@ -331,12 +332,16 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> ImportModel(const onnx::ModelProto& m
     // Inference runs on a copy without the large weights (it reads only
     // small integer initializers, e.g. Reshape's shape); its facts are
     // merged by value name.
-    onnx::ModelProto skeleton = WeightlessCopy(model);
-    try {
-      onnx::shape_inference::InferShapes(skeleton);
-      importer.AddValueInfo(skeleton.graph());
-    } catch (const std::exception&) {
-      // Inference is advisory: converters that need a rank report it.
+    // Inference is advisory: when libonnx's inference would crash on this
+    // model (inference_guard.h) or throws, converters that need a rank
+    // report it.
+    if (CheckSafeForOnnxInference(model).ok()) {
+      onnx::ModelProto skeleton = WeightlessCopy(model);
+      try {
+        onnx::shape_inference::InferShapes(skeleton);
+        importer.AddValueInfo(skeleton.graph());
+      } catch (const std::exception&) {
+      }
     }
   }
   RETURN_IF_ERROR(importer.ImportMain(model));

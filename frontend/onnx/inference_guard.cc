@@ -1,0 +1,65 @@
+#include "frontend/onnx/inference_guard.h"
+
+#include <exception>
+#include <string>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "onnx/defs/schema.h"
+#include "support/status.h"
+
+namespace kiln::frontend::onnx_import {
+namespace {
+
+// Deeper nesting is refused by the importer (importer.cc) and would only
+// deepen libonnx's recursion.
+constexpr int kMaxGraphDepth = 32;
+
+std::string Domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+
+using Opsets = std::unordered_map<std::string, int>;
+
+absl::Status CheckGraph(const onnx::GraphProto& g, const Opsets& opsets, int depth) {
+  if (depth > kMaxGraphDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("subgraphs nested deeper than ", kMaxGraphDepth, " (graph '", g.name(), "')"));
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& node = g.node(i);
+    auto where = [&] {
+      return absl::StrCat("graph '", g.name(), "' node ", i, " (", node.op_type(), " '", node.name(), "')");
+    };
+    // A domain the model does not import: libonnx's inference fails this
+    // node with an exception, which the importer already tolerates.
+    auto opset = opsets.find(Domain(node.domain()));
+    if (opset != opsets.end()) {
+      const onnx::OpSchema* schema =
+          onnx::OpSchemaRegistry::Schema(node.op_type(), opset->second, Domain(node.domain()));
+      if (schema != nullptr) {
+        try {
+          schema->Verify(node);
+        } catch (const std::exception& e) {
+          return absl::InvalidArgumentError(absl::StrCat(where(), ": ", e.what()));
+        }
+      }
+    }
+    // Inference descends into every subgraph attribute, known schema or not.
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g()) RETURN_IF_ERROR(CheckGraph(a.g(), opsets, depth + 1));
+      for (const onnx::GraphProto& sub : a.graphs()) RETURN_IF_ERROR(CheckGraph(sub, opsets, depth + 1));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckSafeForOnnxInference(const onnx::ModelProto& model) {
+  Opsets opsets;
+  for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
+    opsets[Domain(o.domain())] = static_cast<int>(o.version());
+  }
+  return CheckGraph(model.graph(), opsets, 0);
+}
+
+}  // namespace kiln::frontend::onnx_import
