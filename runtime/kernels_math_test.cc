@@ -311,6 +311,37 @@ TEST(MathLinalgTest, Einsum) {
   EXPECT_FALSE(Einsum("ij,kk->ik", ab).ok());
 }
 
+// -0 orders below +0 in amax/amin/max/min (kernels_reduce.cc), whatever
+// order the zeros come in; the compiled paths follow the same rule.
+TEST(MathRegistryTest, ExtremesOrderNegativeZeroBelowPositiveZero) {
+  const Tensor rows = Make(DType::kFloat32, {2, 3}, {0.0, -0.0, 0.0, -0.0, 0.0, -0.0});
+  auto sign_bits = [](const Tensor& t) {
+    std::vector<bool> bits;
+    for (int64_t i = 0; i < t.numel(); ++i) bits.push_back(std::signbit(t.GetDouble(i)));
+    return bits;
+  };
+  const std::vector<bool> negative = {true, true}, positive = {false, false};
+  auto amin = RunKernel("aten::amin", {IValue::FromTensor(rows), IValue::IntList({1}), IValue::Bool(false)});
+  ASSERT_EQ(amin.size(), 1u);
+  EXPECT_EQ(sign_bits(amin[0].toTensor()), negative);
+  auto amax = RunKernel("aten::amax", {IValue::FromTensor(rows), IValue::IntList({1}), IValue::Bool(false)});
+  ASSERT_EQ(amax.size(), 1u);
+  EXPECT_EQ(sign_bits(amax[0].toTensor()), positive);
+  auto min_dim = RunKernel("aten::min.dim", {IValue::FromTensor(rows), IValue::Int(1), IValue::Bool(false)});
+  ASSERT_EQ(min_dim.size(), 2u);
+  EXPECT_EQ(sign_bits(min_dim[0].toTensor()), negative);
+  ExpectValues(min_dim[1].toTensor(), DType::kInt64, {2}, {0, 0});  // the first extreme's index
+  auto max_dim = RunKernel("aten::max.dim", {IValue::FromTensor(rows), IValue::Int(1), IValue::Bool(false)});
+  ASSERT_EQ(max_dim.size(), 2u);
+  EXPECT_EQ(sign_bits(max_dim[0].toTensor()), positive);
+  auto all_min = RunKernel("aten::min", {IValue::FromTensor(Make(DType::kFloat32, {2}, {0.0, -0.0}))});
+  ASSERT_EQ(all_min.size(), 1u);
+  EXPECT_TRUE(std::signbit(all_min[0].toTensor().GetDouble(0)));
+  auto all_max = RunKernel("aten::max", {IValue::FromTensor(Make(DType::kFloat32, {2}, {-0.0, 0.0}))});
+  ASSERT_EQ(all_max.size(), 1u);
+  EXPECT_FALSE(std::signbit(all_max[0].toTensor().GetDouble(0)));
+}
+
 TEST(MathRegistryTest, AdaptersDecodeArguments) {
   Tensor x = Make(DType::kFloat32, {2, 2}, {1, -2, 3, -4});
   auto mx = RunKernel("aten::max.dim", {IValue::FromTensor(x), IValue::Int(1), IValue::Bool(false)});

@@ -37,6 +37,24 @@ absl::Status Unsupported(const char* op, DType t) {
       absl::StrCat("reference kernel ", op, " does not support dtype ", DTypeName(t)));
 }
 
+// -0 and +0 compare equal, so the extreme of values with both zeros depends
+// on the order they are met in; PyTorch's own result varies with its
+// vectorization (torch 1.13: amin([+0, -0]) is +0, amin over 33 or more
+// mixed zeros may be either). kiln orders -0 below +0 (IEEE 754-2019
+// minimum/maximum), an order no reduction order changes, so the
+// interpreter, the CPU backend's threaded/vectorized loops and CUDA's warp
+// trees agree: `extreme` (the max or min of `n` values, read through `at`)
+// gets the sign of the preferred zero when it is a zero.
+template <typename At>
+double SignedZeroExtreme(double extreme, int64_t n, At at, bool is_max) {
+  if (extreme != 0) return extreme;
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = at(i);
+    if (x == 0 && std::signbit(x) != is_max) return x;  // -0 for min, +0 for max
+  }
+  return extreme;
+}
+
 // Reduces the values of one group (the reduced elements of one output).
 double ReduceGroup(ReduceOp op, const std::vector<double>& v, double correction) {
   const double n = static_cast<double>(v.size());
@@ -59,7 +77,9 @@ double ReduceGroup(ReduceOp op, const std::vector<double>& v, double correction)
         if (std::isnan(x)) return x;
         if (op == ReduceOp::kAmax ? x > m : x < m) m = x;
       }
-      return m;
+      return SignedZeroExtreme(
+          m, static_cast<int64_t>(v.size()), [&](int64_t i) { return v[static_cast<size_t>(i)]; },
+          op == ReduceOp::kAmax);
     }
     case ReduceOp::kArgmax:
     case ReduceOp::kArgmin: {
@@ -332,7 +352,12 @@ absl::StatusOr<std::pair<Tensor, Tensor>> MaxMinDim(const Tensor& x, int64_t dim
     }
     const int64_t b = o * g.inner + best;
     if (is_float) {
-      RETURN_IF_ERROR(SetDouble(values, o, g.permuted.GetDouble(b)));
+      // The value keeps the zero order of amax/amin (SignedZeroExtreme); the
+      // index is the first extreme's.
+      const double value = SignedZeroExtreme(
+          g.permuted.GetDouble(b), g.inner, [&](int64_t r) { return g.permuted.GetDouble(o * g.inner + r); },
+          is_max);
+      RETURN_IF_ERROR(SetDouble(values, o, value));
     } else {
       RETURN_IF_ERROR(SetInt(values, o, g.permuted.GetInt(b)));
     }

@@ -382,17 +382,34 @@ absl::Status EmitReduction(const Buffer& buf, const std::map<std::string, Buffer
                                   : absl::StrCat("kiln_limits<", vtype, ">::", mx ? "lowest()" : "max()");
       absl::StrAppend(out, indent, vtype, " l_acc = ", init, ";\n");
       absl::StrAppend(out, indent, "int l_nan = 0;\n");
-      auto [po, pi] = red_pragmas(absl::StrCat("reduction(", mx ? "max" : "min", ":l_acc) reduction(|:l_nan)"));
+      // -0 and +0 compare equal, so which one `<` keeps depends on the
+      // order the (vectorized, threaded) loop meets them. kiln orders -0
+      // below +0 (IEEE 754-2019 minimum/maximum), as the interpreter does
+      // (runtime/kernels_reduce.cc): l_zs says whether the preferred zero
+      // (-0 for min, +0 for max) occurred, which fixes a zero result's sign.
+      std::vector<Accumulator> accs = {{"l_acc", vtype, init, mx ? "max" : "min"}, {"l_nan", "int", "0", "|"}};
+      if (fp) {
+        absl::StrAppend(out, indent, "int l_zs = 0;\n");
+        accs.push_back({"l_zs", "int", "0", "|"});
+      }
+      std::string clauses;
+      for (const Accumulator& a : accs) absl::StrAppend(&clauses, " reduction(", a.op, ":", a.name, ")");
+      auto [po, pi] = red_pragmas(clauses.substr(1));
       RETURN_IF_ERROR(EmitReductionPass(
-          red, refs, temps, po, pi, {{"l_acc", vtype, init, mx ? "max" : "min"}, {"l_nan", "int", "0", "|"}},
-          blocked, indent, out, [&](const std::string& ind, const std::string& v, const std::string& sfx) {
+          red, refs, temps, po, pi, accs, blocked, indent, out,
+          [&](const std::string& ind, const std::string& v, const std::string& sfx) {
             const std::string acc = absl::StrCat("l_acc", sfx);
             std::string s = absl::StrCat(ind, acc, " = ", v, mx ? " > " : " < ", acc, " ? ", v, " : ", acc, ";\n");
-            if (fp) absl::StrAppend(&s, ind, "l_nan", sfx, " |= (", v, " != ", v, ");\n");
+            if (fp) {
+              absl::StrAppend(&s, ind, "l_nan", sfx, " |= (", v, " != ", v, ");\n");
+              absl::StrAppend(&s, ind, "l_zs", sfx, " |= (", v, " == 0 && __builtin_signbit(", v, ")",
+                              mx ? " == 0" : " != 0", ");\n");
+            }
             return s;
           }));
+      const std::string zero = FloatLiteral(mx ? 0.0 : -0.0, vt), other_zero = FloatLiteral(mx ? -0.0 : 0.0, vt);
       result = fp ? absl::StrCat("(l_nan ? ", FloatLiteral(std::numeric_limits<double>::quiet_NaN(), vt),
-                                 " : l_acc)")
+                                 " : l_acc == 0 ? (l_zs ? ", zero, " : ", other_zero, ") : l_acc)")
                   : "l_acc";
       break;
     }

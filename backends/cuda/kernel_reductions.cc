@@ -153,7 +153,7 @@ class AccumulateBody : public LoopBody {
             break;
           case ReductionType::kMax:
           case ReductionType::kMin:
-            absl::StrAppend(out, indent, p->acc, " = ", p->is_max ? "kiln_max(" : "kiln_min(", p->acc, ", ", v, ");\n");
+            absl::StrAppend(out, indent, p->acc, " = ", p->is_max ? "kiln_reduce_max(" : "kiln_reduce_min(", p->acc, ", ", v, ");\n");
             break;
           case ReductionType::kArgmax:
           case ReductionType::kArgmin:
