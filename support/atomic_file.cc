@@ -13,13 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
-#include "support/hash.h"
 
 namespace kiln {
 namespace {
@@ -145,31 +140,6 @@ ExclusiveFileLock::~ExclusiveFileLock() {
     ::flock(fd_, LOCK_UN);
     ::close(fd_);
   }
-}
-
-std::string Hash128Hex(const void* data, size_t size, uint64_t seed) {
-  return absl::StrFormat("%016x%016x", HashBytes(data, size, 0x6b696c6e), HashBytes(data, size, seed));
-}
-
-std::string ChecksumSidecar(absl::string_view magic, absl::string_view contents, uint64_t seed) {
-  return absl::StrCat(magic, " ", contents.size(), " ", Hash128Hex(contents.data(), contents.size(), seed), "\n");
-}
-
-absl::Status CheckChecksumSidecar(absl::string_view sidecar, absl::string_view magic, absl::string_view contents,
-                                  uint64_t seed, absl::string_view content_prefix) {
-  const std::vector<absl::string_view> fields = absl::StrSplit(absl::StripTrailingAsciiWhitespace(sidecar), ' ');
-  uint64_t size = 0;
-  if (fields.size() != 3 || fields[0] != magic || !absl::SimpleAtoi(fields[1], &size)) {
-    return absl::DataLossError("malformed checksum sidecar");
-  }
-  if (size != contents.size() || !absl::StartsWith(contents, content_prefix)) {
-    return absl::DataLossError(absl::StrCat("size ", contents.size(), " does not match the sidecar's ", size,
-                                            content_prefix.empty() ? "" : " or the content is not of its kind"));
-  }
-  if (Hash128Hex(contents.data(), contents.size(), seed) != fields[2]) {
-    return absl::DataLossError("checksum mismatch");
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace kiln

@@ -1,7 +1,7 @@
 // File mechanics for on-disk caches and output files: whole-file reads and
 // writes, atomic replacement (temporary file + rename, so readers never see
-// a half-written file), an exclusive flock held for a scope, and checksum
-// sidecars that say whether an entry is complete and unchanged.
+// a half-written file) and an exclusive flock held for a scope. The caches'
+// protocol on top of them is support/disk_cache.h.
 #ifndef KILN_SUPPORT_ATOMIC_FILE_H_
 #define KILN_SUPPORT_ATOMIC_FILE_H_
 
@@ -65,21 +65,6 @@ class ExclusiveFileLock {
  private:
   int fd_ = -1;
 };
-
-// 32 hex digits: two 64-bit hashes of `data` (support/hash.h HashBytes),
-// the second seeded with `seed` so that users can keep their hashes apart.
-std::string Hash128Hex(const void* data, size_t size, uint64_t seed);
-
-// Checksum sidecars: one line "<magic> <size> <Hash128Hex(contents, seed)>"
-// written beside a cache entry after the entry itself, so a reader that
-// finds a sidecar matching the entry knows it is complete.
-std::string ChecksumSidecar(absl::string_view magic, absl::string_view contents, uint64_t seed);
-
-// OK when `sidecar` (as ChecksumSidecar wrote it) matches `contents`, and
-// `contents` starts with `content_prefix` (e.g. the ELF magic); DataLoss
-// saying what does not match otherwise.
-absl::Status CheckChecksumSidecar(absl::string_view sidecar, absl::string_view magic, absl::string_view contents,
-                                  uint64_t seed, absl::string_view content_prefix = "");
 
 }  // namespace kiln
 

@@ -94,29 +94,5 @@ TEST(AtomicFile, ExclusiveLockExcludesOtherHolders) {
   ::close(other);
 }
 
-TEST(ChecksumSidecar, MatchesOnlyTheContentItWasWrittenFor) {
-  const std::string elf = std::string("\x7f" "ELF") + "payload";
-  const std::string sidecar = ChecksumSidecar("kiln-test-v1", elf, 7);
-  EXPECT_TRUE(CheckChecksumSidecar(sidecar, "kiln-test-v1", elf, 7, "\x7f" "ELF").ok());
-  EXPECT_TRUE(absl::IsDataLoss(CheckChecksumSidecar(sidecar, "kiln-test-v1", elf.substr(0, 6), 7)));
-  std::string flipped = elf;
-  flipped.back() ^= 1;
-  EXPECT_TRUE(absl::IsDataLoss(CheckChecksumSidecar(sidecar, "kiln-test-v1", flipped, 7)));
-  EXPECT_TRUE(absl::IsDataLoss(CheckChecksumSidecar(sidecar, "kiln-other-v1", elf, 7)));
-  EXPECT_TRUE(absl::IsDataLoss(CheckChecksumSidecar(sidecar, "kiln-test-v1", elf, 8)));
-  EXPECT_TRUE(absl::IsDataLoss(CheckChecksumSidecar("garbage", "kiln-test-v1", elf, 7)));
-  const std::string text = "not elf";
-  EXPECT_TRUE(absl::IsDataLoss(
-      CheckChecksumSidecar(ChecksumSidecar("m", text, 7), "m", text, 7, "\x7f" "ELF")));
-}
-
-TEST(Hash128Hex, IsHexOfTwoHashesAndDependsOnTheSeed) {
-  const std::string a = Hash128Hex("abc", 3, 1);
-  EXPECT_EQ(a.size(), 32u);
-  EXPECT_EQ(a, Hash128Hex("abc", 3, 1));
-  EXPECT_NE(a, Hash128Hex("abc", 3, 2));
-  EXPECT_EQ(a.substr(0, 16), Hash128Hex("abc", 3, 2).substr(0, 16));
-}
-
 }  // namespace
 }  // namespace kiln

@@ -26,52 +26,11 @@ extern char** environ;
 namespace kiln::backends::cpu {
 namespace {
 
-constexpr char kSidecarMagic[] = "kiln-cpu-cache-v1";
-
-// Keys and sidecar checksums; the seed keeps them apart from other caches'.
-constexpr uint64_t kHashSeed = 0x63707531;
-
-std::string Hash128(const void* data, size_t n) { return Hash128Hex(data, n, kHashSeed); }
-
-// Cache files are private to the user and on disk before a rename
-// publishes them.
-constexpr FileWriteOptions kEntryFile{0600, true};
+// Bumped when the entry format changes (v2: XXH3-128 keys and checksums).
+constexpr char kSidecarMagic[] = "kiln-cpu-cache-v2";
 
 absl::Status Errno(const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
-}
-
-// The cache holds libraries that get dlopen'ed, so nobody else may be able
-// to put files in it: the directory must be ours, not a symlink, and not
-// writable by group or others; each ancestor must be ours or root's and, if
-// writable by others, sticky (/tmp). Otherwise another local user could
-// plant a library whose checksum sidecar matches.
-absl::Status CheckPrivateDirectory(const std::string& path) {
-  std::error_code ec;
-  const std::string absolute = std::filesystem::absolute(path, ec).lexically_normal().string();
-  if (ec) return absl::InternalError(absl::StrCat("cache directory ", path, ": ", ec.message()));
-  const uid_t uid = ::getuid();
-  struct stat st;
-  if (::lstat(absolute.c_str(), &st) != 0) return Errno(absl::StrCat("cannot stat ", absolute));
-  if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cache directory ", absolute, " must be a directory (not a symlink) owned by uid ", uid,
-        " and not writable by group or others; refusing to load code from it (set KILN_CACHE_DIR)"));
-  }
-  std::filesystem::path ancestor = std::filesystem::path(absolute).parent_path();
-  while (true) {
-    if (::stat(ancestor.c_str(), &st) != 0) return Errno(absl::StrCat("cannot stat ", ancestor.string()));
-    const bool owner_ok = st.st_uid == uid || st.st_uid == 0;
-    const bool writable_by_others = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
-    if (!owner_ok || (writable_by_others && (st.st_mode & S_ISVTX) == 0)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cache directory ", absolute, ": its ancestor ", ancestor.string(),
-          " can be changed by another user; refusing to load code from it (set KILN_CACHE_DIR)"));
-    }
-    if (ancestor == ancestor.root_path() || !ancestor.has_relative_path()) break;
-    ancestor = ancestor.parent_path();
-  }
-  return absl::OkStatus();
 }
 
 // The compiler's identity, once per process and compiler.
@@ -196,56 +155,41 @@ absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<std::vector<std:
   return codes;
 }
 
-std::string CompileCache::DefaultDirectory() {
-  auto env = [](const char* name) -> std::string {
-    const char* v = std::getenv(name);
-    return v != nullptr ? std::string(v) : std::string();
-  };
-  if (std::string d = env("KILN_CACHE_DIR"); !d.empty()) return d;
-  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return absl::StrCat(d, "/kiln/cpu");
-  if (std::string d = env("HOME"); !d.empty()) return absl::StrCat(d, "/.cache/kiln/cpu");
-  return absl::StrCat("/tmp/kiln-cache-", ::getuid(), "/cpu");
-}
-
-CompileCache::CompileCache(std::string directory, CompilerConfig config)
-    : directory_(std::move(directory)), config_(std::move(config)) {
-  while (directory_.size() > 1 && directory_.back() == '/') directory_.pop_back();
-}
-
-std::string CompileCache::PathFor(const std::string& key, const char* suffix) const {
-  return absl::StrCat(directory_, "/", key, suffix);
-}
+CompileCache::CompileCache(std::string directory, CompilerConfig config, std::optional<uint64_t> max_bytes)
+    : disk_([&] {
+        DiskCacheOptions o;
+        o.directory = std::move(directory);
+        o.magic = kSidecarMagic;
+        o.suffix = ".so";
+        o.content_prefix = "\x7f" "ELF";
+        o.max_bytes = max_bytes;
+        o.sync = true;
+        return o;
+      }()),
+      config_(std::move(config)) {}
 
 absl::StatusOr<std::string> CompileCache::Key(const std::string& source) const {
-  ASSIGN_OR_RETURN(std::string compiler, CompilerIdentity(config_.compiler));
-  std::string material = absl::StrCat(
-      "source:", source.size(), ":", Hash128(source.data(), source.size()), "\ncompiler:",
-      config_.compiler, "|", compiler, "\nflags:", absl::StrJoin(config_.flags, " "), "|",
-      absl::StrJoin(config_.libs, " "), "\ncpu:", CpuIdentity());
-  return Hash128(material.data(), material.size());
+  return Key(std::vector<std::string>{source});
 }
 
 absl::StatusOr<std::string> CompileCache::Key(const std::vector<std::string>& units) const {
-  if (units.size() == 1) return Key(units[0]);
   if (units.empty()) return absl::InvalidArgumentError("compile cache: a program without translation units");
   ASSIGN_OR_RETURN(std::string compiler, CompilerIdentity(config_.compiler));
-  std::string material = absl::StrCat("units:", units.size(), "\n");
-  for (const std::string& unit : units) {
-    absl::StrAppend(&material, "source:", unit.size(), ":", Hash128(unit.data(), unit.size()), "\n");
+  CacheKeyBuilder key;
+  key.Add("kiln-cpu").Add(absl::StrCat(units.size()));
+  for (const std::string& unit : units) key.Add(unit);
+  key.Add(config_.compiler).Add(compiler);
+  for (const std::vector<std::string>* list : {&config_.flags, &config_.libs}) {
+    key.Add(absl::StrJoin(*list, "\x1f"));
   }
-  absl::StrAppend(&material, "compiler:", config_.compiler, "|", compiler,
-                  "\nflags:", absl::StrJoin(config_.flags, " "), "|", absl::StrJoin(config_.libs, " "), "|",
-                  absl::StrJoin(config_.glue_flags, " "), "\ncpu:", CpuIdentity());
-  return Hash128(material.data(), material.size());
+  // Glue flags apply to multi-unit programs only: one unit is the same
+  // entry whatever they are.
+  key.Add(units.size() > 1 ? absl::StrJoin(config_.glue_flags, "\x1f") : "");
+  key.Add(CpuIdentity());
+  return key.Hex();
 }
 
-absl::Status CompileCache::Validate(const std::string& key) const {
-  ASSIGN_OR_RETURN(std::string sidecar, ReadFile(PathFor(key, ".sum")));
-  ASSIGN_OR_RETURN(std::string library, ReadFile(PathFor(key, ".so")));
-  const absl::Status valid = CheckChecksumSidecar(sidecar, kSidecarMagic, library, kHashSeed, "\x7f" "ELF");
-  if (!valid.ok()) return absl::DataLossError(absl::StrCat("cache entry ", key, ": ", valid.message()));
-  return absl::OkStatus();
-}
+absl::Status CompileCache::Validate(const std::string& key) const { return disk_.Load(key).status(); }
 
 absl::StatusOr<CacheEntry> CompileCache::GetOrCompile(const std::string& source) {
   return GetOrCompile(std::vector<std::string>{source});
@@ -253,39 +197,30 @@ absl::StatusOr<CacheEntry> CompileCache::GetOrCompile(const std::string& source)
 
 absl::StatusOr<CacheEntry> CompileCache::GetOrCompile(const std::vector<std::string>& units) {
   const auto start = std::chrono::steady_clock::now();
-  auto finish = [&](CacheEntry e) {
-    e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return e;
-  };
   ASSIGN_OR_RETURN(std::string key, Key(units));
-  RETURN_IF_ERROR(MakeDirectories(directory_));
-  RETURN_IF_ERROR(CheckPrivateDirectory(directory_));
+  ASSIGN_OR_RETURN(DiskCacheEntry found,
+                   disk_.GetOrBuild(key, [&](const std::string& scratch) { return Build(scratch, units); }));
+  if (found.path.empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("compile cache ", disk_.directory(), ": the library was built but could not be stored"));
+  }
   CacheEntry entry;
   entry.key = key;
-  entry.library_path = PathFor(key, ".so");
-  if (Validate(key).ok()) {
-    entry.hit = true;
-    return finish(entry);
-  }
-  ExclusiveFileLock lock(PathFor(key, ".lock"));
-  // Another thread or process may have built it while we waited.
-  if (Validate(key).ok()) {
-    entry.hit = true;
-    return finish(entry);
-  }
-  ASSIGN_OR_RETURN(CacheEntry built, CompileLocked(key, units));
-  return finish(built);
+  entry.library_path = found.path;
+  entry.hit = found.hit;
+  entry.compiled = found.built;
+  entry.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return entry;
 }
 
-absl::StatusOr<CacheEntry> CompileCache::CompileLocked(const std::string& key,
-                                                       const std::vector<std::string>& units) {
-  const std::string tmp = PathFor(key, UniqueTempSuffix().c_str());
-  const std::string tmp_so = tmp + ".so";
+absl::StatusOr<CacheArtifact> CompileCache::Build(const std::string& scratch,
+                                                  const std::vector<std::string>& units) const {
+  const std::string tmp_so = scratch + ".so";
   const bool multi = units.size() > 1;
   std::vector<std::string> tmp_cc, tmp_o;
   for (size_t i = 0; i < units.size(); ++i) {
-    tmp_cc.push_back(multi ? absl::StrCat(tmp, ".", i, ".cc") : tmp + ".cc");
-    tmp_o.push_back(absl::StrCat(tmp, ".", i, ".o"));
+    tmp_cc.push_back(multi ? absl::StrCat(scratch, ".", i, ".cc") : scratch + ".cc");
+    tmp_o.push_back(absl::StrCat(scratch, ".", i, ".o"));
   }
   auto cleanup = [&] {
     for (const std::string& f : tmp_cc) ::unlink(f.c_str());
@@ -293,7 +228,7 @@ absl::StatusOr<CacheEntry> CompileCache::CompileLocked(const std::string& key,
     ::unlink(tmp_so.c_str());
   };
   absl::Status s = absl::OkStatus();
-  for (size_t i = 0; s.ok() && i < units.size(); ++i) s = WriteFile(tmp_cc[i], units[i], kEntryFile);
+  for (size_t i = 0; s.ok() && i < units.size(); ++i) s = WriteFile(tmp_cc[i], units[i], FileWriteOptions{0600, false});
   if (!s.ok()) {
     cleanup();
     return s;
@@ -339,28 +274,14 @@ absl::StatusOr<CacheEntry> CompileCache::CompileLocked(const std::string& key,
   }
   if (*rc != 0) return compiler_error(*rc, std::move(log));
   absl::StatusOr<std::string> library = ReadFile(tmp_so);
-  if (!library.ok()) {
-    cleanup();
-    return library.status();
-  }
-  // The library first, then the sidecar that validates it: a reader never
-  // sees a sidecar for a library that is not complete.
-  if (::rename(tmp_so.c_str(), PathFor(key, ".so").c_str()) != 0) s = Errno("rename library");
-  if (s.ok()) {
-    s = WriteFileAtomically(PathFor(key, ".sum"), ChecksumSidecar(kSidecarMagic, *library, kHashSeed), kEntryFile);
-  }
-  // The sources stay beside the entry for people reading generated code:
-  // `<key>.cc`, or `<key>.<i>.cc` per unit.
-  for (size_t i = 0; s.ok() && i < units.size(); ++i) {
-    ::rename(tmp_cc[i].c_str(), PathFor(key, multi ? absl::StrCat(".", i, ".cc").c_str() : ".cc").c_str());
-  }
   cleanup();
-  RETURN_IF_ERROR(s);
-  CacheEntry entry;
-  entry.key = key;
-  entry.library_path = PathFor(key, ".so");
-  entry.compiled = true;
-  return entry;
+  RETURN_IF_ERROR(library.status());
+  CacheArtifact artifact;
+  artifact.contents = std::move(*library);
+  for (size_t i = 0; i < units.size(); ++i) {
+    artifact.extras.emplace_back(multi ? absl::StrCat(".", i, ".cc") : ".cc", units[i]);
+  }
+  return artifact;
 }
 
 }  // namespace kiln::backends::cpu

@@ -1,24 +1,26 @@
-// The on-disk compile cache of the CPU backend: C++ source -> shared library.
+// The on-disk compile cache of the CPU backend: C++ source -> shared library,
+// kept by the protocol of support/disk_cache.h (directory CacheDirectory("cpu")
+// and its checks, entries `<key>.so` + checksum sidecar published by rename,
+// builds of one key serialized by an flock, stale temporaries cleaned, LRU
+// size cap).
 //
-// Key: a 128-bit hash of the source, the compiler's identity (its
-// `--version` line), the flags, and the host CPU (-march=native code is
-// only valid on the CPU it was built for). Entries are `<key>.so` with a
-// checksum sidecar `<key>.sum` (size and hash of the library); both are
-// written to temporary files and renamed into place. A program given as
-// several translation units is compiled with one compiler process per unit,
-// all at once (objects in temporary files), then linked; its key hashes
-// every unit. Compiles of one key
-// are serialized across threads and processes by an flock on
-// `<key>.lock`, so concurrent compiles of the same program end with one good
-// entry and one compiler run. An entry whose library or sidecar does not
-// check out (truncated, garbled, missing) is rebuilt.
+// Key: XXH3-128 of the source(s), the compiler's identity (its `--version`
+// line), the flags, and the host CPU (-march=native code is only valid on
+// the CPU it was built for). A program given as several translation units is
+// compiled with one compiler process per unit, all at once (objects in
+// temporary files), then linked; its key hashes every unit. The sources stay
+// beside the entry (`<key>.cc`, or `<key>.<i>.cc` per unit) for people
+// reading generated code.
 #ifndef KILN_BACKENDS_CPU_COMPILE_CACHE_H_
 #define KILN_BACKENDS_CPU_COMPILE_CACHE_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "support/disk_cache.h"
 
 namespace kiln::backends::cpu {
 
@@ -44,13 +46,13 @@ struct CacheEntry {
 
 class CompileCache {
  public:
-  // KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln/cpu, else $HOME/.cache/kiln/cpu,
-  // else /tmp/kiln-cache-<uid>/cpu.
-  static std::string DefaultDirectory();
+  // `directory`: usually CacheDirectory("cpu"). `max_bytes`: the size cap
+  // (0: none; unset: KILN_CACHE_MAX_MB or the default, support/disk_cache.h).
+  explicit CompileCache(std::string directory, CompilerConfig config = CompilerConfig(),
+                        std::optional<uint64_t> max_bytes = std::nullopt);
 
-  explicit CompileCache(std::string directory, CompilerConfig config = CompilerConfig());
-
-  const std::string& directory() const { return directory_; }
+  const std::string& directory() const { return disk_.directory(); }
+  const DiskCache& disk() const { return disk_; }
   absl::StatusOr<std::string> Key(const std::string& source) const;
   absl::StatusOr<CacheEntry> GetOrCompile(const std::string& source);
   // A program as translation units compiled concurrently and linked into one
@@ -62,10 +64,11 @@ class CompileCache {
   absl::Status Validate(const std::string& key) const;
 
  private:
-  absl::StatusOr<CacheEntry> CompileLocked(const std::string& key, const std::vector<std::string>& units);
-  std::string PathFor(const std::string& key, const char* suffix) const;
+  // Compiles into files under `scratch` (a temporary prefix) and returns
+  // the library's bytes and the sources to keep.
+  absl::StatusOr<CacheArtifact> Build(const std::string& scratch, const std::vector<std::string>& units) const;
 
-  std::string directory_;
+  DiskCache disk_;
   CompilerConfig config_;
 };
 

@@ -1,11 +1,14 @@
 #include "backends/cpu/compile_cache.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -111,7 +114,7 @@ TEST(CompileCache, CorruptEntriesAreDetectedAndRebuilt) {
   EXPECT_EQ(CallValue(so), 7);
 
   // A garbled sidecar.
-  { std::ofstream(sum, std::ios::trunc) << "kiln-cpu-cache-v1 12 deadbeef\n"; }
+  { std::ofstream(sum, std::ios::trunc) << "kiln-cpu-cache-v2 12 deadbeef\n"; }
   EXPECT_FALSE(cache.Validate(built->key).ok());
   auto again = cache.GetOrCompile(Source(7));
   ASSERT_TRUE(again.ok());
@@ -252,15 +255,87 @@ TEST(CompileCache, RunProcessesRunsAllAndReportsEach) {
   EXPECT_FALSE(RunProcesses({{"sh", "-c", "true"}, {"/nonexistent/kiln-no-such-tool"}}, &outputs).ok());
 }
 
-TEST(CompileCache, DefaultDirectoryHonoursOverrides) {
-  ::setenv("KILN_CACHE_DIR", "/some/where", 1);
-  EXPECT_EQ(CompileCache::DefaultDirectory(), "/some/where");
-  ::unsetenv("KILN_CACHE_DIR");
-  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
-  EXPECT_EQ(CompileCache::DefaultDirectory(), "/xdg/kiln/cpu");
-  ::unsetenv("XDG_CACHE_HOME");
-  ::setenv("HOME", "/home/u", 1);
-  EXPECT_EQ(CompileCache::DefaultDirectory(), "/home/u/.cache/kiln/cpu");
+int CountTemporaries(const std::string& dir) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    n += e.path().filename().string().find(".tmp.") != std::string::npos;
+  }
+  return n;
+}
+
+// A compile killed with SIGKILL leaves its temporaries; once they are stale
+// the next compile removes them.
+TEST(CompileCache, TemporariesOfAKilledCompileAreCleanedLater) {
+  const std::string dir = FreshDir("killed");
+  const std::string base = std::filesystem::path(dir).parent_path().parent_path().string();
+  const std::string ready = base + "/compiler_started";
+  const std::string slow = base + "/slow_cxx";
+  std::filesystem::create_directories(base);
+  {
+    std::ofstream script(slow);
+    script << "#!/bin/sh\nif [ \"$1\" = --version ]; then exec g++ --version; fi\n"
+           << "touch '" << ready << "'\nsleep 60\nexec g++ \"$@\"\n";
+  }
+  ASSERT_EQ(::chmod(slow.c_str(), 0700), 0);
+  CompilerConfig slow_config = FastConfig();
+  slow_config.compiler = slow;
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);  // the compiler's group too, for one kill
+    auto r = CompileCache(dir, slow_config).GetOrCompile(Source(5));
+    ::_exit(r.ok() ? 0 : 1);
+  }
+  for (int i = 0; i < 600 && ::access(ready.c_str(), F_OK) != 0; ++i) ::usleep(50 * 1000);
+  ASSERT_EQ(::access(ready.c_str(), F_OK), 0) << "the slow compiler never started";
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_GT(CountTemporaries(dir), 0);
+
+  CompileCache cache(dir, FastConfig());
+  ASSERT_TRUE(cache.GetOrCompile(Source(6)).ok());
+  EXPECT_GT(CountTemporaries(dir), 0);  // fresh: the compile may still be running
+  const struct timespec old = {::time(nullptr) - 2 * 3600, 0};
+  const struct timespec times[2] = {old, old};
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename().string().find(".tmp.") != std::string::npos) {
+      ASSERT_EQ(::utimensat(AT_FDCWD, e.path().c_str(), times, 0), 0);
+    }
+  }
+  ASSERT_TRUE(cache.GetOrCompile(Source(7)).ok());
+  EXPECT_EQ(CountTemporaries(dir), 0);
+  // The killed compile's key builds normally afterwards.
+  auto r = cache.GetOrCompile(Source(5));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(CallValue(r->library_path), 5);
+}
+
+TEST(CompileCache, SizeCapEvictsLeastRecentlyUsedLibraries) {
+  const std::string dir = FreshDir("capped");
+  CompileCache unlimited(dir, FastConfig(), 0);
+  auto a = unlimited.GetOrCompile(Source(1));
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto stats = unlimited.disk().Cleanup();
+  ASSERT_TRUE(stats.ok());
+  // Room for a bit more than two entries.
+  CompileCache capped(dir, FastConfig(), stats->bytes * 5 / 2);
+  auto b = capped.GetOrCompile(Source(2));
+  ASSERT_TRUE(b.ok()) << b.status();
+  // File times have the kernel's coarse clock: set them apart explicitly
+  // (1 used 200 s ago, 2 100 s ago), then a hit makes 1 the most recent.
+  for (const auto& [path, seconds_ago] : {std::make_pair(a->library_path, 200), std::make_pair(b->library_path, 100)}) {
+    const struct timespec t = {::time(nullptr) - seconds_ago, 0};
+    const struct timespec times[2] = {t, t};
+    ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  }
+  ASSERT_TRUE(capped.GetOrCompile(Source(1))->hit);
+  auto c = capped.GetOrCompile(Source(3));
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(capped.Validate(*capped.Key(Source(1))).ok());
+  EXPECT_FALSE(capped.Validate(*capped.Key(Source(2))).ok());
+  EXPECT_EQ(CallValue(c->library_path), 3);
 }
 
 }  // namespace

@@ -385,8 +385,11 @@ absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CpuCodegen::Compile(
   auto t0 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(GeneratedProgram generated, GenerateProgramSource(program));
   const double codegen = Since(t0);
-  CompileCache cache(options_.cache_dir.empty() ? CompileCache::DefaultDirectory() : options_.cache_dir,
-                     options_.compiler);
+  std::string cache_dir = options_.cache_dir;
+  if (cache_dir.empty()) {
+    ASSIGN_OR_RETURN(cache_dir, CacheDirectory("cpu"));
+  }
+  CompileCache cache(std::move(cache_dir), options_.compiler, options_.cache_max_bytes);
   ASSIGN_OR_RETURN(CacheEntry entry, generated.units.empty() ? cache.GetOrCompile(generated.source)
                                                              : cache.GetOrCompile(generated.units));
   std::string source = generated.source;

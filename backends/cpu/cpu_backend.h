@@ -7,6 +7,8 @@
 #define KILN_BACKENDS_CPU_CPU_BACKEND_H_
 
 #include <memory>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,8 +21,10 @@
 namespace kiln::backends::cpu {
 
 struct CpuBackendOptions {
-  // Empty: CompileCache::DefaultDirectory().
+  // Empty: CacheDirectory("cpu") (support/disk_cache.h: KILN_CACHE_DIR/cpu, ...).
   std::string cache_dir;
+  // The cache's size cap in bytes (0: none); unset: KILN_CACHE_MAX_MB, else 2048 MB.
+  std::optional<uint64_t> cache_max_bytes;
   CompilerConfig compiler;
 };
 

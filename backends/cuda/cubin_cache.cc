@@ -1,7 +1,5 @@
 #include "backends/cuda/cubin_cache.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -9,21 +7,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cuda/cuda_loader.h"
-#include "support/atomic_file.h"
+#include "support/disk_cache.h"
 #include "support/status.h"
 
 namespace kiln::backends::cuda {
 namespace {
 
-constexpr char kSidecarMagic[] = "kiln-cubin-cache-v1";
-
-// Keys and sidecar checksums; the seed keeps them apart from other caches'.
-constexpr uint64_t kHashSeed = 0x63756461;
-
-std::string Hash128(const void* data, size_t n) { return Hash128Hex(data, n, kHashSeed); }
-
-// Cache files are private to the user.
-constexpr FileWriteOptions kEntryFile{0600, false};
+// Bumped when the entry format changes (v2: XXH3-128 keys and checksums).
+constexpr char kSidecarMagic[] = "kiln-cubin-cache-v2";
 
 }  // namespace
 
@@ -90,80 +81,46 @@ absl::StatusOr<std::string> CompileToPtxWithNvrtc(const std::string& source, con
   return RunNvrtc(source, options, true);
 }
 
-std::string CubinCache::DefaultDirectory() {
-  auto env = [](const char* name) -> std::string {
-    const char* v = std::getenv(name);
-    return v != nullptr ? std::string(v) : std::string();
-  };
-  if (std::string d = env("KILN_CACHE_DIR"); !d.empty()) return absl::StrCat(d, "/cuda");
-  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return absl::StrCat(d, "/kiln/cuda");
-  if (std::string d = env("HOME"); !d.empty()) return absl::StrCat(d, "/.cache/kiln/cuda");
-  return absl::StrCat("/tmp/kiln-cache-", ::getuid(), "/cuda");
-}
-
-CubinCache::CubinCache(std::string directory, std::string compiler_identity, CubinCompiler compiler)
-    : directory_(std::move(directory)), identity_(std::move(compiler_identity)), compiler_(std::move(compiler)) {
-  while (directory_.size() > 1 && directory_.back() == '/') directory_.pop_back();
-}
-
-std::string CubinCache::PathFor(const std::string& key, const char* suffix) const {
-  return absl::StrCat(directory_, "/", key, suffix);
-}
+CubinCache::CubinCache(std::string directory, std::string compiler_identity, CubinCompiler compiler,
+                       std::optional<uint64_t> max_bytes)
+    : disk_([&] {
+        DiskCacheOptions o;
+        o.directory = std::move(directory);
+        o.magic = kSidecarMagic;
+        o.suffix = ".cubin";
+        o.content_prefix = "\x7f" "ELF";
+        o.max_bytes = max_bytes;
+        o.sync = false;
+        return o;
+      }()),
+      identity_(std::move(compiler_identity)),
+      compiler_(std::move(compiler)) {}
 
 std::string CubinCache::Key(const std::string& source, const std::vector<std::string>& options) const {
-  const std::string material =
-      absl::StrCat("source:", source.size(), ":", Hash128(source.data(), source.size()), "\ncompiler:", identity_,
-                   "\noptions:", absl::StrJoin(options, "\x1f"));
-  return Hash128(material.data(), material.size());
+  return CacheKeyBuilder().Add("kiln-cuda").Add(source).Add(identity_).Add(absl::StrJoin(options, "\x1f")).Hex();
 }
 
-absl::StatusOr<std::string> CubinCache::Load(const std::string& key) const {
-  ASSIGN_OR_RETURN(std::string sidecar, ReadFile(PathFor(key, ".sum")));
-  ASSIGN_OR_RETURN(std::string cubin, ReadFile(PathFor(key, ".cubin")));
-  const absl::Status valid = CheckChecksumSidecar(sidecar, kSidecarMagic, cubin, kHashSeed, "\x7f" "ELF");
-  if (!valid.ok()) return absl::DataLossError(absl::StrCat("cubin cache entry ", key, ": ", valid.message()));
-  return cubin;
-}
+absl::StatusOr<std::string> CubinCache::Load(const std::string& key) const { return disk_.Load(key); }
 
 absl::StatusOr<CubinEntry> CubinCache::GetOrCompile(const std::string& source,
                                                     const std::vector<std::string>& options) {
   const auto start = std::chrono::steady_clock::now();
-  auto finish = [&](CubinEntry e) {
-    e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return e;
-  };
   CubinEntry entry;
   entry.key = Key(source, options);
-  entry.path = PathFor(entry.key, ".cubin");
-  if (absl::StatusOr<std::string> cubin = Load(entry.key); cubin.ok()) {
-    entry.cubin = std::move(*cubin);
-    entry.hit = true;
-    return finish(std::move(entry));
-  }
-  RETURN_IF_ERROR(MakeDirectories(directory_));
-  ExclusiveFileLock lock(PathFor(entry.key, ".lock"));
-  if (absl::StatusOr<std::string> cubin = Load(entry.key); cubin.ok()) {
-    entry.cubin = std::move(*cubin);
-    entry.hit = true;
-    return finish(std::move(entry));
-  }
-  const auto compile_start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(entry.cubin, compiler_(source, options));
-  entry.compile_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
-  entry.compiled = true;
-  // The cubin first, then the sidecar that validates it: a reader never
-  // sees a sidecar for a cubin that is not complete.
-  absl::Status s = WriteFileAtomically(entry.path, entry.cubin, kEntryFile);
-  if (s.ok()) {
-    s = WriteFileAtomically(PathFor(entry.key, ".sum"), ChecksumSidecar(kSidecarMagic, entry.cubin, kHashSeed),
-                            kEntryFile);
-  }
-  // The source beside the entry, for people reading generated code.
-  if (s.ok()) s = WriteFileAtomically(PathFor(entry.key, ".cu"), source, kEntryFile);
-  // A cache that cannot be written still compiles: the cubin is in hand.
-  (void)s;
-  return finish(std::move(entry));
+  ASSIGN_OR_RETURN(DiskCacheEntry found, disk_.GetOrBuild(entry.key, [&](const std::string&) -> absl::StatusOr<CacheArtifact> {
+    const auto compile_start = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(std::string cubin, compiler_(source, options));
+    entry.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
+    return CacheArtifact{std::move(cubin), {{".cu", source}}};
+  }));
+  // An empty path: a cache that cannot be written still compiles (the
+  // cubin is in hand).
+  entry.path = found.path;
+  entry.cubin = std::move(found.contents);
+  entry.hit = found.hit;
+  entry.compiled = found.built;
+  entry.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return entry;
 }
 
 }  // namespace kiln::backends::cuda

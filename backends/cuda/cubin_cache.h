@@ -1,19 +1,22 @@
 // The on-disk cubin cache of the CUDA backend: CUDA C++ source -> cubin
-// (NVRTC), with the rules of the CPU backend's cache (backends/cpu/
-// compile_cache.h): the key hashes the source, the compiler's identity (NVRTC
-// version), the target architecture and the options; an entry is
-// `<key>.cubin` plus a checksum sidecar `<key>.sum` (magic, size, 128-bit
-// hash), both written to temporary files and renamed into place; compiles
-// of one key are serialized by an flock on `<key>.lock`; an entry whose
-// cubin or sidecar does not check out is rebuilt.
+// (NVRTC), kept by the protocol of support/disk_cache.h, the same as the CPU
+// backend's libraries: directory CacheDirectory("cuda") and its checks,
+// entries `<key>.cubin` + checksum sidecar published by rename, builds of
+// one key serialized by an flock, stale temporaries cleaned, LRU size cap.
+// The key is XXH3-128 of the source, the compiler's identity (NVRTC
+// version; the target architecture is among the options) and the options.
+// The source stays beside the entry (`<key>.cu`).
 #ifndef KILN_BACKENDS_CUDA_CUBIN_CACHE_H_
 #define KILN_BACKENDS_CUDA_CUBIN_CACHE_H_
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "support/disk_cache.h"
 
 namespace kiln::backends::cuda {
 
@@ -42,23 +45,20 @@ struct CubinEntry {
 
 class CubinCache {
  public:
-  // KILN_CACHE_DIR/cuda, else $XDG_CACHE_HOME/kiln/cuda, else
-  // $HOME/.cache/kiln/cuda, else /tmp/kiln-cache-<uid>/cuda.
-  static std::string DefaultDirectory();
+  // `directory`: usually CacheDirectory("cuda"). `compiler_identity` is part
+  // of every key (the NVRTC version). `max_bytes`: the size cap (0: none;
+  // unset: KILN_CACHE_MAX_MB or the default, support/disk_cache.h).
+  CubinCache(std::string directory, std::string compiler_identity, CubinCompiler compiler,
+             std::optional<uint64_t> max_bytes = std::nullopt);
 
-  // `compiler_identity` is part of every key (the NVRTC version).
-  CubinCache(std::string directory, std::string compiler_identity, CubinCompiler compiler);
-
-  const std::string& directory() const { return directory_; }
+  const std::string& directory() const { return disk_.directory(); }
   std::string Key(const std::string& source, const std::vector<std::string>& options) const;
   absl::StatusOr<CubinEntry> GetOrCompile(const std::string& source, const std::vector<std::string>& options);
   // The cubin of a valid entry; DataLoss/NotFound otherwise.
   absl::StatusOr<std::string> Load(const std::string& key) const;
 
  private:
-  std::string PathFor(const std::string& key, const char* suffix) const;
-
-  std::string directory_;
+  DiskCache disk_;
   std::string identity_;
   CubinCompiler compiler_;
 };

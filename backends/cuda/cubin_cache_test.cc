@@ -1,6 +1,7 @@
 #include "backends/cuda/cubin_cache.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -129,6 +130,31 @@ TEST(CubinCacheTest, CompileErrorsAreReportedAndNothingIsCached) {
   absl::StatusOr<CubinEntry> e = cache.GetOrCompile("syntax error here", kOptions);
   EXPECT_FALSE(e.ok());
   EXPECT_FALSE(cache.Load(cache.Key("syntax error here", kOptions)).ok());
+}
+
+// The CPU cache's directory checks (support/disk_cache.h): cubins are
+// loaded into the GPU, so a directory others can write to is refused.
+TEST(CubinCacheTest, RefusesDirectoriesOthersCanWrite) {
+  FakeCompiler fake;
+  const std::string dir = TempDir();
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
+  absl::StatusOr<CubinEntry> e = CubinCache(dir, "fake 1.0", fake.Get()).GetOrCompile("kernel D", kOptions);
+  EXPECT_TRUE(absl::IsFailedPrecondition(e.status())) << e.status();
+  EXPECT_EQ(fake.calls.load(), 0);
+}
+
+TEST(CubinCacheTest, SizeCapEvictsLeastRecentlyUsedCubins) {
+  FakeCompiler fake;
+  const std::string dir = TempDir();
+  const std::string pad(4000, 'p');
+  ASSERT_TRUE(CubinCache(dir, "fake 1.0", fake.Get(), 0).GetOrCompile("kernel E" + pad, kOptions).ok());
+  // Room for one entry: the next compile evicts the first.
+  CubinCache capped(dir, "fake 1.0", fake.Get(), 4000 * 2 + 2000);
+  absl::StatusOr<CubinEntry> f = capped.GetOrCompile("kernel F" + pad, kOptions);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(capped.Load(f->key).ok());
+  EXPECT_FALSE(capped.Load(capped.Key("kernel E" + pad, kOptions)).ok());
 }
 
 // NVRTC needs no GPU: a real cubin for sm_90.

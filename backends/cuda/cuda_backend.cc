@@ -121,8 +121,11 @@ absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
   // NVRTC through the cache, units in parallel.
   auto t1 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(std::string identity, NvrtcIdentity());
-  CubinCache cache(options_.cache_dir.empty() ? CubinCache::DefaultDirectory() : options_.cache_dir, identity,
-                   CompileWithNvrtc);
+  std::string cache_dir = options_.cache_dir;
+  if (cache_dir.empty()) {
+    ASSIGN_OR_RETURN(cache_dir, CacheDirectory("cuda"));
+  }
+  CubinCache cache(std::move(cache_dir), identity, CompileWithNvrtc, options_.cache_max_bytes);
   const std::vector<std::string> nvrtc_options = NvrtcOptions(options_.minimal);
   const std::vector<std::string> full_options = NvrtcOptions(false);
   std::vector<absl::StatusOr<CubinEntry>> cubins(units.size(), absl::UnknownError("not compiled"));

@@ -8,8 +8,10 @@
 #ifndef KILN_BACKENDS_CUDA_CUDA_BACKEND_H_
 #define KILN_BACKENDS_CUDA_CUDA_BACKEND_H_
 
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,8 +23,10 @@
 namespace kiln::backends::cuda {
 
 struct CudaBackendOptions {
-  // Empty: CubinCache::DefaultDirectory().
+  // Empty: CacheDirectory("cuda") (support/disk_cache.h: KILN_CACHE_DIR/cuda, ...).
   std::string cache_dir;
+  // The cache's size cap in bytes (0: none); unset: KILN_CACHE_MAX_MB, else 2048 MB.
+  std::optional<uint64_t> cache_max_bytes;
   // Extra NVRTC options (the architecture and -std are always set).
   std::vector<std::string> nvrtc_options;
   // NVRTC's -minimal (no texture/surface/device-runtime declarations: about

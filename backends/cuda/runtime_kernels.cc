@@ -80,7 +80,8 @@ absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
       CudaDevice device;
       ASSIGN_OR_RETURN(devices::DeviceProperties p, device.GetDeviceProperties(index));
       ASSIGN_OR_RETURN(std::string identity, NvrtcIdentity());
-      CubinCache cache(CubinCache::DefaultDirectory(), identity, CompileWithNvrtc);
+      ASSIGN_OR_RETURN(std::string cache_dir, CacheDirectory("cuda"));
+      CubinCache cache(std::move(cache_dir), identity, CompileWithNvrtc);
       ASSIGN_OR_RETURN(CubinEntry entry,
                        cache.GetOrCompile(kSource, {absl::StrCat("--gpu-architecture=sm_", p.major, p.minor), "-std=c++17"}));
       RETURN_IF_ERROR(device.MakeCurrent(index));

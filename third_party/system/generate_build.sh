@@ -117,6 +117,12 @@ cc_library(
     linkopts = ["-lonnx", "-lonnx_proto", "-lprotobuf", "-pthread"],
 )
 
+# ---- xxHash (xxhash.h: XXH3-128 keys and checksums of the on-disk caches) ----
+cc_library(
+    name = "xxhash",
+    linkopts = ["-lxxhash"],
+)
+
 # ---- OpenBLAS (cblas.h) ----
 cc_library(
     name = "openblas",
