@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "gtest/gtest.h"
@@ -74,6 +76,35 @@ TEST(SpecializingProgramTest, EvictsTheLeastRecentlyUsedVersion) {
     ASSERT_TRUE((*program)->Run({Ramp(sizes)}).ok());
   }
   EXPECT_EQ((*program)->num_compiles(), 3);
+}
+
+// Several threads at once, each cycling through its own shapes with room for
+// only two versions: compiles, lookups and LRU evictions interleave while
+// other threads still run evicted versions (held by shared_ptr).
+TEST(SpecializingProgramTest, RunsFromSeveralThreadsAtOnce) {
+  RegisterBackends();
+  auto graph = ir::ParseGraph(kGraph);
+  ASSERT_TRUE(graph.ok());
+  auto program = driver::SpecializingProgram::Create(**graph, {}, /*max_specializations=*/2);
+  ASSERT_TRUE(program.ok()) << program.status();
+  driver::SpecializingProgram& p = **program;
+  constexpr int kThreads = 4;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&p, t] {
+      const std::vector<std::vector<int64_t>> shapes = {{2, 3}, {4, 5}, {3, int64_t{2} + t}, {7}};
+      for (int round = 0; round < 3; ++round) {
+        for (const std::vector<int64_t>& sizes : shapes) {
+          const Tensor x = Ramp(sizes);
+          auto out = p.Run({x});
+          ASSERT_TRUE(out.ok()) << out.status();
+          ExpectReluTimesX(x, (*out)[0]);
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_GE(p.num_compiles(), 4);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <variant>
 
@@ -212,6 +213,34 @@ TEST(CpuBackend, CompilesAndRunsPointwiseReductionsAndExterns) {
   EXPECT_FALSE((*warm)->Run({}).ok());
   EXPECT_FALSE((*warm)->Run({in[1], in[0]}).ok());
   EXPECT_FALSE((*warm)->Run({Tensor(), in[1]}).ok());
+}
+
+// CpuProgram::Run is written to be called from several threads at once
+// (per-call buffers from a locked pool, a thread-local extern context): each
+// thread runs its own inputs through one program and checks every output.
+TEST(CpuBackend, OneProgramRunsFromSeveralThreadsAtOnce) {
+  Program p = MixedProgram();
+  CpuCodegen codegen(Options());
+  auto lines = wrapper::GenerateWrapper(p.graph, p.schedule, codegen);
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  auto compiled = codegen.Compile(*lines);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  wrapper::CompiledProgram& program = **compiled;
+  constexpr int kThreads = 4, kRuns = 6;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&program, t] {
+      std::vector<Tensor> in = Inputs();
+      float* x = in[0].data<float>();
+      for (int64_t i = 0; i < in[0].numel(); ++i) x[i] = x[i] * (1.0f + 0.25f * t) - 0.5f * t;
+      for (int run = 0; run < kRuns; ++run) {
+        auto out = program.Run(in);
+        ASSERT_TRUE(out.ok()) << out.status();
+        CheckOutputs(in, *out);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
 }
 
 TEST(CpuBackend, HostileNamesNeverReachGeneratedSource) {
