@@ -17,6 +17,24 @@ constexpr int kMaxGraphDepth = 32;
 
 std::string Domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
 
+// Integer attributes that libonnx's inference divides by or sizes with
+// (convPoolShapeInference divides by strides: SIGFPE for 0; SpaceToDepth
+// and DepthToSpace by blocksize; Conv by group). Every op that has them
+// needs them positive, so a model with 0 or less is invalid anyway.
+constexpr const char* kPositiveAttributes[] = {"strides", "dilations", "kernel_shape", "group", "blocksize"};
+
+absl::Status CheckPositiveAttributes(const onnx::NodeProto& node) {
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    for (const char* name : kPositiveAttributes) {
+      if (a.name() != name) continue;
+      bool positive = !a.has_i() || a.i() > 0;
+      for (int64_t v : a.ints()) positive = positive && v > 0;
+      if (!positive) return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "' must be positive"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 using Opsets = std::unordered_map<std::string, int>;
 
 absl::Status CheckGraph(const onnx::GraphProto& g, const Opsets& opsets, int depth) {
@@ -29,6 +47,9 @@ absl::Status CheckGraph(const onnx::GraphProto& g, const Opsets& opsets, int dep
     auto where = [&] {
       return absl::StrCat("graph '", g.name(), "' node ", i, " (", node.op_type(), " '", node.name(), "')");
     };
+    if (absl::Status positive = CheckPositiveAttributes(node); !positive.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where(), ": ", positive.message()));
+    }
     // A domain the model does not import: libonnx's inference fails this
     // node with an exception, which the importer already tolerates.
     auto opset = opsets.find(Domain(node.domain()));

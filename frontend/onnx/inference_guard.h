@@ -7,8 +7,10 @@
 // The importer therefore runs inference only when every node, subgraphs
 // included, passes its schema's own check (OpSchema::Verify: input/output
 // counts, required inputs non-empty, required attributes present, attribute
-// types); otherwise it imports without libonnx's facts, as when inference
-// throws.
+// types) and has positive values in the integer attributes inference
+// divides by (strides, dilations, kernel_shape, group, blocksize: a Conv
+// with a 0 stride is a SIGFPE); otherwise it imports without libonnx's
+// facts, as when inference throws.
 #ifndef KILN_FRONTEND_ONNX_INFERENCE_GUARD_H_
 #define KILN_FRONTEND_ONNX_INFERENCE_GUARD_H_
 

@@ -44,8 +44,22 @@ TEST(InferenceGuardTest, ImportOfTheScanCrashIsAStatusNotASignal) {
   }
 }
 
+// Found by importer_fuzz: a Conv with strides [2, 0]; libonnx 1.12's
+// convPoolShapeInference divides by the stride (SIGFPE).
+TEST(InferenceGuardTest, RefusesAZeroStrideAndImportsWithoutACrash) {
+  const onnx::ModelProto m = Load("frontend/onnx/testdata/regressions/conv_zero_stride.onnx");
+  absl::Status s = CheckSafeForOnnxInference(m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(absl::StrContains(s.message(), "Conv")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "'strides' must be positive")) << s;
+  absl::StatusOr<std::unique_ptr<ir::Graph>> g = ImportModel(m);
+  if (g.ok()) {
+    EXPECT_TRUE(ir::Verify(**g).ok());
+  }
+}
+
 TEST(InferenceGuardTest, ValidControlFlowModelsKeepInference) {
-  for (const char* name : {"test_scan_sum", "test_scan9_sum", "test_loop11"}) {
+  for (const char* name : {"test_scan_sum", "test_scan9_sum", "test_loop11", "conv"}) {
     const onnx::ModelProto m = Load(std::string("frontend/onnx/testdata/fuzz/") + name + ".onnx");
     EXPECT_TRUE(CheckSafeForOnnxInference(m).ok()) << name << ": " << CheckSafeForOnnxInference(m);
   }
