@@ -342,6 +342,20 @@ TEST(MathRegistryTest, ExtremesOrderNegativeZeroBelowPositiveZero) {
   EXPECT_FALSE(std::signbit(all_max[0].toTensor().GetDouble(0)));
 }
 
+// PyTorch 1.13: logsumexp of a row holding +inf is inf (not NaN), of only
+// -inf is -inf, with NaN NaN.
+TEST(MathRegistryTest, LogsumexpOfInfinities) {
+  const double inf = INFINITY;
+  const Tensor rows = Make(DType::kFloat32, {4, 2}, {inf, 1, -inf, -inf, inf, -inf, NAN, 1});
+  auto r = RunKernel("aten::logsumexp", {IValue::FromTensor(rows), IValue::IntList({1}), IValue::Bool(false)});
+  ASSERT_EQ(r.size(), 1u);
+  const Tensor& t = r[0].toTensor();
+  EXPECT_EQ(t.GetDouble(0), inf);
+  EXPECT_EQ(t.GetDouble(1), -inf);
+  EXPECT_EQ(t.GetDouble(2), inf);
+  EXPECT_TRUE(std::isnan(t.GetDouble(3)));
+}
+
 TEST(MathRegistryTest, AdaptersDecodeArguments) {
   Tensor x = Make(DType::kFloat32, {2, 2}, {1, -2, 3, -4});
   auto mx = RunKernel("aten::max.dim", {IValue::FromTensor(x), IValue::Int(1), IValue::Bool(false)});

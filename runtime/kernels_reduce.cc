@@ -104,7 +104,10 @@ double ReduceGroup(ReduceOp op, const std::vector<double>& v, double correction)
     case ReduceOp::kLogsumexp: {
       double m = -INFINITY;
       for (double x : v) m = std::max(m, x);
-      if (m == -INFINITY) m = 0;  // all -inf: exp(-inf - 0) = 0; +inf stays (NaN row, as ATen)
+      // An infinite shift would make exp(inf - inf) NaN. Unshifted, a row
+      // holding +inf sums to inf and one of only -inf to 0 (log: -inf), as
+      // PyTorch 1.13's logsumexp([inf, 1]) = inf and ([-inf, -inf]) = -inf.
+      if (std::isinf(m)) m = 0;
       double s = 0;
       for (double x : v) s += std::exp(x - m);
       return std::log(s) + m;
@@ -612,7 +615,7 @@ absl::StatusOr<Tensor> OnnxReduce(absl::string_view kind, const Tensor& x,
     double m = -INFINITY;  // log_sum_exp's shift
     if (k == kLogSumExp) {
       for (int64_t r = 0; r < g.inner; ++r) m = std::max(m, g.permuted.GetDouble(o * g.inner + r));
-      if (m == -INFINITY) m = 0;  // all -inf: exp(-inf - 0) = 0; +inf stays (NaN row, as ATen)
+      if (std::isinf(m)) m = 0;  // as ReduceGroup's logsumexp: +inf rows give inf, not NaN
     }
     for (int64_t r = 0; r < g.inner; ++r) {
       const double v = g.permuted.GetDouble(o * g.inner + r);
