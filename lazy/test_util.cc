@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <limits>
 #include <random>
+#include <string>
 
 #include "backends/cpu/cpu_backend.h"
 #include "lazy/kiln_backend.h"
@@ -16,6 +17,11 @@ std::string TestDeviceName() {
 }
 
 absl::Status SetUpBackend() {
+  // Compiled programs go to the test's own directory, not the user's cache
+  // (under Bazel's sandbox the home directory is read-only).
+  if (const char* tmp = std::getenv("TEST_TMPDIR"); tmp != nullptr && std::getenv("KILN_CACHE_DIR") == nullptr) {
+    ::setenv("KILN_CACHE_DIR", (std::string(tmp) + "/kiln_cache").c_str(), 1);
+  }
   absl::Status s = backends::cpu::RegisterCpuBackend();
   if (s.ok()) s = RegisterTestDevices();
   if (!s.ok()) return s;
