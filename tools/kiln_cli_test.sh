@@ -10,50 +10,7 @@ set -u
 
 KILN="$1"
 shift
-TMP="${TEST_TMPDIR:-$(mktemp -d)}/kiln_cli"
-rm -rf "$TMP" && mkdir -p "$TMP"
-
-checks=0
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-pass() { checks=$((checks + 1)); }
-
-# run CMD... : runs kiln, leaving status in $rc, stdout in $TMP/out, stderr in
-# $TMP/err.
-run() {
-  "$KILN" "$@" >"$TMP/out" 2>"$TMP/err"
-  rc=$?
-}
-
-# expect_status WANT DESCRIPTION
-expect_status() {
-  if [[ "$rc" -eq "$1" ]]; then pass; else
-    fail "$2: exit status $rc, want $1; stderr: $(head -c 500 "$TMP/err")"
-  fi
-}
-
-# The error contract: exactly one line on stderr, "kiln: error: " first, and
-# matching the extended regex $2 if given.
-expect_one_error_line() {
-  local lines
-  lines=$(wc -l <"$TMP/err")
-  if [[ "$lines" -ne 1 ]]; then
-    fail "$1: want exactly one stderr line, got $lines: $(head -c 500 "$TMP/err")"
-    return
-  fi
-  if ! grep -q '^kiln: error: ' "$TMP/err"; then
-    fail "$1: stderr does not start with 'kiln: error: ': $(cat "$TMP/err")"
-    return
-  fi
-  if [[ $# -ge 2 ]] && ! grep -Eq "$2" "$TMP/err"; then
-    fail "$1: stderr does not match /$2/: $(cat "$TMP/err")"
-    return
-  fi
-  pass
-}
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_lib.sh"
 
 # ---------------------------------------------------------------------------
 # Every corpus graph.
@@ -431,5 +388,4 @@ rc=$?
 expect_status 0 "print from stdin"
 cmp -s "$TMP/out" "$TMP/replace.txt" && pass || fail "print - (stdin) differs"
 
-echo "kiln_cli_test: $num_graphs graphs, $checks checks passed, $failures failed"
-[[ "$failures" -eq 0 ]]
+finish "kiln_cli_test ($num_graphs graphs)"
