@@ -27,6 +27,12 @@ bool InterpretedHere(ir::Symbol k) {
 }
 
 absl::Status NodeError(const ir::Node& node, const absl::Status& s) {
+  // The model's name for the node (an imported ONNX node's name is its
+  // scope) first: users know it, not kiln's value names.
+  if (!node.scope().empty()) {
+    return absl::Status(s.code(), absl::StrCat("node '", node.scope(), "' (`", ir::DescribeNode(node),
+                                               "`): ", s.message()));
+  }
   return absl::Status(s.code(), absl::StrCat(ir::DescribeNode(node), ": ", s.message()));
 }
 

@@ -1,8 +1,6 @@
 #include "frontend/onnx/importer.h"
 
 #include <exception>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -12,7 +10,9 @@
 #include "frontend/onnx/importer_internal.h"
 #include "frontend/onnx/inference_guard.h"
 #include "frontend/onnx/tensor_proto.h"
+#include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
+#include "support/atomic_file.h"
 #include "support/status.h"
 
 namespace kiln::frontend::onnx_import {
@@ -32,6 +32,16 @@ std::string CanonicalDomain(const std::string& domain) {
 }
 
 }  // namespace
+
+std::string ScopeFromNodeName(absl::string_view name) {
+  // The IR text format ends a scope at a newline or " #"; keep printable
+  // ASCII (so a name cannot reach a terminal or a parser raw), '#' excluded.
+  std::string scope(name.substr(0, 200));
+  for (char& c : scope) {
+    if (c <= ' ' || c > '~' || c == '#') c = '_';
+  }
+  return scope;
+}
 
 std::string SanitizedName(absl::string_view onnx_name) {
   std::string out;
@@ -94,15 +104,9 @@ absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes) {
 }
 
 absl::StatusOr<onnx::ModelProto> LoadModelFile(const std::string& path) {
-  // One read into a buffer of the file's size: models are tens of MB, and
-  // every extra copy costs its page faults.
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  const std::streamoff size = in.tellg();
-  if (size < 0) return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  if (!in.read(bytes.data(), size)) return absl::DataLossError(absl::StrCat("cannot read ", path));
+  // The project's one file reader: errors name the path and the reason
+  // ("Is a directory", "No such file or directory").
+  ASSIGN_OR_RETURN(const std::string bytes, ReadFile(path));
   absl::StatusOr<onnx::ModelProto> m = ParseModel(bytes);
   if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
   return m;
@@ -233,8 +237,18 @@ absl::Status Importer::ConvertNode(const onnx::NodeProto& node, GraphBuilder& bu
           absl::StrCat(where, ": input '", in, "' is not defined before its use"));
     }
   }
+  ir::Block* block = builder.insertion_block();
+  ir::Node* last_before = block->back();
   ConvertContext ctx(this, &node, opset, &builder);
   absl::Status s = (*fn)(ctx);
+  // The ONNX node's name becomes the scope of the nodes it became, so that
+  // errors at run time name the node users know ("/encoder/Gather_7").
+  const std::string scope = ScopeFromNodeName(node.name());
+  if (!scope.empty()) {
+    for (ir::Node* n = last_before->next(); n != nullptr && n != block->return_node(); n = n->next()) {
+      if (n->kind() != ir::sym::kConstant && n->scope().empty()) n->setScope(scope);
+    }
+  }
   if (!s.ok()) {
     // Converter errors made with ctx.Error() already name the node.
     if (absl::StartsWith(s.message(), node.op_type() + " (domain")) return s;
@@ -305,7 +319,21 @@ absl::StatusOr<std::vector<Value*>> Importer::ConvertGraph(const onnx::GraphProt
 void Importer::AddValueInfo(const onnx::GraphProto& g) { CollectValueInfo(g, 0); }
 
 absl::Status Importer::ImportMain(const onnx::ModelProto& model) {
+  // The opsets ONNX itself defines (this libonnx's schemas): a model that
+  // claims a newer one was written for operators kiln cannot know.
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
+    auto range = known.find(CanonicalDomain(o.domain()));
+    if (range != known.end() && o.version() > range->second.second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the model imports opset ", o.version(), " of domain ", DomainName(o.domain()),
+          "; kiln knows opsets up to ", range->second.second));
+    }
+    if (o.version() < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("the model imports opset ", o.version(),
+                                                     " of domain ", DomainName(o.domain()),
+                                                     "; opsets start at 1"));
+    }
     opsets_[CanonicalDomain(o.domain())] = o.version();
   }
   if (model.opset_import_size() == 0) opsets_[""] = 1;  // IR version 1/2 models

@@ -66,6 +66,9 @@ onnx::ModelProto WeightlessCopy(const onnx::ModelProto& model);
 ir::TypePtr TypeFromOnnx(const onnx::TypeProto& t);
 // A valid TorchScript debug name from an ONNX name ("" when nothing usable).
 std::string SanitizedName(absl::string_view onnx_name);
+// An ONNX node's name as the scope of the kiln nodes it becomes: printable
+// ASCII without '#' (others become '_'), at most 200 bytes.
+std::string ScopeFromNodeName(absl::string_view name);
 
 }  // namespace kiln::frontend::onnx_import
 

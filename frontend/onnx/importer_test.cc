@@ -63,11 +63,42 @@ TEST(ImporterTest, ConvertsNodesAndKeepsInferredTypes) {
   auto g = Import(TinyModel(), r);
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_TRUE(ir::Verify(**g).ok());
+  // Each ONNX node's name is the scope of what it became.
   EXPECT_EQ(ir::PrintGraph(**g),
             "graph(%x : Float(2, *)):\n"
-            "  %t : Float(2, *) = aten::neg(%x)\n"
-            "  %y : Float(2, *) = aten::neg(%t)\n"
+            "  %t : Float(2, *) = aten::neg(%x), scope: first\n"
+            "  %y : Float(2, *) = aten::neg(%t), scope: second\n"
             "  return (%y)\n");
+}
+
+TEST(ImporterTest, NodeNamesBecomePrintableScopes) {
+  const ConverterRegistry r = NegOnly();
+  onnx::ModelProto m = TinyModel();
+  m.mutable_graph()->mutable_node(0)->set_name("/enc/Neg \x1b[2J #1\n");
+  auto g = Import(m, r);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const ir::Node* first = *(*g)->block()->nodes().begin();
+  EXPECT_EQ(first->scope(), "/enc/Neg__[2J__1_");
+}
+
+TEST(ImporterTest, OpsetsNewerThanOnnxAreErrors) {
+  const ConverterRegistry r = NegOnly();
+  auto g = Import(TinyModel(/*opset=*/99), r);
+  ASSERT_FALSE(g.ok());
+  EXPECT_TRUE(absl::StrContains(g.status().message(),
+                                "imports opset 99 of domain ai.onnx; kiln knows opsets up to "))
+      << g.status();
+}
+
+TEST(ImporterTest, LoadModelFileNamesThePathAndTheReason) {
+  const std::string dir = ::testing::TempDir();
+  auto m = LoadModelFile(dir);
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(absl::StrContains(m.status().message(), dir)) << m.status();
+  EXPECT_TRUE(absl::StrContains(m.status().message(), "Is a directory")) << m.status();
+  m = LoadModelFile(dir + "/no_such_model.onnx");
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(absl::StrContains(m.status().message(), "no_such_model.onnx")) << m.status();
 }
 
 TEST(ImporterTest, UnsupportedOpAndOpsetNameTheNode) {
