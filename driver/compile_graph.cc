@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "lowering/lower.h"
 #include "runtime/interpreter.h"
 #include "passes/pass.h"
@@ -15,8 +16,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double MsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+// Milliseconds since `start`; tells options.on_stage that `stage` ended.
+double StageDone(const CompileOptions& options, const char* stage, Clock::time_point start) {
+  const Clock::time_point end = Clock::now();
+  if (options.on_stage) options.on_stage(stage, start, end);
+  return std::chrono::duration<double, std::milli>(end - start).count();
 }
 
 // The program of a whole-graph island: runtime::Interpreter over the graph.
@@ -57,11 +61,11 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   passes::PassStatistics stats;
   ASSIGN_OR_RETURN(bool changed, passes::PropagateShapes(graph, stats));
   (void)changed;
-  out.times.shapes_ms = MsSince(t);
+  out.times.shapes_ms = StageDone(options, "shape propagation", t);
 
   t = Clock::now();
   ASSIGN_OR_RETURN(out.loop_graph, lowering::LowerGraph(graph));
-  out.times.lower_ms = MsSince(t);
+  out.times.lower_ms = StageDone(options, "lowering", t);
   out.num_islands = out.loop_graph.num_islands;
   out.num_island_nodes = out.loop_graph.num_island_nodes;
   if (out.loop_graph.interpreted_graph) {
@@ -73,14 +77,14 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
       auto program = std::make_unique<InterpretedProgram>(out.loop_graph.interpreted_graph);
       RETURN_IF_ERROR(program->Prepare());
       out.compiled = std::move(program);
-      out.times.compile_ms = MsSince(t);
+      out.times.compile_ms = StageDone(options, "device compile", t);
     }
     return out;
   }
 
   t = Clock::now();
   ASSIGN_OR_RETURN(out.schedule, lowering::ScheduleGraph(out.loop_graph, options.device));
-  out.times.schedule_ms = MsSince(t);
+  out.times.schedule_ms = StageDone(options, "scheduling", t);
   for (const lowering::ScheduleStep& step : out.schedule.steps) {
     if (step.kind == lowering::ScheduleStep::Kind::kKernel) {
       ++out.num_kernels;
@@ -92,7 +96,7 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   t = Clock::now();
   ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen, wrapper::CreateDeviceCodegen(options.device));
   ASSIGN_OR_RETURN(out.program, wrapper::GenerateWrapper(out.loop_graph, out.schedule, *codegen));
-  out.times.wrapper_ms = MsSince(t);
+  out.times.wrapper_ms = StageDone(options, "wrapper", t);
 
   t = Clock::now();
   if (options.plan_memory) {
@@ -100,12 +104,19 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
     (void)reuse;
   }
   ASSIGN_OR_RETURN(out.memory, wrapper::ReportMemory(out.program));
-  out.times.plan_ms = MsSince(t);
+  if (options.max_peak_bytes >= 0 && out.memory.peak_bytes > options.max_peak_bytes) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the compiled program's planned peak memory is %d bytes (%.2f GiB), more than the "
+        "limit of %d bytes (%.2f GiB)",
+        out.memory.peak_bytes, static_cast<double>(out.memory.peak_bytes) / (1 << 30),
+        options.max_peak_bytes, static_cast<double>(options.max_peak_bytes) / (1 << 30)));
+  }
+  out.times.plan_ms = StageDone(options, "memory planning", t);
 
   if (!options.generate_only) {
     t = Clock::now();
     ASSIGN_OR_RETURN(out.compiled, codegen->Compile(out.program));
-    out.times.compile_ms = MsSince(t);
+    out.times.compile_ms = StageDone(options, "device compile", t);
   }
   return out;
 }

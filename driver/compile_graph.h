@@ -6,6 +6,8 @@
 #ifndef KILN_DRIVER_COMPILE_GRAPH_H_
 #define KILN_DRIVER_COMPILE_GRAPH_H_
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,6 +27,16 @@ struct CompileOptions {
   bool plan_memory = true;
   // Stop after generating the lines (no C++ compiler run).
   bool generate_only = false;
+  // Refuse a program whose planned peak memory exceeds this many bytes
+  // (ResourceExhausted giving both sizes), before the device compiles it;
+  // negative: no limit.
+  int64_t max_peak_bytes = -1;
+  // Told of each stage when it ends ("shape propagation", "lowering",
+  // "scheduling", "wrapper", "memory planning", "device compile"), with its
+  // start and end: `kiln compile --trace` draws them. Optional.
+  std::function<void(const char* stage, std::chrono::steady_clock::time_point start,
+                     std::chrono::steady_clock::time_point end)>
+      on_stage;
 };
 
 struct CompileTimes {

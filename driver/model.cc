@@ -46,11 +46,12 @@ absl::StatusOr<ImportedModel> ImportModelFile(const std::string& path) {
 }
 
 absl::Status RunPipeline(ir::Graph& graph, const std::string& pipeline, double* ms,
-                         bool verify_each_pass) {
+                         bool verify_each_pass, const passes::PassObserver& on_pass) {
   const auto start = Clock::now();
   if (!pipeline.empty()) {
     passes::PipelineOptions options;
     options.verify_each_pass = verify_each_pass;
+    options.on_pass_executed = on_pass;
     ASSIGN_OR_RETURN(std::unique_ptr<passes::Pipeline> p,
                      passes::Pipeline::Create(pipeline, passes::DefaultPassRegistry(), options));
     ASSIGN_OR_RETURN(bool changed, p->Run(graph));

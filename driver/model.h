@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "driver/compile_graph.h"
 #include "ir/ir.h"
+#include "passes/pipeline.h"
 #include "onnx/onnx_pb.h"
 
 namespace kiln::driver {
@@ -42,8 +43,9 @@ absl::StatusOr<ImportedModel> ImportModelFile(const std::string& path);
 // `ms`, when given, receives the time it took. The verifier runs after every
 // changing pass unless `verify_each_pass` is false (graphs kiln built itself,
 // such as lazy traces, where the cost of verifying shows).
+// `on_pass`, when set, is told of every pass execution.
 absl::Status RunPipeline(ir::Graph& graph, const std::string& pipeline, double* ms = nullptr,
-                         bool verify_each_pass = true);
+                         bool verify_each_pass = true, const passes::PassObserver& on_pass = {});
 
 struct ModelCompileOptions {
   std::string pipeline = "-O2";

@@ -250,8 +250,11 @@ class Runner {
 
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<bool> result = step.pass->Run(graph);
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto end = std::chrono::steady_clock::now();
+    double seconds = std::chrono::duration<double>(end - start).count();
+    if (options_.on_pass_executed) {
+      options_.on_pass_executed(step.name, start, end, result.ok() && *result);
+    }
 
     ++pstats.runs;
     pstats.seconds += seconds;

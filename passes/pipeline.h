@@ -21,6 +21,7 @@
 #ifndef KILN_PASSES_PIPELINE_H_
 #define KILN_PASSES_PIPELINE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -58,6 +59,13 @@ struct IrWriters {
 };
 
 using GraphVerifier = std::function<absl::Status(const ir::Graph&)>;
+
+// Told of every pass execution when it ends: the pass, when it started and
+// ended, whether it changed the graph (false when it failed). For timelines
+// (`kiln compile --trace`).
+using PassObserver =
+    std::function<void(absl::string_view pass, std::chrono::steady_clock::time_point start,
+                       std::chrono::steady_clock::time_point end, bool changed)>;
 
 // ir::Verify with its default options (structure, SSA, control flow,
 // operator schemas).
@@ -100,6 +108,9 @@ struct PipelineOptions {
   bool install_crash_handler = true;
 
   IrWriters writers;
+
+  // Optional.
+  PassObserver on_pass_executed;
 };
 
 class Pipeline {

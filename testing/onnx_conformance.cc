@@ -19,6 +19,8 @@
 #include "re2/re2.h"
 #include "runtime/interpreter.h"
 #include "support/status.h"
+#include "testing/output_compare.h"
+#include "wrapper/codegen.h"
 #include "driver/compile_graph.h"
 #include "driver/initialize.h"
 #include "driver/model.h"
@@ -136,101 +138,12 @@ absl::StatusOr<IValue> ReadTestValue(const std::string& path, const onnx::TypePr
 
 namespace {
 
-std::string Shape(const Tensor& t) {
-  std::string s = "[";
-  for (size_t i = 0; i < t.sizes().size(); ++i) absl::StrAppend(&s, i ? ", " : "", t.sizes()[i]);
-  return s + "]";
-}
-
 bool IsRandomTest(const std::string& name) {
   for (const char* random_op : {"bernoulli", "random_uniform", "random_normal", "multinomial"}) {
     if (absl::StrContains(name, random_op)) return true;
   }
   // Training-mode dropout draws a mask unless the ratio is zero.
   return absl::StrContains(name, "training_dropout") && !absl::StrContains(name, "zero_ratio");
-}
-
-// Compares tensors; an empty string when they match.
-std::string CompareTensors(const Tensor& actual, const Tensor& expected, double rtol, double atol,
-                           bool random) {
-  if (actual.dtype() != expected.dtype()) {
-    return absl::StrCat("dtype ", DTypeName(actual.dtype()), ", expected ",
-                        DTypeName(expected.dtype()));
-  }
-  if (actual.sizes() != expected.sizes()) {
-    return absl::StrCat("shape ", Shape(actual), ", expected ", Shape(expected));
-  }
-  if (!actual.has_data()) return "output has no data";
-  const int64_t n = actual.numel();
-  if (random) {
-    for (int64_t i = 0; i < n; ++i) {
-      if (IsFloatingPoint(actual.dtype()) && !std::isfinite(actual.GetDouble(i))) {
-        return absl::StrCat("random output element ", i, " is not finite");
-      }
-    }
-    return "";
-  }
-  const bool floating = IsFloatingPoint(expected.dtype()) || IsComplex(expected.dtype());
-  int64_t mismatches = 0;
-  int64_t first = -1;
-  double worst = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!floating) {
-      if (actual.GetInt(i) != expected.GetInt(i)) {
-        if (first < 0) first = i;
-        ++mismatches;
-      }
-      continue;
-    }
-    const double a = actual.GetDouble(i), e = expected.GetDouble(i);
-    if (std::isnan(a) && std::isnan(e)) continue;
-    if (std::isinf(e) || std::isinf(a)) {
-      if (a != e) {
-        if (first < 0) first = i;
-        ++mismatches;
-      }
-      continue;
-    }
-    const double diff = std::fabs(a - e);
-    if (!(diff <= atol + rtol * std::fabs(e))) {
-      if (first < 0) first = i;
-      ++mismatches;
-      worst = std::max(worst, diff);
-    }
-  }
-  if (mismatches == 0) return "";
-  if (!floating) {
-    return absl::StrCat(mismatches, "/", n, " elements differ; first at ", first, ": ",
-                        actual.GetInt(first), " vs expected ", expected.GetInt(first));
-  }
-  return absl::StrFormat("%d/%d elements differ (max abs diff %g); first at %d: %.9g vs expected %.9g",
-                         mismatches, n, worst, first, actual.GetDouble(first),
-                         expected.GetDouble(first));
-}
-
-std::string CompareValues(const IValue& actual, const IValue& expected, double rtol, double atol,
-                          bool random) {
-  if (expected.isNone() || actual.isNone()) {
-    return expected.isNone() == actual.isNone() ? "" : absl::StrCat("got ", actual.DebugString().substr(0, 80), ", expected None");
-  }
-  if (expected.isTuple()) {  // a string tensor: exact match
-    return actual == expected ? "" : absl::StrCat("got ", actual.DebugString().substr(0, 200),
-                                                  ", expected ", expected.DebugString().substr(0, 200));
-  }
-  if (expected.isList()) {
-    if (!actual.isList() && !actual.isTuple()) return "expected a sequence";
-    if (actual.elements().size() != expected.elements().size()) {
-      return absl::StrCat("sequence of ", actual.elements().size(), " elements, expected ",
-                          expected.elements().size());
-    }
-    for (size_t i = 0; i < expected.elements().size(); ++i) {
-      std::string r = CompareValues(actual.elements()[i], expected.elements()[i], rtol, atol, random);
-      if (!r.empty()) return absl::StrCat("sequence element ", i, ": ", r);
-    }
-    return "";
-  }
-  if (!actual.isTensor()) return absl::StrCat("expected a tensor, got ", actual.DebugString().substr(0, 80));
-  return CompareTensors(actual.toTensor(), expected.toTensor(), rtol, atol, random);
 }
 
 // The runner compiles for the CPU by default; other devices are registered
@@ -330,7 +243,8 @@ absl::Status RunTest(const fs::path& dir, const ConformanceOptions& options, boo
                                         : nullptr;
       ASSIGN_OR_RETURN(IValue expected, ReadValue(p, type));
       if (k >= out.size()) return absl::InternalError(absl::StrCat("missing output ", k));
-      std::string diff = CompareValues(out[k], expected, options.rtol, options.atol, random);
+      std::string diff =
+          CompareValues(out[k], expected, Tolerance{options.rtol, options.atol}, random);
       if (!diff.empty()) {
         return absl::InternalError(absl::StrCat(set.filename().string(), " output ", k, ": ", diff));
       }
@@ -373,8 +287,23 @@ absl::StatusOr<ConformanceSummary> RunConformance(const ConformanceOptions& opti
     dirs.push_back(e.path());
   }
   std::sort(dirs.begin(), dirs.end());
+  RETURN_IF_ERROR(EnsureKernels());
+  if (options.backend == "compiled") {
+    // An unknown device is a usage error, not a failure of every test.
+    absl::StatusOr<std::unique_ptr<wrapper::DeviceCodegen>> codegen =
+        wrapper::CreateDeviceCodegen(options.device);
+    if (!codegen.ok()) return codegen.status();
+  } else if (options.backend != "interpreter") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown backend '", options.backend, "' (available: interpreter, compiled)"));
+  }
   ConformanceSummary summary;
-  for (const fs::path& d : dirs) {
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    const fs::path& d = dirs[i];
+    if (options.on_test_start) {
+      options.on_test_start(static_cast<int>(i), static_cast<int>(dirs.size()),
+                            d.filename().string());
+    }
     ConformanceResult r = RunConformanceTest(d.string(), options);
     if (r.passed) {
       ++summary.passed;

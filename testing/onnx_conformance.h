@@ -10,6 +10,7 @@
 #ifndef KILN_TESTING_ONNX_CONFORMANCE_H_
 #define KILN_TESTING_ONNX_CONFORMANCE_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct ConformanceOptions {
   std::string pipeline = "-O2";
   double rtol = 1e-3;
   double atol = 1e-7;
+  // Told before each test runs (index, count, directory name): progress.
+  std::function<void(int index, int total, const std::string& name)> on_test_start;
 };
 
 struct ConformanceResult {
