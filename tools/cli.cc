@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "tools/version.h"
 
 // Why not absl::ParseCommandLine: it knows nothing of subcommands (every flag
 // of every command would be accepted everywhere), exits with status 1 on an
@@ -42,11 +43,13 @@ void PrintTopLevelHelp(absl::Span<const Command> commands, FILE* out) {
                     command.summary, "\n");
   }
   absl::StrAppend(&text,
-                  "\nRun `kiln <command> --help` for a command's arguments and flags.\n"
+                  "\nRun `kiln <command> --help` for a command's arguments and flags;\n"
+                  "`kiln --version` for the version.\n"
                   "Graph files: TorchScript text (.txt), binary GraphProto (.pb), text "
                   "GraphProto (.pbtxt).\n"
-                  "Exit status: 0 success, 1 the input is invalid (e.g. verify failed), "
-                  "2 usage or read error.\n");
+                  "Exit status: 0 success; 1 the input was read and is wrong (verify or a\n"
+                  "pass failed, outputs differ from the reference, tests failed); 2 usage\n"
+                  "error or an input kiln cannot read, import or run.\n");
   std::fputs(text.c_str(), out);
 }
 
@@ -80,13 +83,18 @@ void PrintCommandHelp(const Command& command) {
 bool ParseFlag(const Command& command, int argc, char** argv, int* i) {
   absl::string_view body(argv[*i]);
   body.remove_prefix(absl::StartsWith(body, "--") ? 2 : 1);
-  absl::string_view name = body;
+  std::string name(body);
   absl::string_view value;
   bool has_value = false;
   if (const size_t eq = body.find('='); eq != absl::string_view::npos) {
-    name = body.substr(0, eq);
+    name = std::string(body.substr(0, eq));
     value = body.substr(eq + 1);
     has_value = true;
+  }
+  // --compile-to is --compile_to: flags are ABSL_FLAGs, whose names cannot
+  // hold a dash.
+  for (char& c : name) {
+    if (c == '-') c = '_';
   }
   auto allowed = [&](absl::string_view n) {
     return std::find(command.flags.begin(), command.flags.end(), n) != command.flags.end();
@@ -94,7 +102,7 @@ bool ParseFlag(const Command& command, int argc, char** argv, int* i) {
   const absl::CommandLineFlag* flag = nullptr;
   if (allowed(name)) {
     flag = absl::FindCommandLineFlag(name);
-  } else if (absl::StartsWith(name, "no") && !has_value && allowed(name.substr(2))) {
+  } else if (absl::StartsWith(name, "no") && !has_value && allowed(absl::string_view(name).substr(2))) {
     flag = absl::FindCommandLineFlag(name.substr(2));
     if (flag != nullptr && flag->IsOfType<bool>()) {
       value = "false";
@@ -138,6 +146,10 @@ int RunCli(absl::Span<const Command> commands, int argc, char** argv) {
     return kExitUsageError;
   }
   const absl::string_view first = argv[1];
+  if (first == "--version" || first == "-version" || first == "version") {
+    std::printf("%s\n", VersionLine().c_str());
+    return kExitOk;
+  }
   if (IsHelpArg(first) || first == "help") {
     if (first == "help" && argc >= 3) {
       const Command* command = FindCommand(commands, argv[2]);
@@ -158,10 +170,14 @@ int RunCli(absl::Span<const Command> commands, int argc, char** argv) {
     return ReportError(absl::StrCat("unknown command '", first, "' (see kiln --help)"));
   }
 
-  // --help anywhere before "--" wins over everything else.
+  // --help (and --version) anywhere before "--" wins over everything else.
   for (int i = 2; i < argc && absl::string_view(argv[i]) != "--"; ++i) {
     if (IsHelpArg(argv[i])) {
       PrintCommandHelp(*command);
+      return kExitOk;
+    }
+    if (absl::string_view(argv[i]) == "--version") {
+      std::printf("%s\n", VersionLine().c_str());
       return kExitOk;
     }
   }
@@ -177,7 +193,9 @@ int RunCli(absl::Span<const Command> commands, int argc, char** argv) {
       return kExitUsageError;
     }
   }
-  return command->run(positional);
+  const absl::Status status = command->run(positional);
+  if (!status.ok()) ReportError(status.message());
+  return ExitCodeOf(status);
 }
 
 }  // namespace kiln::tools

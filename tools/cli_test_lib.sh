@@ -40,7 +40,7 @@ expect_one_error_line() {
     fail "$1: stderr does not start with 'kiln: error: ': $(cat "$TMP/err")"
     return
   fi
-  if [[ $# -ge 2 ]] && ! grep -Eq "$2" "$TMP/err"; then
+  if [[ $# -ge 2 ]] && ! grep -Eq -- "$2" "$TMP/err"; then
     fail "$1: stderr does not match /$2/: $(cat "$TMP/err")"
     return
   fi

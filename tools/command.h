@@ -17,10 +17,11 @@ namespace kiln::tools {
 
 // Exit codes shared by every subcommand.
 inline constexpr int kExitOk = 0;
-// The input was read but is wrong (e.g. `verify` found a broken invariant).
+// The input was read but is wrong: `verify` found a broken invariant, a pass
+// failed, outputs differ from the reference, conformance tests failed.
 inline constexpr int kExitFailure = 1;
 // Bad usage or unreadable input: unknown command or flag, missing file,
-// syntax error.
+// syntax error, a model kiln cannot import or run.
 inline constexpr int kExitUsageError = 2;
 
 struct Command {
@@ -33,20 +34,27 @@ struct Command {
   std::string details;
   // Names of the absl flags this command reads; any other flag is an error.
   std::vector<std::string> flags;
-  // Runs with the positional arguments (flags are already set). Returns the
-  // exit code.
-  int (*run)(const std::vector<std::string>& args) = nullptr;
+  // Runs with the positional arguments (flags are already set). An error
+  // becomes one "kiln: error: ..." line on stderr and exit status 2, or 1
+  // for a status made by InputRejected().
+  absl::Status (*run)(const std::vector<std::string>& args) = nullptr;
 };
 
-// Prints "kiln: error: <message>" as one line on stderr (newlines in the
-// message become "; ") and returns kExitUsageError.
-int ReportError(absl::string_view message);
-int ReportError(const absl::Status& status);
+// An error whose exit status is kExitFailure (1) rather than 2: the input
+// was read and is wrong (see kExitFailure).
+absl::Status InputRejected(absl::string_view message);
+// The exit status for what Command::run returned.
+int ExitCodeOf(const absl::Status& status);
 
-// Checks the number of positional arguments; on mismatch reports
-// "kiln <name>: expected ..." and returns false.
-bool ExpectArgCount(const std::vector<std::string>& args, size_t count, absl::string_view command,
-                    absl::string_view what);
+// Prints "kiln: error: <message>" as one line on stderr (newlines in the
+// message become "; ", control bytes are escaped) and returns
+// kExitUsageError.
+int ReportError(absl::string_view message);
+
+// InvalidArgument "<command>: expected <what>, got N arguments (see kiln
+// <command> --help)" unless there are `count` positional arguments.
+absl::Status ExpectArgCount(const std::vector<std::string>& args, size_t count,
+                            absl::string_view command, absl::string_view what);
 
 }  // namespace kiln::tools
 

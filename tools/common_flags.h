@@ -11,5 +11,12 @@
 ABSL_DECLARE_FLAG(std::string, format);
 // Output file ("-" or empty = stdout where the command allows it).
 ABSL_DECLARE_FLAG(std::string, o);
+// Print results as one JSON document on stdout (tools/json_output.h).
+ABSL_DECLARE_FLAG(bool, json);
+// Where to write the IR as a command goes (opt: after every pass; compile:
+// after every stage).
+ABSL_DECLARE_FLAG(std::string, dump_dir);
+// The device to compile for (compile, conformance).
+ABSL_DECLARE_FLAG(std::string, device);
 
 #endif  // KILN_TOOLS_COMMON_FLAGS_H_

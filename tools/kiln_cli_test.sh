@@ -172,6 +172,16 @@ run verify --nocheck_schemas "$TMP/bad_schema.txt"
 expect_status 0 "verify --nocheck_schemas"
 run parse "$TMP/bad_schema.txt"
 expect_status 0 "parse does not verify"
+# An operator no schema knows: verify says so (exit 1) unless told not to
+# check schemas.
+printf 'graph(%%x : Tensor):\n  %%y : Tensor = aten::frobnicate(%%x)\n  return (%%y)\n' \
+  >"$TMP/unknown_op.txt"
+run verify "$TMP/unknown_op.txt"
+expect_status 1 "verify an unknown operator"
+expect_one_error_line "verify an unknown operator" \
+  "unknown_op\.txt: verification failed: unknown operator aten::frobnicate \(no schema is registered for it\)"
+run verify --nocheck_schemas "$TMP/unknown_op.txt"
+expect_status 0 "verify --nocheck_schemas with an unknown operator"
 printf 'graph(%%c : bool):\n  %%x : int = prim::If(%%c)\n    block0():\n      -> ()\n    block1():\n      -> ()\n  return (%%x)\n' \
   >"$TMP/bad_if.txt"
 run verify "$TMP/bad_if.txt"

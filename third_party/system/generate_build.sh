@@ -123,6 +123,11 @@ cc_library(
     linkopts = ["-lxxhash"],
 )
 
+# ---- nlohmann/json 3.11 (header-only) ----
+cc_library(
+    name = "nlohmann_json",
+)
+
 # ---- OpenBLAS (cblas.h) ----
 cc_library(
     name = "openblas",

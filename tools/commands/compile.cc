@@ -1,27 +1,55 @@
 #include "tools/commands/compile.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "driver/model.h"
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "backends/cpu/cpu_backend.h"
+#include "absl/strings/str_split.h"
 #include "backends/cpu/cpu_program.h"
+#include "ir/text_printer.h"
+#include "support/atomic_file.h"
+#include "support/status.h"
 #include "tools/common_flags.h"
 #include "tools/file_io.h"
+#include "tools/graphviz.h"
+#include "tools/json_output.h"
+#include "tools/memory_limit.h"
+#include "tools/staged_compile.h"
+#include "tools/terminal.h"
+#include "tools/trace.h"
+#include "tools/version.h"
+#include "wrapper/debug_printer.h"
 #include "wrapper/proto_convert.h"
 #include "wrapper/python_printer.h"
 
-ABSL_FLAG(std::string, device, "cpu", "Device to compile for (cpu)");
 ABSL_DECLARE_FLAG(std::string, pipeline);
+ABSL_FLAG(std::string, compile_to, "program",
+          "Stop after this stage and write its output: graph, optimized, loops, wrapper, "
+          "source or program (also --compile-to)");
+ABSL_FLAG(bool, dot, false,
+          "Also write graph.dot (kiln IR) and kernels.dot (fused kernels and buffers), and "
+          "SVGs of them when Graphviz's `dot` is installed");
+ABSL_FLAG(std::string, trace, "",
+          "Write a Chrome trace (chrome://tracing, ui.perfetto.dev) of the compile here: "
+          "import, each pass, lowering, scheduling, codegen, the C++ compiler");
 
 namespace kiln::tools {
 namespace {
+
+// Lists the files a compile wrote into its directory, so that the next
+// compile into it removes those it does not write again (the old model's
+// constants, pictures of another stage).
+constexpr char kManifest[] = ".kiln-manifest";
 
 // "no interpreter islands" / "2 islands, 5 nodes interpreted" / "whole graph
 // interpreted (12 nodes)".
@@ -34,9 +62,15 @@ std::string IslandSummary(const driver::CompiledGraph& c) {
                       c.num_island_nodes, " nodes interpreted");
 }
 
-std::string Report(const driver::CompiledGraph& c, double import_ms, double passes_ms,
-                   const backends::cpu::CompileStats* cpu) {
-  std::string r = "# kiln compile report\n\n## Kernels\n";
+const backends::cpu::CompileStats* CpuStats(const driver::CompiledGraph& c) {
+  auto* cpu = dynamic_cast<backends::cpu::CpuProgram*>(c.compiled.get());
+  return cpu != nullptr ? &cpu->stats() : nullptr;
+}
+
+std::string Report(const StagedCompile& s) {
+  const driver::CompiledGraph& c = *s.compiled;
+  std::string r = absl::StrCat("# kiln compile report\n\n", VersionLine(), "; model ",
+                               Printable(s.model.path), "\n\n## Kernels\n");
   for (const lowering::ScheduleStep& step : c.schedule.steps) {
     if (step.kind == lowering::ScheduleStep::Kind::kKernel) {
       absl::StrAppend(&r, "kernel ", step.kernel.name, ": buffers");
@@ -54,10 +88,10 @@ std::string Report(const driver::CompiledGraph& c, double import_ms, double pass
                         "import %.2f\npasses %.2f\nshape propagation %.2f\nlowering %.2f\n"
                         "scheduling (fusion) %.2f\nwrapper + kernel sources %.2f\n"
                         "memory planning %.2f\ndevice compile %.2f\n",
-                        import_ms, passes_ms, c.times.shapes_ms, c.times.lower_ms,
+                        s.model.import_ms, s.passes_ms, c.times.shapes_ms, c.times.lower_ms,
                         c.times.schedule_ms, c.times.wrapper_ms, c.times.plan_ms,
                         c.times.compile_ms);
-  if (cpu != nullptr) {
+  if (const backends::cpu::CompileStats* cpu = CpuStats(c)) {
     absl::StrAppendFormat(&r, "  (C++ cache %s: %.2f ms; dlopen %.2f ms)\n",
                           cpu->cache_hit ? "hit" : "miss", cpu->cache_seconds * 1e3,
                           cpu->load_seconds * 1e3);
@@ -65,65 +99,238 @@ std::string Report(const driver::CompiledGraph& c, double import_ms, double pass
   return r;
 }
 
-int RunCompile(const std::vector<std::string>& args) {
-  if (!ExpectArgCount(args, 1, "compile", "one ONNX model file")) return kExitUsageError;
-  const std::string out_dir = absl::GetFlag(FLAGS_o);
-  if (out_dir.empty()) return ReportError("compile: missing -o DIR");
-  const std::string device = absl::GetFlag(FLAGS_device);
-  if (device != "cpu") return ReportError(absl::StrCat("compile: unknown --device '", device, "' (available: cpu)"));
-  driver::ModelCompileOptions options;
-  options.pipeline = absl::GetFlag(FLAGS_pipeline);
-  options.compile.device = device;
-  absl::StatusOr<driver::CompiledModel> model =
-      driver::CompileModelFile(ResolveUserPath(args[0]), options);
-  if (!model.ok()) return ReportError(model.status());
-  const std::string dir = ResolveUserPath(out_dir);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return ReportError(absl::StrCat("compile: cannot create ", dir, ": ", ec.message()));
-  const driver::CompiledGraph& c = model->compiled;
-  auto* cpu = dynamic_cast<backends::cpu::CpuProgram*>(model->compiled.compiled.get());
-  const backends::cpu::CompileStats* stats = cpu ? &cpu->stats() : nullptr;
+// The files of one compile, relative to its directory.
+class OutputDir {
+ public:
+  explicit OutputDir(std::string dir) : dir_(std::move(dir)) {}
+
+  absl::Status Create() {
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    if (ec) return absl::InvalidArgumentError(absl::StrCat("compile: cannot create ", dir_, ": ", ec.message()));
+    return absl::OkStatus();
+  }
+  std::string Path(absl::string_view name) const { return absl::StrCat(dir_, "/", name); }
+  absl::Status Write(const std::string& name, absl::string_view contents) {
+    written_.insert(name);
+    return WriteFileAtomically(Path(name), contents);
+  }
+  // Counts a file something else wrote (an SVG from `dot`).
+  void Adopt(const std::string& name) { written_.insert(name); }
+  const std::set<std::string>& written() const { return written_; }
+
+  // Removes what the previous compile here wrote and this one did not, then
+  // records this one's files.
+  absl::Status Finish() {
+    absl::StatusOr<std::string> old = ReadFile(Path(kManifest));
+    if (old.ok()) {
+      for (absl::string_view line : absl::StrSplit(*old, '\n', absl::SkipEmpty())) {
+        const std::string name(line);
+        // Only plain relative names this tool writes ("constants/3_w.bin").
+        if (name.empty() || name[0] == '/' || absl::StrContains(name, "..") ||
+            written_.count(name) > 0) {
+          continue;
+        }
+        ::unlink(Path(name).c_str());
+      }
+    }
+    ::rmdir(Path("constants").c_str());  // only succeeds when it is empty
+    std::string manifest;
+    for (const std::string& name : written_) absl::StrAppend(&manifest, name, "\n");
+    return WriteFileAtomically(Path(kManifest), manifest);
+  }
+
+ private:
+  std::string dir_;
+  std::set<std::string> written_;
+};
+
+std::string Stamp(absl::string_view comment) {
+  return absl::StrCat(comment, " Generated by ", VersionLine(), " (kiln compile).\n");
+}
+
+// wrapper.py, its constants and wrapper.pb.
+absl::Status WriteWrapper(const wrapper::WrapperProgram& program, OutputDir& out) {
   // wrapper.py loads the large constants from DIR/constants/ (raw
   // little-endian files, named by the printer: no path comes from the model).
   wrapper::PythonPrinterOptions python_options;
   python_options.constants_dir = "constants";
-  absl::StatusOr<std::string> python = wrapper::PrintPythonWrapper(c.program, python_options);
-  if (!python.ok()) return ReportError(python.status());
-  absl::StatusOr<std::vector<wrapper::PythonConstantFile>> constant_files =
-      wrapper::PythonWrapperConstantFiles(c.program, python_options);
-  if (!constant_files.ok()) return ReportError(constant_files.status());
-  if (!constant_files->empty()) {
-    const std::string constants_dir = absl::StrCat(dir, "/", python_options.constants_dir);
-    std::filesystem::create_directories(constants_dir, ec);
+  // KILN_DEBUG_PRINTER / KILN_DEBUG_PRINTER_FILTER (wrapper/debug_printer.h).
+  ASSIGN_OR_RETURN(python_options.debug, wrapper::ResolveDebugPrinterConfig());
+  ASSIGN_OR_RETURN(std::string python, wrapper::PrintPythonWrapper(program, python_options));
+  ASSIGN_OR_RETURN(std::vector<wrapper::PythonConstantFile> constant_files,
+                   wrapper::PythonWrapperConstantFiles(program, python_options));
+  if (!constant_files.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(out.Path(python_options.constants_dir), ec);
     if (ec) {
-      return ReportError(absl::StrCat("compile: cannot create ", constants_dir, ": ", ec.message()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "compile: cannot create ", out.Path(python_options.constants_dir), ": ", ec.message()));
     }
-    for (const wrapper::PythonConstantFile& file : *constant_files) {
-      const absl::Status s =
-          WriteFileAtomically(absl::StrCat(constants_dir, "/", file.file_name), file.contents);
-      if (!s.ok()) return ReportError(s);
+    for (const wrapper::PythonConstantFile& file : constant_files) {
+      RETURN_IF_ERROR(
+          out.Write(absl::StrCat(python_options.constants_dir, "/", file.file_name), file.contents));
     }
   }
-  absl::StatusOr<std::string> proto = wrapper::SerializeWrapperProgram(c.program);
-  if (!proto.ok()) return ReportError(proto.status());
-  const std::pair<std::string, std::string> files[] = {
-      {"program.cpp", cpu ? cpu->generated().source : ""},
-      {"wrapper.py", *python},
-      {"wrapper.pb", *proto},
-      {"report.md", Report(c, model->model.import_ms, model->passes_ms, stats)},
-  };
-  for (const auto& [name, contents] : files) {
-    const absl::Status s = WriteFileAtomically(absl::StrCat(dir, "/", name), contents);
-    if (!s.ok()) return ReportError(s);
+  RETURN_IF_ERROR(out.Write("wrapper.py", Stamp("#") + python));
+  ASSIGN_OR_RETURN(std::string proto, wrapper::SerializeWrapperProgram(program));
+  return out.Write("wrapper.pb", proto);
+}
+
+// graph.dot (+ .svg) and kernels.dot (+ .svg). `svg_note` says why there
+// are no SVGs, if there are none.
+absl::Status WritePictures(const StagedCompile& s, OutputDir& out, std::string* svg_note) {
+  std::vector<std::string> dots = {"graph.dot"};
+  RETURN_IF_ERROR(out.Write("graph.dot",
+                            GraphToDot(*s.model.graph, absl::StrCat(s.model.path, ": kiln IR (",
+                                                                    CompileStageName(s.reached), ")"))));
+  if (s.compiled.has_value() && !s.compiled->whole_graph_interpreted) {
+    dots.push_back("kernels.dot");
+    RETURN_IF_ERROR(out.Write("kernels.dot",
+                              KernelsToDot(s.compiled->loop_graph, s.compiled->schedule,
+                                           absl::StrCat(s.model.path, ": fused kernels"))));
   }
+  for (const std::string& dot : dots) {
+    const std::string svg = absl::StrCat(dot.substr(0, dot.size() - 4), ".svg");
+    const absl::Status rendered = RenderSvg(out.Path(dot), out.Path(svg));
+    if (absl::IsNotFound(rendered)) {
+      *svg_note = std::string(rendered.message());
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR(rendered);
+    out.Adopt(svg);
+  }
+  return absl::OkStatus();
+}
+
+Json CompileJson(const StagedCompile& s, const std::string& dir, const OutputDir& out,
+                 const std::string& device) {
+  Json doc = JsonDocument("compile");
+  doc["model"] = s.model.path;
+  doc["device"] = device;
+  doc["stage"] = std::string(CompileStageName(s.reached));
+  doc["output_dir"] = dir;
+  doc["files"] = out.written();
+  Json times = {{"import", s.model.import_ms}, {"passes", s.passes_ms}};
+  if (s.compiled.has_value()) {
+    const driver::CompiledGraph& c = *s.compiled;
+    doc["kernels"] = c.num_kernels;
+    doc["extern_calls"] = c.num_externs;
+    doc["islands"] = {{"count", c.num_islands},
+                      {"nodes", c.num_island_nodes},
+                      {"whole_graph", c.whole_graph_interpreted}};
+    doc["memory"] = {{"planned_peak_bytes", c.memory.peak_bytes},
+                     {"total_buffer_bytes", c.memory.total_buffer_bytes},
+                     {"buffers", c.memory.num_buffers},
+                     {"reused", c.memory.num_reused}};
+    times["shape_propagation"] = c.times.shapes_ms;
+    times["lowering"] = c.times.lower_ms;
+    times["scheduling"] = c.times.schedule_ms;
+    times["wrapper"] = c.times.wrapper_ms;
+    times["memory_planning"] = c.times.plan_ms;
+    times["device_compile"] = c.times.compile_ms;
+    if (const backends::cpu::CompileStats* cpu = CpuStats(c)) {
+      doc["cpu"] = {{"cache_hit", cpu->cache_hit}, {"library", cpu->library_path}};
+    }
+  }
+  doc["times_ms"] = std::move(times);
+  return doc;
+}
+
+absl::Status RunCompile(const std::vector<std::string>& args) {
+  RETURN_IF_ERROR(ExpectArgCount(args, 1, "compile", "one ONNX model file"));
+  const std::string out_dir = absl::GetFlag(FLAGS_o);
+  if (out_dir.empty()) return absl::InvalidArgumentError("compile: missing -o DIR");
+  if (out_dir == "-") {
+    return absl::InvalidArgumentError(
+        "compile: -o names a directory (compile writes several files), not '-' (stdout)");
+  }
+  StagedCompileOptions options;
+  options.model_path = ResolveUserPath(args[0]);
+  options.pipeline = absl::GetFlag(FLAGS_pipeline);
+  options.device = absl::GetFlag(FLAGS_device);
+  if (options.device != "cpu") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compile: unknown --device '", options.device,
+        "' (kiln compile writes the CPU's program: cpu; conformance and lazy tensors run cuda)"));
+  }
+  ASSIGN_OR_RETURN(options.stop_after, ParseCompileStage(absl::GetFlag(FLAGS_compile_to)));
+  ASSIGN_OR_RETURN(options.max_peak_bytes, MaxMemoryBytes());
+  options.dump_dir = ResolveUserPath(absl::GetFlag(FLAGS_dump_dir));
+  if (!options.dump_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.dump_dir, ec);
+    if (ec) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("compile: cannot create ", options.dump_dir, ": ", ec.message()));
+    }
+  }
+  const std::string trace_path = absl::GetFlag(FLAGS_trace);
+  TraceRecorder trace;
+  if (!trace_path.empty()) options.trace = &trace;
+  const bool json = absl::GetFlag(FLAGS_json);
+
+  absl::StatusOr<StagedCompile> compiled = RunStagedCompile(options);
+  if (!compiled.ok()) {
+    if (absl::IsResourceExhausted(compiled.status())) {
+      return absl::ResourceExhaustedError(absl::StrCat(args[0], ": ", compiled.status().message(),
+                                                       " (see --max_memory)"));
+    }
+    return compiled.status();
+  }
+  const StagedCompile& s = *compiled;
+
+  const std::string dir = ResolveUserPath(out_dir);
+  OutputDir out(dir);
+  RETURN_IF_ERROR(out.Create());
+  const auto write_start = TraceRecorder::Clock::now();
+  switch (s.reached) {
+    case CompileStage::kGraph:
+      RETURN_IF_ERROR(out.Write("graph.txt", ir::PrintGraph(*s.model.graph)));
+      break;
+    case CompileStage::kOptimized:
+      RETURN_IF_ERROR(out.Write("optimized.txt", ir::PrintGraph(*s.model.graph)));
+      break;
+    case CompileStage::kLoops:
+      RETURN_IF_ERROR(out.Write("loops.txt", LoopsText(*s.compiled)));
+      break;
+    case CompileStage::kWrapper: {
+      RETURN_IF_ERROR(out.Write("wrapper.txt", s.compiled->program.ToString()));
+      ASSIGN_OR_RETURN(std::string proto, wrapper::SerializeWrapperProgram(s.compiled->program));
+      RETURN_IF_ERROR(out.Write("wrapper.pb", proto));
+      break;
+    }
+    case CompileStage::kSource:
+    case CompileStage::kProgram:
+      RETURN_IF_ERROR(out.Write("program.cpp", Stamp("//") + s.program_source));
+      RETURN_IF_ERROR(WriteWrapper(s.compiled->program, out));
+      RETURN_IF_ERROR(out.Write("report.md", Report(s)));
+      break;
+  }
+  std::string svg_note;
+  if (absl::GetFlag(FLAGS_dot)) RETURN_IF_ERROR(WritePictures(s, out, &svg_note));
+  if (options.trace != nullptr) {
+    trace.Complete("write outputs", "stage", write_start, TraceRecorder::Clock::now(),
+                   {{"dir", dir}});
+  }
+  RETURN_IF_ERROR(out.Finish());
+  if (!trace_path.empty()) RETURN_IF_ERROR(trace.WriteTo(trace_path));
+  if (!svg_note.empty()) std::fprintf(stderr, "kiln: note: no SVGs: %s\n", svg_note.c_str());
+
+  if (json) return PrintJson(CompileJson(s, dir, out, options.device));
+  if (!s.compiled.has_value()) {
+    std::printf("%s: import %.1f ms, passes %.1f ms -> %s\n", CompileStageName(s.reached).data(),
+                s.model.import_ms, s.passes_ms, Printable(dir).c_str());
+    return absl::OkStatus();
+  }
+  const driver::CompiledGraph& c = *s.compiled;
   std::printf("%d kernels, %d extern calls; planned peak %lld bytes of %lld (sum of buffers); %s\n",
               c.num_kernels, c.num_externs, static_cast<long long>(c.memory.peak_bytes),
               static_cast<long long>(c.memory.total_buffer_bytes), IslandSummary(c).c_str());
-  std::printf("import %.1f ms, passes %.1f ms, lower..plan %.1f ms, C++ compile %.1f ms -> %s\n",
-              model->model.import_ms, model->passes_ms, c.times.FrontHalfMs(), c.times.compile_ms,
-              dir.c_str());
-  return kExitOk;
+  std::printf("%s: import %.1f ms, passes %.1f ms, lower..plan %.1f ms, C++ compile %.1f ms -> %s\n",
+              CompileStageName(s.reached).data(), s.model.import_ms, s.passes_ms,
+              c.times.FrontHalfMs(), c.times.compile_ms, Printable(dir).c_str());
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -132,13 +339,25 @@ Command CompileCommand() {
   Command command;
   command.name = "compile";
   command.summary = "Compile an ONNX model: generated C++, Python wrapper, Wrapper IR proto, report.";
-  command.usage = "MODEL.onnx --device=cpu -o DIR [--pipeline -O2]";
+  command.usage =
+      "MODEL.onnx -o DIR [--device=cpu] [--pipeline -O2]\n"
+      "           [--compile-to=graph|optimized|loops|wrapper|source|program]\n"
+      "           [--dump-dir=DIR] [--dot] [--trace FILE] [--max_memory SIZE] [--json]";
   command.details =
       "Writes DIR/program.cpp (kernels + C++ wrapper), DIR/wrapper.py (Inductor-style\n"
       "output code, runnable under PyTorch 2.x; its large constants are raw files in\n"
-      "DIR/constants/), DIR/wrapper.pb (the Wrapper IR lines) and DIR/report.md (kernels,\n"
-      "fusion groups, planned memory, time per stage).";
-  command.flags = {"device", "o", "pipeline"};
+      "DIR/constants/; KILN_DEBUG_PRINTER=0-3 and KILN_DEBUG_PRINTER_FILTER add the\n"
+      "debug printer's calls), DIR/wrapper.pb (the Wrapper IR lines) and DIR/report.md\n"
+      "(kernels, fusion groups, planned memory, time per stage).\n"
+      "--compile-to stops early and writes that stage's output instead: graph.txt,\n"
+      "optimized.txt, loops.txt, wrapper.txt + wrapper.pb, or the sources without\n"
+      "running the C++ compiler (source). --dump-dir writes the IR after every stage.\n"
+      "--dot adds graph.dot and kernels.dot (and .svg with Graphviz); --trace writes a\n"
+      "Chrome trace of the compile. Files an earlier compile wrote into DIR and this\n"
+      "one does not are removed. A program whose planned peak memory exceeds\n"
+      "--max_memory is refused (exit 2) before the C++ compiler runs.";
+  command.flags = {"device", "o",   "pipeline", "compile_to", "dump_dir",
+                   "dot",    "trace", "max_memory", "json"};
   command.run = RunCompile;
   return command;
 }

@@ -6,6 +6,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "tools/common_flags.h"
+#include "support/status.h"
 #include "tools/graph_io.h"
 
 ABSL_FLAG(std::string, to, "",
@@ -14,23 +15,17 @@ ABSL_FLAG(std::string, to, "",
 namespace kiln::tools {
 namespace {
 
-int RunConvert(const std::vector<std::string>& args) {
-  if (!ExpectArgCount(args, 1, "convert", "one input graph file")) return kExitUsageError;
+absl::Status RunConvert(const std::vector<std::string>& args) {
+  RETURN_IF_ERROR(ExpectArgCount(args, 1, "convert", "one input graph file"));
   const std::string out = absl::GetFlag(FLAGS_o);
   if (out.empty()) {
-    return ReportError("convert: missing -o OUT (use -o - --to=FORMAT for stdout)");
+    return absl::InvalidArgumentError("convert: missing -o OUT (use -o - --to=FORMAT for stdout)");
   }
-  const absl::StatusOr<GraphFormat> in_format =
-      ChooseGraphFormat(args[0], absl::GetFlag(FLAGS_format));
-  if (!in_format.ok()) return ReportError(in_format.status());
-  const absl::StatusOr<GraphFormat> out_format = ChooseGraphFormat(out, absl::GetFlag(FLAGS_to));
-  if (!out_format.ok()) return ReportError(out_format.status());
-
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = LoadGraph(args[0], *in_format);
-  if (!graph.ok()) return ReportError(graph.status());
-  const absl::Status saved = SaveGraph(**graph, out, *out_format);
-  if (!saved.ok()) return ReportError(saved);
-  return kExitOk;
+  ASSIGN_OR_RETURN(const GraphFormat in_format,
+                   ChooseGraphFormat(args[0], absl::GetFlag(FLAGS_format)));
+  ASSIGN_OR_RETURN(const GraphFormat out_format, ChooseGraphFormat(out, absl::GetFlag(FLAGS_to)));
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadGraph(args[0], in_format));
+  return SaveGraph(*graph, out, out_format);
 }
 
 }  // namespace

@@ -3,31 +3,36 @@
 #include <memory>
 #include <string>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
-#include "frontend/onnx/importer.h"
+#include "absl/strings/str_cat.h"
+#include "driver/model.h"
 #include "ir/verifier.h"
+#include "support/status.h"
 #include "tools/common_flags.h"
 #include "tools/file_io.h"
 #include "tools/graph_io.h"
 
+// The output graph format, shared with `kiln convert` (convert.cc).
+ABSL_DECLARE_FLAG(std::string, to);
+
 namespace kiln::tools {
 namespace {
 
-int RunImport(const std::vector<std::string>& args) {
-  if (!ExpectArgCount(args, 1, "import", "one ONNX model file")) return kExitUsageError;
+absl::Status RunImport(const std::vector<std::string>& args) {
+  RETURN_IF_ERROR(ExpectArgCount(args, 1, "import", "one ONNX model file"));
   const std::string out = absl::GetFlag(FLAGS_o);
-  if (out.empty()) return ReportError("import: missing -o OUT (.txt, .pb or .pbtxt; - for stdout)");
-  const absl::StatusOr<GraphFormat> format = ChooseGraphFormat(out, absl::GetFlag(FLAGS_format));
-  if (!format.ok()) return ReportError(format.status());
-  absl::StatusOr<onnx::ModelProto> model = frontend::onnx_import::LoadModelFile(ResolveUserPath(args[0]));
-  if (!model.ok()) return ReportError(model.status());
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = frontend::onnx_import::ImportModel(*model);
-  if (!graph.ok()) return ReportError(graph.status());
-  const absl::Status verified = ir::Verify(**graph);
-  if (!verified.ok()) return ReportError(verified);
-  const absl::Status saved = SaveGraph(**graph, out, *format);
-  if (!saved.ok()) return ReportError(saved);
-  return kExitOk;
+  if (out.empty()) {
+    return absl::InvalidArgumentError(
+        "import: missing -o OUT (.txt, .pb or .pbtxt; - --to=FORMAT for stdout)");
+  }
+  ASSIGN_OR_RETURN(const GraphFormat format, ChooseGraphFormat(out, absl::GetFlag(FLAGS_to)));
+  ASSIGN_OR_RETURN(driver::ImportedModel model, driver::ImportModelFile(ResolveUserPath(args[0])));
+  if (absl::Status verified = ir::Verify(*model.graph); !verified.ok()) {
+    return absl::InternalError(absl::StrCat(args[0], ": the imported graph is invalid (a kiln bug): ",
+                                            verified.message()));
+  }
+  return SaveGraph(*model.graph, out, format);
 }
 
 }  // namespace
@@ -36,11 +41,12 @@ Command ImportCommand() {
   Command command;
   command.name = "import";
   command.summary = "Import an ONNX model into a kiln graph.";
-  command.usage = "MODEL.onnx -o OUT [--format=text|pb|pbtxt]";
+  command.usage = "MODEL.onnx -o OUT [--to=text|pb|pbtxt]";
   command.details =
       "Each ONNX op becomes canonical kiln ops (aten::, kiln::); initializers become\n"
-      "constants. The output format comes from OUT's extension unless --format says.";
-  command.flags = {"format", "o"};
+      "constants; each node's ONNX name becomes its scope. OUT's format comes from its\n"
+      "extension (.txt, .pb, .pbtxt) unless --to says; -o - --to=text prints it.";
+  command.flags = {"o", "to"};
   command.run = RunImport;
   return command;
 }

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -24,7 +25,9 @@
 #include "passes/reproducer.h"
 #include "tools/common_flags.h"
 #include "tools/file_io.h"
+#include "support/status.h"
 #include "tools/graph_io.h"
+#include "tools/json_output.h"
 
 ABSL_FLAG(std::string, passes, "",
           "Pipeline to run, e.g. 'dce,cse' or 'constprop,fixpoint(dce,cse)' (aliases work). "
@@ -33,9 +36,6 @@ ABSL_FLAG(int, opt_level, -1,
           "Preset pipeline 0, 1 or 2 (also -O0, -O1, -O2); -1: -O2 "
           "unless --passes is given");
 ABSL_FLAG(bool, stats, false, "Print per-pass statistics (time, runs, nodes, counters) to stderr");
-ABSL_FLAG(std::string, dump_dir, "",
-          "Write the IR after every pass that changed it as NNN_<pass>.txt and .pb here "
-          "(also --dump-dir)");
 ABSL_FLAG(std::vector<std::string>, disable_pass, {},
           "Skip these passes (names or aliases; repeatable or a comma list; also "
           "--disable-pass)");
@@ -70,7 +70,7 @@ int OptLevelArgument(absl::string_view arg) {
   return -1;
 }
 
-int ListPasses() {
+absl::Status ListPasses() {
   const passes::PassRegistry& registry = passes::DefaultPassRegistry();
   std::string text = "passes (name, aliases: description):\n";
   for (const passes::PassInfo* info : registry.List()) {
@@ -86,7 +86,7 @@ int ListPasses() {
                     pipeline.ok() ? (pipeline->empty() ? "(no passes)" : *pipeline) : "?", "\n");
   }
   std::fputs(text.c_str(), stdout);
-  return kExitOk;
+  return absl::OkStatus();
 }
 
 // The pipeline string: --passes, or the preset of the -O level (default -O2).
@@ -114,25 +114,74 @@ std::string Milliseconds(absl::Duration d) {
   return absl::StrFormat("%.1f ms", absl::ToDoubleMilliseconds(d));
 }
 
-int RunOpt(const std::vector<std::string>& args) {
+// `kiln opt --stats --json`: the pipeline statistics as a document
+// (docs/cli_json.schema.json, "opt").
+Json StatsJson(const std::string& input, const passes::Pipeline& pipeline, size_t nodes_in,
+               size_t nodes_out, absl::Duration read, absl::Duration passes,
+               const absl::Status& result) {
+  const passes::PipelineStatistics& stats = pipeline.statistics();
+  Json doc = JsonDocument("opt");
+  doc["input"] = input;
+  doc["ok"] = result.ok();
+  if (!result.ok()) doc["error"] = std::string(result.message());
+  doc["pipeline"] = pipeline.ToString();
+  doc["executions"] = stats.executions;
+  if (stats.stopped_after >= 0) doc["stopped_after"] = stats.stopped_after;
+  doc["nodes_in"] = nodes_in;
+  doc["nodes_out"] = nodes_out;
+  doc["read_ms"] = absl::ToDoubleMilliseconds(read);
+  doc["passes_ms"] = absl::ToDoubleMilliseconds(passes);
+  Json rows = Json::array();
+  for (const passes::PassRunStats& p : stats.passes()) {
+    Json counters = Json::object();
+    for (const auto& [name, value] : p.counters.counters()) counters[name] = value;
+    rows.push_back({{"name", p.name},
+                    {"runs", p.runs},
+                    {"changed", p.changed},
+                    {"skipped", p.skipped},
+                    {"ms", p.seconds * 1e3},
+                    {"nodes_in", p.nodes_in},
+                    {"nodes_out", p.nodes_out},
+                    {"counters", std::move(counters)}});
+  }
+  doc["passes"] = std::move(rows);
+  Json fixpoints = Json::array();
+  for (const passes::FixpointStats& f : stats.fixpoints()) {
+    fixpoints.push_back({{"label", f.label},
+                         {"entries", f.entries},
+                         {"iterations", f.iterations},
+                         {"hit_cap", f.hit_cap}});
+  }
+  doc["fixpoints"] = std::move(fixpoints);
+  doc["warnings"] = stats.warnings;
+  return doc;
+}
+
+absl::Status RunOpt(const std::vector<std::string>& args) {
   if (absl::GetFlag(FLAGS_list_passes)) {
-    if (!args.empty()) return ReportError("opt: --list-passes takes no graph file");
+    if (!args.empty()) return absl::InvalidArgumentError("opt: --list-passes takes no graph file");
     return ListPasses();
   }
-  if (!ExpectArgCount(args, 1, "opt", "one input graph file")) return kExitUsageError;
+  RETURN_IF_ERROR(ExpectArgCount(args, 1, "opt", "one input graph file"));
   const passes::PassRegistry& registry = passes::DefaultPassRegistry();
-  if (absl::Status s = InitLoggingFromEnvironment(); !s.ok()) return ReportError(s);
+  RETURN_IF_ERROR(InitLoggingFromEnvironment());
 
   // Everything about the command line is checked before reading the input.
-  const absl::StatusOr<GraphFormat> in_format =
-      ChooseGraphFormat(args[0], absl::GetFlag(FLAGS_format));
-  if (!in_format.ok()) return ReportError(in_format.status());
+  ASSIGN_OR_RETURN(const GraphFormat in_format,
+                   ChooseGraphFormat(args[0], absl::GetFlag(FLAGS_format)));
   std::string out = absl::GetFlag(FLAGS_o);
   if (out.empty()) out = "-";
-  const absl::StatusOr<GraphFormat> out_format = ChooseGraphFormat(out, "");
-  if (!out_format.ok()) return ReportError(out_format.status());
-  const absl::StatusOr<std::string> pipeline_text = ChoosePipeline();
-  if (!pipeline_text.ok()) return ReportError(pipeline_text.status());
+  const bool json = absl::GetFlag(FLAGS_json);
+  const bool print_stats = absl::GetFlag(FLAGS_stats);
+  if (json && !print_stats) {
+    return absl::InvalidArgumentError("opt: --json prints the --stats; give --stats too");
+  }
+  if (json && out == "-") {
+    return absl::InvalidArgumentError(
+        "opt: --json prints the statistics on stdout; write the graph with -o FILE");
+  }
+  ASSIGN_OR_RETURN(const GraphFormat out_format, ChooseGraphFormat(out, ""));
+  ASSIGN_OR_RETURN(const std::string pipeline_text, ChoosePipeline());
 
   passes::PipelineOptions options;
   passes::UseDefaultIo(&options);
@@ -146,43 +195,43 @@ int RunOpt(const std::vector<std::string>& args) {
   for (std::string* dir : {&options.dump_dir, &options.reproducer_dir}) {
     if (dir->empty()) continue;
     *dir = ResolveUserPath(*dir);
-    if (absl::Status s = passes::EnsureDirectory(*dir); !s.ok()) return ReportError(s);
+    RETURN_IF_ERROR(passes::EnsureDirectory(*dir));
   }
-  absl::StatusOr<std::unique_ptr<passes::Pipeline>> pipeline =
-      passes::Pipeline::Create(*pipeline_text, registry, std::move(options));
-  if (!pipeline.ok()) return ReportError(pipeline.status());
+  ASSIGN_OR_RETURN(std::unique_ptr<passes::Pipeline> pipeline,
+                   passes::Pipeline::Create(pipeline_text, registry, std::move(options)));
 
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = LoadGraph(args[0], *in_format);
-  if (!graph.ok()) return ReportError(graph.status());
-  const size_t nodes_in = (*graph)->numNodes();
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadGraph(args[0], in_format));
+  const size_t nodes_in = graph->numNodes();
   const absl::Time loaded = absl::Now();
-  const absl::StatusOr<bool> changed = (*pipeline)->Run(**graph);
+  const absl::StatusOr<bool> changed = pipeline->Run(*graph);
   const absl::Time optimized = absl::Now();
-  const bool print_stats = absl::GetFlag(FLAGS_stats);
-  if (print_stats) {
-    std::fprintf(stderr, "pipeline: %s\n%s", (*pipeline)->ToString().c_str(),
-                 (*pipeline)->FormatStats().c_str());
-  }
-  if (!changed.ok()) {
+  absl::Status result = changed.status();
+  if (!result.ok()) {
     // The input was read; a pass (or the input's verification) failed.
-    std::string message(changed.status().message());
-    if ((*pipeline)->options().reproducer_dir.empty() &&
+    std::string message(result.message());
+    if (pipeline->options().reproducer_dir.empty() &&
         !absl::StrContains(message, "the input graph is invalid")) {
       absl::StrAppend(&message, " (rerun with --reproducer-dir=DIR to save a reproducer)");
     }
-    ReportError(absl::StrCat(args[0], ": ", message));
-    return kExitFailure;
+    result = InputRejected(absl::StrCat(args[0], ": ", message));
   }
-  const absl::Status saved = SaveGraph(**graph, out, *out_format);
-  if (!saved.ok()) return ReportError(saved);
-  if (print_stats) {
+  if (print_stats && json) {
+    RETURN_IF_ERROR(PrintJson(StatsJson(args[0], *pipeline, nodes_in, graph->numNodes(),
+                                        loaded - start, optimized - loaded, result)));
+  } else if (print_stats) {
+    std::fprintf(stderr, "pipeline: %s\n%s", pipeline->ToString().c_str(),
+                 pipeline->FormatStats().c_str());
+  }
+  RETURN_IF_ERROR(result);
+  RETURN_IF_ERROR(SaveGraph(*graph, out, out_format));
+  if (print_stats && !json) {
     std::fprintf(stderr, "nodes %zu -> %zu; read %s, passes %s, write %s\n", nodes_in,
-                 (*graph)->numNodes(), Milliseconds(loaded - start).c_str(),
+                 graph->numNodes(), Milliseconds(loaded - start).c_str(),
                  Milliseconds(optimized - loaded).c_str(),
                  Milliseconds(absl::Now() - optimized).c_str());
   }
-  return kExitOk;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -244,19 +293,20 @@ Command OptCommand() {
   command.usage =
       "IN [-o OUT] [--passes=PIPELINE | -O0|-O1|-O2] [--stats] [--dump-dir=DIR]\n"
       "           [--disable-pass=NAME]... [--stop-after=N] [--reproducer-dir=DIR]\n"
-      "           [--noverify] [--format=text|pb|pbtxt] | --list-passes";
+      "           [--noverify] [--format=text|pb|pbtxt] [--json] | --list-passes";
   command.details =
       "PIPELINE is a comma list of passes (names or aliases) with fixpoint(...) groups,\n"
       "e.g. 'constprop,fixpoint(dce,cse),canonicalize'; -O0/-O1/-O2 are presets\n"
       "(--list-passes shows them). OUT's format comes from its extension (.txt, .pb,\n"
       ".pbtxt); without -o the text goes to stdout. Flag names may be written with\n"
       "'-' or '_' (--dump-dir = --dump_dir). KILN_LOG_LEVEL=\">>dce:>cse\" enables\n"
-      "per-pass logging on stderr.\n"
+      "per-pass logging on stderr. --stats --json prints the statistics as JSON on\n"
+      "stdout instead (docs/cli_json.md; the graph then needs -o FILE).\n"
       "Exit status: 0 success; 1 a pass failed (or the input graph is invalid): the\n"
       "message names the pass and the reproducer file; 2 usage or read error.";
   command.flags = {"format",         "o",           "passes",       "opt_level",
                    "stats",          "dump_dir",    "disable_pass", "stop_after",
-                   "reproducer_dir", "list_passes", "verify"};
+                   "reproducer_dir", "list_passes", "verify",       "json"};
   command.run = RunOpt;
   return command;
 }

@@ -7,23 +7,21 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "tools/common_flags.h"
+#include "support/status.h"
 #include "tools/graph_io.h"
 
 namespace kiln::tools {
 namespace {
 
-int RunParse(const std::vector<std::string>& args) {
-  if (!ExpectArgCount(args, 1, "parse", "one graph file")) return kExitUsageError;
-  const absl::StatusOr<GraphFormat> format =
-      ChooseGraphFormat(args[0], absl::GetFlag(FLAGS_format));
-  if (!format.ok()) return ReportError(format.status());
+absl::Status RunParse(const std::vector<std::string>& args) {
+  RETURN_IF_ERROR(ExpectArgCount(args, 1, "parse", "one graph file"));
+  ASSIGN_OR_RETURN(const GraphFormat format, ChooseGraphFormat(args[0], absl::GetFlag(FLAGS_format)));
   LoadTimes times;
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = LoadGraph(args[0], *format, &times);
-  if (!graph.ok()) return ReportError(graph.status());
-  absl::PrintF("ok: %d nodes, %d values (%s; read %.3f ms, parse %.3f ms)\n", (*graph)->numNodes(),
-               CountValues(**graph), GraphFormatName(*format),
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadGraph(args[0], format, &times));
+  absl::PrintF("ok: %d nodes, %d values (%s; read %.3f ms, parse %.3f ms)\n", graph->numNodes(),
+               CountValues(*graph), GraphFormatName(format),
                absl::ToDoubleMilliseconds(times.read), absl::ToDoubleMilliseconds(times.decode));
-  return kExitOk;
+  return absl::OkStatus();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "ir/text_printer.h"
 #include "tools/common_flags.h"
 #include "tools/file_io.h"
+#include "support/status.h"
 #include "tools/graph_io.h"
 
 ABSL_FLAG(bool, source_locations, true, "Print the `# file:line:col` source location comments");
@@ -14,23 +15,18 @@ ABSL_FLAG(bool, source_locations, true, "Print the `# file:line:col` source loca
 namespace kiln::tools {
 namespace {
 
-int RunPrint(const std::vector<std::string>& args) {
-  if (!ExpectArgCount(args, 1, "print", "one graph file")) return kExitUsageError;
-  const absl::StatusOr<GraphFormat> format =
-      ChooseGraphFormat(args[0], absl::GetFlag(FLAGS_format));
-  if (!format.ok()) return ReportError(format.status());
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = LoadGraph(args[0], *format);
-  if (!graph.ok()) return ReportError(graph.status());
+absl::Status RunPrint(const std::vector<std::string>& args) {
+  RETURN_IF_ERROR(ExpectArgCount(args, 1, "print", "one graph file"));
+  ASSIGN_OR_RETURN(const GraphFormat format, ChooseGraphFormat(args[0], absl::GetFlag(FLAGS_format)));
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadGraph(args[0], format));
 
   ir::PrintOptions options;
   options.source_locations = absl::GetFlag(FLAGS_source_locations);
   std::string text;
-  ir::PrintGraphTo(**graph, &text, options);
+  ir::PrintGraphTo(*graph, &text, options);
   std::string out = absl::GetFlag(FLAGS_o);
   if (out.empty()) out = "-";
-  const absl::Status written = WriteFileAtomically(out, text);
-  if (!written.ok()) return ReportError(written);
-  return kExitOk;
+  return WriteFileAtomically(out, text);
 }
 
 }  // namespace

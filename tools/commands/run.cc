@@ -2,31 +2,46 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "driver/model.h"
 #include "frontend/onnx/importer.h"
+#include "frontend/onnx/tensor_proto.h"
 #include "ir/ivalue.h"
 #include "runtime/interpreter.h"
+#include "support/status.h"
 #include "testing/onnx_conformance.h"
-#include "driver/initialize.h"
-#include "driver/model.h"
+#include "testing/output_compare.h"
+#include "tools/common_flags.h"
 #include "tools/file_io.h"
+#include "tools/json_output.h"
+#include "tools/memory_limit.h"
+#include "tools/output_summary.h"
+#include "tools/staged_compile.h"
+#include "tools/terminal.h"
+#include "tools/trace.h"
 
 ABSL_FLAG(std::string, inputs, "",
-          "Directory with input_K.pb files (backend-test layout); default: generated inputs");
+          "Directory with input_K.pb files (backend-test layout); output_K.pb files there are "
+          "the expected outputs. Default: generated inputs");
 ABSL_FLAG(int, iterations, 1, "Timed calls (compiled backend)");
 ABSL_FLAG(int, warmup, 0, "Untimed calls before the timed ones (compiled backend)");
 ABSL_FLAG(bool, check, true,
-          "Compiled backend: also run the interpreter and report the largest difference");
+          "Compiled backend: also run the interpreter and compare (exit 1 when they differ)");
 ABSL_DECLARE_FLAG(std::string, backend);
 ABSL_DECLARE_FLAG(std::string, pipeline);
+ABSL_DECLARE_FLAG(double, rtol);
+ABSL_DECLARE_FLAG(double, atol);
+ABSL_DECLARE_FLAG(std::string, trace);
 
 namespace kiln::tools {
 namespace {
@@ -38,80 +53,70 @@ double Ms(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+std::string ShapeText(const std::vector<int64_t>& sizes) {
+  return absl::StrCat("[", absl::StrJoin(sizes, ", "), "]");
+}
+
 // A deterministic input for a model input with a static shape: floats in
-// [-1, 1) from a fixed linear congruential sequence, integers 0, bools false.
-absl::StatusOr<IValue> GeneratedInput(const onnx::ValueInfoProto& in) {
+// [-1, 1) from a fixed linear congruential sequence, integers 0, bools
+// false. Checked against --max_memory before anything is allocated.
+absl::StatusOr<IValue> GeneratedInput(const onnx::ValueInfoProto& in, int64_t* total_bytes) {
+  const std::string name = Printable(in.name());
   if (!in.type().has_tensor_type()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("input '", in.name(), "' is not a tensor: pass --inputs DIR"));
+        absl::StrCat("input '", name, "' is not a tensor: pass --inputs DIR"));
   }
   std::vector<int64_t> sizes;
   for (const auto& d : in.type().tensor_type().shape().dim()) {
-    if (!d.has_dim_value()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", in.name(), "' has a symbolic dimension: pass --inputs DIR"));
+    if (!d.has_dim_value() || d.dim_value() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", name, "' has a symbolic dimension: pass --inputs DIR"));
     }
     sizes.push_back(d.dim_value());
   }
   const int32_t et = in.type().tensor_type().elem_type();
-  Tensor t;
-  if (et == onnx::TensorProto::FLOAT || et == onnx::TensorProto::DOUBLE) {
-    t = Tensor::Empty(et == onnx::TensorProto::FLOAT ? DType::kFloat32 : DType::kFloat64, sizes);
+  if (et != onnx::TensorProto::FLOAT && et != onnx::TensorProto::DOUBLE &&
+      et != onnx::TensorProto::INT64 && et != onnx::TensorProto::INT32 &&
+      et != onnx::TensorProto::BOOL) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", name, "': no generator for this element type; pass --inputs DIR"));
+  }
+  ASSIGN_OR_RETURN(const DType dtype, frontend::onnx_import::DTypeFromOnnx(et));
+  const std::string what =
+      absl::StrCat("input '", name, "' (", DTypeName(dtype), ShapeText(sizes), ")");
+  const std::optional<int64_t> bytes = DenseBytes(sizes, static_cast<int64_t>(DTypeSize(dtype)));
+  if (!bytes.has_value() || __builtin_add_overflow(*total_bytes, *bytes, total_bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, " has more bytes than fit in 64 bits"));
+  }
+  RETURN_IF_ERROR(CheckMemory(*bytes, what));
+  RETURN_IF_ERROR(CheckMemory(*total_bytes, "the generated inputs"));
+  Tensor t = Tensor::Empty(dtype, sizes);
+  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) {
     uint64_t state = 0x2545F4914F6CDD1DULL;
     for (int64_t i = 0; i < t.numel(); ++i) {
       state = state * 6364136223846793005ULL + 1442695040888963407ULL;
       const double v = static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53) * 2 - 1;
-      if (t.dtype() == DType::kFloat32) {
+      if (dtype == DType::kFloat32) {
         t.data<float>()[i] = static_cast<float>(v);
       } else {
         t.data<double>()[i] = v;
       }
     }
-  } else if (et == onnx::TensorProto::INT64) {
-    t = Tensor::Empty(DType::kInt64, sizes);
-  } else if (et == onnx::TensorProto::INT32) {
-    t = Tensor::Empty(DType::kInt32, sizes);
-  } else if (et == onnx::TensorProto::BOOL) {
-    t = Tensor::Empty(DType::kBool, sizes);
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input '", in.name(), "': no generator for this element type; pass --inputs DIR"));
   }
   return IValue::FromTensor(std::move(t));
 }
 
-std::string Summary(const IValue& v) {
-  if (!v.isTensor()) return v.DebugString().substr(0, 200);
-  const Tensor& t = v.toTensor();
-  std::string s = absl::StrCat(DTypeName(t.dtype()), "[");
-  for (size_t i = 0; i < t.sizes().size(); ++i) absl::StrAppend(&s, i ? ", " : "", t.sizes()[i]);
-  absl::StrAppend(&s, "]");
-  const int64_t n = t.numel();
-  if (n == 0 || !t.has_data()) return s;
-  double lo = t.GetDouble(0), hi = lo, sum = 0;
-  int64_t argmax = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double x = t.GetDouble(i);
-    lo = std::min(lo, x);
-    if (x > hi) {
-      hi = x;
-      argmax = i;
-    }
-    sum += x;
-  }
-  absl::StrAppendFormat(&s, " min %.6g max %.6g (at %d) mean %.6g; first", lo, hi, argmax, sum / n);
-  for (int64_t i = 0; i < std::min<int64_t>(n, 5); ++i) absl::StrAppendFormat(&s, " %.6g", t.GetDouble(i));
-  return s;
-}
+std::string InputsDir() { return ResolveUserPath(absl::GetFlag(FLAGS_inputs)); }
 
 absl::StatusOr<std::vector<IValue>> ModelInputs(const onnx::ModelProto& model) {
   const auto runtime_inputs = frontend::onnx_import::RuntimeInputs(model);
   std::vector<IValue> inputs;
-  const std::string dir = absl::GetFlag(FLAGS_inputs);
+  const std::string dir = InputsDir();
+  int64_t total_bytes = 0;
   for (size_t k = 0; k < runtime_inputs.size(); ++k) {
     absl::StatusOr<IValue> v =
-        dir.empty() ? GeneratedInput(*runtime_inputs[k])
-                    : testing::ReadTestValue(absl::StrCat(ResolveUserPath(dir), "/input_", k, ".pb"),
+        dir.empty() ? GeneratedInput(*runtime_inputs[k], &total_bytes)
+                    : testing::ReadTestValue(absl::StrCat(dir, "/input_", k, ".pb"),
                                              &runtime_inputs[k]->type());
     if (!v.ok()) return v.status();
     inputs.push_back(*std::move(v));
@@ -119,105 +124,275 @@ absl::StatusOr<std::vector<IValue>> ModelInputs(const onnx::ModelProto& model) {
   return inputs;
 }
 
-void PrintOutputs(const onnx::ModelProto& model, const std::vector<IValue>& outs) {
-  for (size_t k = 0; k < outs.size(); ++k) {
-    const std::string name =
-        k < static_cast<size_t>(model.graph().output_size()) ? model.graph().output(k).name() : "";
-    std::printf("output %zu '%s': %s\n", k, name.c_str(), Summary(outs[k]).c_str());
-  }
+std::string OutputName(const onnx::ModelProto& model, size_t k) {
+  return k < static_cast<size_t>(model.graph().output_size()) ? model.graph().output(k).name() : "";
 }
 
-int RunCompiled(const std::string& path) {
-  driver::ModelCompileOptions options;
+// One comparison of the outputs with a reference.
+struct Check {
+  std::string against;  // "the interpreter", "DIR/output_K.pb"
+  struct Output {
+    size_t index = 0;
+    std::string reference;  // the file, or "interpreter"
+    std::string difference;  // empty: matches
+  };
+  std::vector<Output> outputs;
+  bool passed() const {
+    return std::all_of(outputs.begin(), outputs.end(),
+                       [](const Output& o) { return o.difference.empty(); });
+  }
+};
+
+testing::Tolerance ToleranceFromFlags() {
+  return {absl::GetFlag(FLAGS_rtol), absl::GetFlag(FLAGS_atol)};
+}
+
+Check CompareWithInterpreter(const std::vector<IValue>& outs, const std::vector<IValue>& want) {
+  Check check{"the interpreter", {}};
+  for (size_t k = 0; k < outs.size() || k < want.size(); ++k) {
+    Check::Output o{k, "interpreter", ""};
+    if (k >= outs.size() || k >= want.size()) {
+      o.difference = absl::StrCat(outs.size(), " outputs, the interpreter gave ", want.size());
+    } else {
+      o.difference = testing::CompareValues(outs[k], want[k], ToleranceFromFlags());
+    }
+    check.outputs.push_back(std::move(o));
+  }
+  return check;
+}
+
+// Against DIR/output_K.pb, for each K that exists; nullopt when none does.
+absl::StatusOr<std::optional<Check>> CompareWithExpectedFiles(const onnx::ModelProto& model,
+                                                              const std::vector<IValue>& outs) {
+  const std::string dir = InputsDir();
+  if (dir.empty()) return std::nullopt;
+  Check check{absl::StrCat(dir, "/output_K.pb"), {}};
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const std::string path = absl::StrCat(dir, "/output_", k, ".pb");
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) continue;
+    const onnx::TypeProto* type = k < static_cast<size_t>(model.graph().output_size())
+                                      ? &model.graph().output(k).type()
+                                      : nullptr;
+    ASSIGN_OR_RETURN(IValue expected, testing::ReadTestValue(path, type));
+    check.outputs.push_back(
+        {k, path, testing::CompareValues(outs[k], expected, ToleranceFromFlags())});
+  }
+  // An expected output the model does not produce.
+  const std::string extra = absl::StrCat(dir, "/output_", outs.size(), ".pb");
+  std::error_code ec;
+  if (std::filesystem::exists(extra, ec)) {
+    check.outputs.push_back({outs.size(), extra,
+                             absl::StrCat("the model has ", outs.size(), " outputs, but ", extra,
+                                          " exists")});
+  }
+  if (check.outputs.empty()) return std::nullopt;
+  return check;
+}
+
+struct RunReport {
+  std::string backend;
+  std::vector<IValue> outputs;
+  std::vector<Check> checks;
+  double import_ms = 0, passes_ms = 0;
+  std::optional<double> compile_ms;  // lower..plan + device compile
+  int64_t nodes_executed = 0;        // interpreter
+  std::vector<double> run_ms;        // sorted
+  Json compiled = nullptr;           // compiled backend: kernels, islands
+};
+
+absl::Status Finish(const std::string& model_arg, const onnx::ModelProto& model,
+                    RunReport report) {
+  const testing::Tolerance tolerance = ToleranceFromFlags();
+  ASSIGN_OR_RETURN(std::optional<Check> expected, CompareWithExpectedFiles(model, report.outputs));
+  if (expected.has_value()) report.checks.insert(report.checks.begin(), *std::move(expected));
+  std::sort(report.run_ms.begin(), report.run_ms.end());
+
+  if (absl::GetFlag(FLAGS_json)) {
+    Json doc = JsonDocument("run");
+    doc["model"] = model_arg;
+    doc["backend"] = report.backend;
+    doc["inputs"] = InputsDir().empty() ? "generated" : InputsDir();
+    Json outputs = Json::array();
+    for (size_t k = 0; k < report.outputs.size(); ++k) {
+      Json o = {{"index", k}, {"name", OutputName(model, k)}};
+      o.update(SummaryJson(report.outputs[k]));
+      outputs.push_back(std::move(o));
+    }
+    doc["outputs"] = std::move(outputs);
+    Json times = {{"import", report.import_ms}, {"passes", report.passes_ms}};
+    if (report.compile_ms.has_value()) times["compile"] = *report.compile_ms;
+    if (!report.run_ms.empty()) {
+      times["run"] = {{"median", report.run_ms[report.run_ms.size() / 2]},
+                      {"min", report.run_ms.front()},
+                      {"max", report.run_ms.back()},
+                      {"calls", report.run_ms.size()}};
+    }
+    doc["times_ms"] = std::move(times);
+    if (!report.compiled.is_null()) doc["compiled"] = report.compiled;
+    Json checks = Json::array();
+    for (const Check& c : report.checks) {
+      Json outs = Json::array();
+      for (const Check::Output& o : c.outputs) {
+        outs.push_back({{"index", o.index},
+                        {"reference", o.reference},
+                        {"passed", o.difference.empty()},
+                        {"difference", o.difference}});
+      }
+      checks.push_back({{"against", c.against},
+                        {"rtol", tolerance.rtol},
+                        {"atol", tolerance.atol},
+                        {"passed", c.passed()},
+                        {"outputs", std::move(outs)}});
+    }
+    doc["checks"] = std::move(checks);
+    RETURN_IF_ERROR(PrintJson(doc));
+  } else {
+    for (size_t k = 0; k < report.outputs.size(); ++k) {
+      std::printf("output %zu '%s': %s\n", k, Printable(OutputName(model, k)).c_str(),
+                  Printable(SummaryText(report.outputs[k])).c_str());
+    }
+    if (report.backend == "interpreter") {
+      std::printf("import %.1f ms, passes %.1f ms, run %.1f ms (%lld nodes executed, interpreter)\n",
+                  report.import_ms, report.passes_ms,
+                  report.run_ms.empty() ? 0.0 : report.run_ms.front(),
+                  static_cast<long long>(report.nodes_executed));
+    }
+    for (const Check& c : report.checks) {
+      if (c.passed()) {
+        std::printf("check against %s: %zu output%s match (rtol %g, atol %g)\n",
+                    Printable(c.against).c_str(), c.outputs.size(),
+                    c.outputs.size() == 1 ? "" : "s", tolerance.rtol, tolerance.atol);
+      }
+    }
+  }
+  for (const Check& c : report.checks) {
+    for (const Check::Output& o : c.outputs) {
+      if (o.difference.empty()) continue;
+      return InputRejected(absl::StrCat(
+          model_arg, ": output ", o.index, " '", OutputName(model, o.index), "' differs from ",
+          o.reference == "interpreter" ? "the interpreter's" : o.reference, " (rtol ",
+          tolerance.rtol, ", atol ", tolerance.atol, "): ", o.difference));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunCompiled(const std::string& model_arg) {
+  StagedCompileOptions options;
+  options.model_path = ResolveUserPath(model_arg);
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
-  absl::StatusOr<driver::CompiledModel> m = driver::CompileModelFile(path, options);
-  if (!m.ok()) return ReportError(m.status());
-  const onnx::ModelProto& model = *m->model.onnx;
-  absl::StatusOr<std::vector<IValue>> inputs = ModelInputs(model);
-  if (!inputs.ok()) return ReportError(inputs.status());
+  ASSIGN_OR_RETURN(options.max_peak_bytes, MaxMemoryBytes());
+  TraceRecorder trace;
+  const std::string trace_path = absl::GetFlag(FLAGS_trace);
+  if (!trace_path.empty()) options.trace = &trace;
+  absl::StatusOr<StagedCompile> staged = RunStagedCompile(options);
+  if (!staged.ok()) {
+    if (absl::IsResourceExhausted(staged.status())) {
+      return absl::ResourceExhaustedError(absl::StrCat(model_arg, ": ", staged.status().message(),
+                                                       " (see --max_memory)"));
+    }
+    return staged.status();
+  }
+  const onnx::ModelProto& model = *staged->model.onnx;
+  const driver::CompiledGraph& compiled = *staged->compiled;
+  ASSIGN_OR_RETURN(std::vector<IValue> inputs, ModelInputs(model));
   std::vector<Tensor> tensors;
-  for (const IValue& v : *inputs) {
-    if (!v.isTensor()) return ReportError("run: the compiled backend takes tensor inputs only");
+  for (const IValue& v : inputs) {
+    if (!v.isTensor()) {
+      return absl::InvalidArgumentError("run: the compiled backend takes tensor inputs only");
+    }
     tensors.push_back(v.toTensor());
   }
-  wrapper::CompiledProgram& program = *m->compiled.compiled;
-  for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) {
-    absl::StatusOr<std::vector<Tensor>> r = program.Run(tensors);
-    if (!r.ok()) return ReportError(r.status());
-  }
-  std::vector<double> ms;
+  auto run_once = [&](const char* what) -> absl::StatusOr<std::vector<Tensor>> {
+    const Clock::time_point start = Clock::now();
+    absl::StatusOr<std::vector<Tensor>> r = compiled.compiled->Run(tensors);
+    trace.Complete(what, "run", start, Clock::now());
+    if (!r.ok()) {
+      return absl::Status(r.status().code(), absl::StrCat(model_arg, ": ", r.status().message()));
+    }
+    return r;
+  };
+  for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) RETURN_IF_ERROR(run_once("warm-up call").status());
+  RunReport report;
+  report.backend = "compiled";
   std::vector<Tensor> outs;
   const int iterations = std::max(1, absl::GetFlag(FLAGS_iterations));
   for (int i = 0; i < iterations; ++i) {
     const auto t = Clock::now();
-    absl::StatusOr<std::vector<Tensor>> r = program.Run(tensors);
-    ms.push_back(Ms(t, Clock::now()));
-    if (!r.ok()) return ReportError(r.status());
-    outs = *std::move(r);
+    ASSIGN_OR_RETURN(outs, run_once("call"));
+    report.run_ms.push_back(Ms(t, Clock::now()));
   }
-  std::vector<IValue> values;
-  for (Tensor& t : outs) values.push_back(IValue::FromTensor(t));
-  PrintOutputs(model, values);
-  std::sort(ms.begin(), ms.end());
-  const driver::CompileTimes& ct = m->compiled.times;
-  std::printf("import %.1f ms, passes %.1f ms, lower+fuse+wrapper+plan %.1f ms, C++ compile %.1f ms\n",
-              m->model.import_ms, m->passes_ms, ct.FrontHalfMs(), ct.compile_ms);
-  std::printf("run (compiled, %d kernels, %d extern calls, %d interpreter islands with %d nodes%s): "
-              "median %.3f ms, min %.3f ms, max %.3f ms over %d calls\n",
-              m->compiled.num_kernels, m->compiled.num_externs, m->compiled.num_islands,
-              m->compiled.num_island_nodes, m->compiled.whole_graph_interpreted ? ", whole graph" : "",
-              ms[ms.size() / 2], ms.front(), ms.back(), iterations);
+  for (Tensor& t : outs) report.outputs.push_back(IValue::FromTensor(t));
+  report.import_ms = staged->model.import_ms;
+  report.passes_ms = staged->passes_ms;
+  report.compile_ms = compiled.times.FrontHalfMs() + compiled.times.compile_ms;
+  report.compiled = {{"kernels", compiled.num_kernels},
+                     {"extern_calls", compiled.num_externs},
+                     {"islands", compiled.num_islands},
+                     {"island_nodes", compiled.num_island_nodes},
+                     {"whole_graph_interpreted", compiled.whole_graph_interpreted}};
+  if (!absl::GetFlag(FLAGS_json)) {
+    std::vector<double> sorted = report.run_ms;
+    std::sort(sorted.begin(), sorted.end());
+    std::printf("import %.1f ms, passes %.1f ms, lower+fuse+wrapper+plan %.1f ms, C++ compile %.1f ms\n",
+                report.import_ms, report.passes_ms, compiled.times.FrontHalfMs(),
+                compiled.times.compile_ms);
+    std::printf("run (compiled, %d kernels, %d extern calls, %d interpreter islands with %d nodes%s): "
+                "median %.3f ms, min %.3f ms, max %.3f ms over %d calls\n",
+                compiled.num_kernels, compiled.num_externs, compiled.num_islands,
+                compiled.num_island_nodes, compiled.whole_graph_interpreted ? ", whole graph" : "",
+                sorted[sorted.size() / 2], sorted.front(), sorted.back(), iterations);
+  }
   if (absl::GetFlag(FLAGS_check)) {
     // The graph was compiled in place; the interpreter runs a fresh import.
-    absl::StatusOr<std::unique_ptr<ir::Graph>> g = frontend::onnx_import::ImportModel(model);
-    if (!g.ok()) return ReportError(g.status());
-    absl::StatusOr<std::vector<IValue>> want = runtime::RunGraph(**g, *inputs);
-    if (!want.ok()) return ReportError(want.status());
-    double worst = 0;
-    for (size_t k = 0; k < want->size() && k < values.size(); ++k) {
-      const Tensor& a = values[k].toTensor();
-      const Tensor& b = (*want)[k].toTensor();
-      if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) {
-        return ReportError(absl::StrCat("run: output ", k, " differs in shape or dtype from the interpreter's"));
-      }
-      for (int64_t i = 0; i < a.numel(); ++i) {
-        worst = std::max(worst, std::fabs(a.GetDouble(i) - b.GetDouble(i)));
-      }
+    ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> fresh, frontend::onnx_import::ImportModel(model));
+    const Clock::time_point start = Clock::now();
+    absl::StatusOr<std::vector<IValue>> want = runtime::RunGraph(*fresh, inputs);
+    trace.Complete("interpreter (check)", "run", start, Clock::now());
+    if (!want.ok()) {
+      return absl::Status(want.status().code(),
+                          absl::StrCat(model_arg, ": the interpreter: ", want.status().message()));
     }
-    std::printf("check against the interpreter: max abs difference %.3g\n", worst);
+    report.checks.push_back(CompareWithInterpreter(report.outputs, *want));
   }
-  return kExitOk;
+  if (!trace_path.empty()) RETURN_IF_ERROR(trace.WriteTo(trace_path));
+  return Finish(model_arg, model, std::move(report));
 }
 
-int RunRun(const std::vector<std::string>& args) {
-  if (!ExpectArgCount(args, 1, "run", "one ONNX model file")) return kExitUsageError;
-  const std::string backend = absl::GetFlag(FLAGS_backend);
-  if (backend == "compiled") return RunCompiled(ResolveUserPath(args[0]));
-  if (backend != "interpreter") {
-    return ReportError(absl::StrCat("run: unknown --backend '", backend,
-                                    "' (available: interpreter, compiled)"));
+absl::Status RunInterpreted(const std::string& model_arg) {
+  ASSIGN_OR_RETURN(driver::ImportedModel imported,
+                   driver::ImportModelFile(ResolveUserPath(model_arg)));
+  RunReport report;
+  report.backend = "interpreter";
+  report.import_ms = imported.import_ms;
+  RETURN_IF_ERROR(driver::RunPipeline(*imported.graph, absl::GetFlag(FLAGS_pipeline),
+                                      &report.passes_ms));
+  const onnx::ModelProto& model = *imported.onnx;
+  ASSIGN_OR_RETURN(std::vector<IValue> inputs, ModelInputs(model));
+  runtime::Interpreter interp(*imported.graph);
+  RETURN_IF_ERROR(interp.Prepare());
+  const auto start = Clock::now();
+  absl::StatusOr<std::vector<IValue>> outs = interp.Run(inputs);
+  if (!outs.ok()) {
+    return absl::Status(outs.status().code(), absl::StrCat(model_arg, ": ", outs.status().message()));
   }
-  absl::StatusOr<driver::ImportedModel> imported = driver::ImportModelFile(ResolveUserPath(args[0]));
-  if (!imported.ok()) return ReportError(imported.status());
-  double passes_ms = 0;
-  const absl::Status optimized =
-      driver::RunPipeline(*imported->graph, absl::GetFlag(FLAGS_pipeline), &passes_ms);
-  if (!optimized.ok()) return ReportError(optimized);
-  const onnx::ModelProto& model = *imported->onnx;
-  absl::StatusOr<std::vector<IValue>> inputs = ModelInputs(model);
-  if (!inputs.ok()) return ReportError(inputs.status());
-  runtime::Interpreter interp(*imported->graph);
-  const absl::Status prepared = interp.Prepare();
-  if (!prepared.ok()) return ReportError(prepared);
-  const auto t3 = Clock::now();
-  absl::StatusOr<std::vector<IValue>> outs = interp.Run(*inputs);
-  if (!outs.ok()) return ReportError(outs.status());
-  const auto t4 = Clock::now();
-  PrintOutputs(model, *outs);
-  std::printf("import %.1f ms, passes %.1f ms, run %.1f ms (%lld nodes executed, interpreter)\n",
-              imported->import_ms, passes_ms, Ms(t3, t4),
-              static_cast<long long>(interp.stats().nodes_executed));
-  return kExitOk;
+  report.run_ms.push_back(Ms(start, Clock::now()));
+  report.outputs = *std::move(outs);
+  report.nodes_executed = interp.stats().nodes_executed;
+  return Finish(model_arg, model, std::move(report));
+}
+
+absl::Status RunRun(const std::vector<std::string>& args) {
+  RETURN_IF_ERROR(ExpectArgCount(args, 1, "run", "one ONNX model file"));
+  const std::string backend = absl::GetFlag(FLAGS_backend);
+  if (!absl::GetFlag(FLAGS_trace).empty() && backend != "compiled") {
+    return absl::InvalidArgumentError("run: --trace needs --backend compiled");
+  }
+  if (backend == "compiled") return RunCompiled(args[0]);
+  if (backend == "interpreter") return RunInterpreted(args[0]);
+  return absl::InvalidArgumentError(
+      absl::StrCat("run: unknown --backend '", backend, "' (available: interpreter, compiled)"));
 }
 
 }  // namespace
@@ -227,14 +402,19 @@ Command RunCommand() {
   command.name = "run";
   command.summary = "Run an ONNX model: import, -O2, execute; print outputs and times.";
   command.usage =
-      "MODEL.onnx [--inputs DIR] [--backend interpreter|compiled] [--iterations N] [--warmup W]";
+      "MODEL.onnx [--inputs DIR] [--backend interpreter|compiled] [--iterations N] [--warmup W]\n"
+      "           [--rtol R] [--atol A] [--max_memory SIZE] [--trace FILE] [--json]";
   command.details =
       "Inputs come from DIR/input_K.pb (backend-test layout) or, without --inputs,\n"
-      "are generated deterministically from the model's static input shapes.\n"
-      "--backend=compiled compiles for the CPU (lowering, fusion, generated C++), times\n"
-      "--iterations calls after --warmup ones (median, min, max) and, with --check,\n"
-      "compares the outputs with the interpreter's.";
-  command.flags = {"inputs", "backend", "pipeline", "iterations", "warmup", "check"};
+      "are generated deterministically from the model's static input shapes (refused\n"
+      "when larger than --max_memory). When DIR also holds output_K.pb files, the\n"
+      "outputs are compared with them. --backend=compiled compiles for the CPU\n"
+      "(lowering, fusion, generated C++), times --iterations calls after --warmup ones\n"
+      "(median, min, max) and, with --check, compares the outputs with the\n"
+      "interpreter's. Comparisons use |actual - expected| <= atol + rtol*|expected|\n"
+      "(NaN matches only NaN); any mismatch exits 1.";
+  command.flags = {"inputs",  "backend", "pipeline",   "iterations", "warmup", "check",
+                   "rtol",    "atol",    "max_memory", "trace",      "json"};
   command.run = RunRun;
   return command;
 }
