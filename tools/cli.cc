@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -193,7 +194,17 @@ int RunCli(absl::Span<const Command> commands, int argc, char** argv) {
       return kExitUsageError;
     }
   }
-  const absl::Status status = command->run(positional);
+  absl::Status status;
+  try {
+    status = command->run(positional);
+  } catch (const std::bad_alloc&) {
+    // A backstop: inputs and compiled programs are checked against
+    // --max_memory before they allocate, but an interpreted model can still
+    // build a huge intermediate tensor.
+    status = absl::ResourceExhaustedError(absl::StrCat(
+        command->name, ": out of memory (an allocation failed; a tensor of the model is "
+        "larger than this machine can hold)"));
+  }
   if (!status.ok()) ReportError(status.message());
   return ExitCodeOf(status);
 }

@@ -55,6 +55,7 @@ class Stages {
     return WriteFileAtomically(absl::StrCat(options_.dump_dir, "/", name), contents);
   }
   void Starting(CompileStage stage) {
+    if (stage > options_.stop_after) return;
     progress_.Update(static_cast<int>(stage), CompileStageName(stage));
   }
   void Trace(absl::string_view name, absl::string_view category, Clock::time_point start,
@@ -132,8 +133,11 @@ absl::StatusOr<StagedCompile> RunStagedCompile(const StagedCompileOptions& optio
   if (options.stop_after >= CompileStage::kSource) compile.max_peak_bytes = options.max_peak_bytes;
   Clock::time_point device_compile_start;
   compile.on_stage = [&](const char* stage, Clock::time_point begin, Clock::time_point end) {
-    if (absl::string_view(stage) == "device compile") device_compile_start = begin;
-    if (absl::string_view(stage) == "memory planning") stages.Starting(CompileStage::kSource);
+    const absl::string_view name = stage;
+    if (name == "device compile") device_compile_start = begin;
+    // What runs next, for the progress line.
+    if (name == "scheduling") stages.Starting(CompileStage::kWrapper);
+    if (name == "memory planning" && !compile.generate_only) stages.Starting(CompileStage::kProgram);
     stages.Trace(stage, "stage", begin, end);
   };
   ASSIGN_OR_RETURN(out.compiled, driver::CompileGraph(*out.model.graph, compile));
