@@ -211,7 +211,8 @@ struct LoopGraph {
 
   const Buffer* Find(absl::string_view name) const;
   Buffer* FindMutable(absl::string_view name);
-  // Readable dump (one buffer per line), for tests and `kiln lower`.
+  // Readable dump (one buffer per line), for tests and `kiln compile
+  // --compile-to=loops`.
   std::string ToString() const;
 };
 

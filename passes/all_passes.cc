@@ -13,19 +13,10 @@
 #include "passes/shape_propagation.h"
 #include "support/status.h"
 
-// One include and one line per pass library, e.g.
-//   #include "passes/dead_code_elimination.h"
-//   RETURN_IF_ERROR(RegisterDcePass(registry));
-// Planned canonical names and aliases (the -O presets use the canonical
-// names, so keep them):
-//   dead_code_elimination            dce
-//   common_subexpression_elimination cse
-//   constant_propagation             constprop
-//   constant_pooling                 pool
-//   peephole
-//   canonicalize
-//   decompose
-//   shape_propagation                shape_prop
+// A new pass library adds its include and one Register*Pass line below.
+// Each registers its canonical name and aliases itself (`kiln opt
+// --list-passes` shows them); the -O presets (pipeline_spec.cc) name passes
+// by canonical name, so renaming one means changing the presets too.
 
 namespace kiln::passes {
 

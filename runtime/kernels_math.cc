@@ -315,7 +315,10 @@ absl::StatusOr<Broadcast> BroadcastAll(absl::string_view op, absl::Span<const Te
 
 int BitWidth(DType t) { return static_cast<int>(DTypeSize(t)) * 8; }
 
-// Floor-mod with the divisor's sign (Python's %).
+// torch.remainder on floats, as ATen computes it: fmod, moved into the
+// divisor's sign when the two differ. Python's % except that x % 0 is NaN
+// (not an error) and a zero result keeps the dividend's sign (-0.0 % 5 is
+// -0.0).
 double PyMod(double a, double b) {
   double r = std::fmod(a, b);
   if (r != 0 && ((r < 0) != (b < 0))) r += b;

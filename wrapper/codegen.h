@@ -1,7 +1,9 @@
 // From a schedule to wrapper lines, and the device-backend hooks that fill in
 // kernel bodies and turn the lines into something that runs. Core code
-// reaches a device only through WrapperBackendRegistry; backends/cpu registers
-// "cpu" at start-up (see backends/cpu/README.md).
+// reaches a device only through the codegen registry below
+// (RegisterDeviceCodegen / CreateDeviceCodegen); a binary registers its
+// devices at start-up (backends::RegisterBuiltinBackends(), or one
+// backend's Register*Backend(): see backends/cpu/README.md).
 #ifndef KILN_WRAPPER_CODEGEN_H_
 #define KILN_WRAPPER_CODEGEN_H_
 

@@ -1,4 +1,5 @@
-// WrapperProgram <-> wrapper.proto (the `--emit=wrapper` stage boundary).
+// WrapperProgram <-> wrapper.proto (the wrapper stage boundary: `kiln compile`
+// writes DIR/wrapper.pb, and --compile-to=wrapper stops there).
 //
 // The loaders treat their input as untrusted: dtypes, ranks, sizes, byte
 // counts, nesting depth and every name are checked, the result must pass
