@@ -15,3 +15,21 @@ ABSL_FLAG(std::string, dump_dir, "",
 ABSL_FLAG(std::string, device, "cpu",
           "Device to compile for: cpu; conformance also cuda (on a machine with an NVIDIA GPU "
           "and its driver)");
+// An element matches when |actual - expected| <= atol + rtol * |expected|
+// (ONNX's backend-test runner's rule and defaults).
+ABSL_FLAG(double, rtol, 1e-3, "Relative tolerance of output comparisons");
+ABSL_FLAG(double, atol, 1e-7,
+          "Absolute tolerance of output comparisons (real models: 1e-5, see issue 12)");
+
+namespace kiln::tools {
+
+absl::StatusOr<testing::Tolerance> ToleranceFromFlags() {
+  const testing::Tolerance tolerance{absl::GetFlag(FLAGS_rtol), absl::GetFlag(FLAGS_atol)};
+  // Written so that NaN is refused too.
+  if (!(tolerance.rtol >= 0) || !(tolerance.atol >= 0)) {
+    return absl::InvalidArgumentError("--rtol and --atol must be non-negative numbers");
+  }
+  return tolerance;
+}
+
+}  // namespace kiln::tools

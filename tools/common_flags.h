@@ -6,6 +6,8 @@
 #include <string>
 
 #include "absl/flags/declare.h"
+#include "absl/status/statusor.h"
+#include "testing/output_compare.h"
 
 // Input graph format: text, pb or pbtxt; empty = by file extension.
 ABSL_DECLARE_FLAG(std::string, format);
@@ -18,5 +20,15 @@ ABSL_DECLARE_FLAG(bool, json);
 ABSL_DECLARE_FLAG(std::string, dump_dir);
 // The device to compile for (compile, conformance).
 ABSL_DECLARE_FLAG(std::string, device);
+// Tolerances of output comparisons (run, conformance).
+ABSL_DECLARE_FLAG(double, rtol);
+ABSL_DECLARE_FLAG(double, atol);
+
+namespace kiln::tools {
+
+// --rtol and --atol; InvalidArgument unless both are non-negative numbers.
+absl::StatusOr<testing::Tolerance> ToleranceFromFlags();
+
+}  // namespace kiln::tools
 
 #endif  // KILN_TOOLS_COMMON_FLAGS_H_

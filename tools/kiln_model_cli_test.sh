@@ -22,6 +22,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/cli_test_lib.sh"
 # Compiled programs go to a private cache.
 export KILN_CACHE_DIR="$TMP/cache"
 SQUEEZENET="$MODELS/squeezenet1_1"
+add_one="$FIXTURES/tolerance/test_add_one"
 
 # expect_no_control_bytes FILE DESCRIPTION: no ESC, BEL or C1 CSI in FILE.
 expect_no_control_bytes() {
@@ -47,7 +48,10 @@ run conformance --root "$FIXTURES/tolerance" --rtol 0.01
 expect_status 0 "conformance --rtol 0.01"
 run conformance --root "$FIXTURES/tolerance" --atol=-1
 expect_status 2 "conformance --atol=-1"
-expect_one_error_line "conformance --atol=-1" "non-negative"
+expect_one_error_line "conformance --atol=-1" "--rtol and --atol must be non-negative"
+run run "$add_one/model.onnx" --rtol=-0.5
+expect_status 2 "run --rtol=-0.5"
+expect_one_error_line "run --rtol=-0.5" "--rtol and --atol must be non-negative"
 
 # ---------------------------------------------------------------------------
 # CI traps.
@@ -62,7 +66,6 @@ expect_one_error_line "conformance --device tpu" "'tpu'.*registered: .*cpu"
 [[ ! -s "$TMP/out" ]] && pass || fail "conformance --device tpu ran tests: $(head -3 "$TMP/out")"
 
 # run --inputs DIR compares with DIR/output_K.pb: exit 1 on a mismatch.
-add_one="$FIXTURES/tolerance/test_add_one"
 for backend in interpreter compiled; do
   run run "$add_one/model.onnx" --inputs "$add_one/test_data_set_0" --backend $backend
   expect_status 1 "run --backend $backend against a wrong output_0.pb"

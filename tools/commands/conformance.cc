@@ -19,11 +19,6 @@ ABSL_FLAG(std::string, filter, "", "Regex: run only the tests whose name matches
 ABSL_FLAG(std::string, backend, "interpreter", "Execution backend: interpreter or compiled");
 ABSL_FLAG(std::string, report, "", "Write the per-test report (PASS/FAIL with reasons) here");
 ABSL_FLAG(std::string, pipeline, "-O2", "Passes run before execution (preset or pipeline)");
-// Shared with `kiln run`'s comparisons: an element matches when
-// |actual - expected| <= atol + rtol * |expected| (ONNX's runner's rule).
-ABSL_FLAG(double, rtol, 1e-3, "Relative tolerance of output comparisons");
-ABSL_FLAG(double, atol, 1e-7,
-          "Absolute tolerance of output comparisons (real models: 1e-5, see issue 12)");
 
 namespace kiln::tools {
 namespace {
@@ -69,11 +64,9 @@ absl::Status RunConformanceCommand(const std::vector<std::string>& args) {
   options.backend = absl::GetFlag(FLAGS_backend);
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
   options.device = absl::GetFlag(FLAGS_device);
-  options.rtol = absl::GetFlag(FLAGS_rtol);
-  options.atol = absl::GetFlag(FLAGS_atol);
-  if (!(options.rtol >= 0) || !(options.atol >= 0)) {
-    return absl::InvalidArgumentError("conformance: --rtol and --atol must be non-negative numbers");
-  }
+  ASSIGN_OR_RETURN(const testing::Tolerance tolerance, ToleranceFromFlags());
+  options.rtol = tolerance.rtol;
+  options.atol = tolerance.atol;
   const bool json = absl::GetFlag(FLAGS_json);
   std::optional<Progress> progress;
   options.on_test_start = [&progress](int index, int total, const std::string& name) {

@@ -39,8 +39,6 @@ ABSL_FLAG(bool, check, true,
           "Compiled backend: also run the interpreter and compare (exit 1 when they differ)");
 ABSL_DECLARE_FLAG(std::string, backend);
 ABSL_DECLARE_FLAG(std::string, pipeline);
-ABSL_DECLARE_FLAG(double, rtol);
-ABSL_DECLARE_FLAG(double, atol);
 ABSL_DECLARE_FLAG(std::string, trace);
 
 namespace kiln::tools {
@@ -143,18 +141,15 @@ struct Check {
   }
 };
 
-testing::Tolerance ToleranceFromFlags() {
-  return {absl::GetFlag(FLAGS_rtol), absl::GetFlag(FLAGS_atol)};
-}
-
-Check CompareWithInterpreter(const std::vector<IValue>& outs, const std::vector<IValue>& want) {
+Check CompareWithInterpreter(const std::vector<IValue>& outs, const std::vector<IValue>& want,
+                             const testing::Tolerance& tolerance) {
   Check check{"the interpreter", {}};
   for (size_t k = 0; k < outs.size() || k < want.size(); ++k) {
     Check::Output o{k, "interpreter", ""};
     if (k >= outs.size() || k >= want.size()) {
       o.difference = absl::StrCat(outs.size(), " outputs, the interpreter gave ", want.size());
     } else {
-      o.difference = testing::CompareValues(outs[k], want[k], ToleranceFromFlags());
+      o.difference = testing::CompareValues(outs[k], want[k], tolerance);
     }
     check.outputs.push_back(std::move(o));
   }
@@ -163,7 +158,8 @@ Check CompareWithInterpreter(const std::vector<IValue>& outs, const std::vector<
 
 // Against DIR/output_K.pb, for each K that exists; nullopt when none does.
 absl::StatusOr<std::optional<Check>> CompareWithExpectedFiles(const onnx::ModelProto& model,
-                                                              const std::vector<IValue>& outs) {
+                                                              const std::vector<IValue>& outs,
+                                                              const testing::Tolerance& tolerance) {
   const std::string dir = InputsDir();
   if (dir.empty()) return std::nullopt;
   Check check{absl::StrCat(dir, "/output_K.pb"), {}};
@@ -176,7 +172,7 @@ absl::StatusOr<std::optional<Check>> CompareWithExpectedFiles(const onnx::ModelP
                                       : nullptr;
     ASSIGN_OR_RETURN(IValue expected, testing::ReadTestValue(path, type));
     check.outputs.push_back(
-        {k, path, testing::CompareValues(outs[k], expected, ToleranceFromFlags())});
+        {k, path, testing::CompareValues(outs[k], expected, tolerance)});
   }
   // An expected output the model does not produce.
   const std::string extra = absl::StrCat(dir, "/output_", outs.size(), ".pb");
@@ -202,9 +198,9 @@ struct RunReport {
 };
 
 absl::Status Finish(const std::string& model_arg, const onnx::ModelProto& model,
-                    RunReport report) {
-  const testing::Tolerance tolerance = ToleranceFromFlags();
-  ASSIGN_OR_RETURN(std::optional<Check> expected, CompareWithExpectedFiles(model, report.outputs));
+                    const testing::Tolerance& tolerance, RunReport report) {
+  ASSIGN_OR_RETURN(std::optional<Check> expected,
+                   CompareWithExpectedFiles(model, report.outputs, tolerance));
   if (expected.has_value()) report.checks.insert(report.checks.begin(), *std::move(expected));
   std::sort(report.run_ms.begin(), report.run_ms.end());
 
@@ -278,7 +274,7 @@ absl::Status Finish(const std::string& model_arg, const onnx::ModelProto& model,
   return absl::OkStatus();
 }
 
-absl::Status RunCompiled(const std::string& model_arg) {
+absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance& tolerance) {
   StagedCompileOptions options;
   options.model_path = ResolveUserPath(model_arg);
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
@@ -354,13 +350,13 @@ absl::Status RunCompiled(const std::string& model_arg) {
       return absl::Status(want.status().code(),
                           absl::StrCat(model_arg, ": the interpreter: ", want.status().message()));
     }
-    report.checks.push_back(CompareWithInterpreter(report.outputs, *want));
+    report.checks.push_back(CompareWithInterpreter(report.outputs, *want, tolerance));
   }
   if (!trace_path.empty()) RETURN_IF_ERROR(trace.WriteTo(trace_path));
-  return Finish(model_arg, model, std::move(report));
+  return Finish(model_arg, model, tolerance, std::move(report));
 }
 
-absl::Status RunInterpreted(const std::string& model_arg) {
+absl::Status RunInterpreted(const std::string& model_arg, const testing::Tolerance& tolerance) {
   ASSIGN_OR_RETURN(driver::ImportedModel imported,
                    driver::ImportModelFile(ResolveUserPath(model_arg)));
   RunReport report;
@@ -380,7 +376,7 @@ absl::Status RunInterpreted(const std::string& model_arg) {
   report.run_ms.push_back(Ms(start, Clock::now()));
   report.outputs = *std::move(outs);
   report.nodes_executed = interp.stats().nodes_executed;
-  return Finish(model_arg, model, std::move(report));
+  return Finish(model_arg, model, tolerance, std::move(report));
 }
 
 absl::Status RunRun(const std::vector<std::string>& args) {
@@ -389,8 +385,9 @@ absl::Status RunRun(const std::vector<std::string>& args) {
   if (!absl::GetFlag(FLAGS_trace).empty() && backend != "compiled") {
     return absl::InvalidArgumentError("run: --trace needs --backend compiled");
   }
-  if (backend == "compiled") return RunCompiled(args[0]);
-  if (backend == "interpreter") return RunInterpreted(args[0]);
+  ASSIGN_OR_RETURN(const testing::Tolerance tolerance, ToleranceFromFlags());
+  if (backend == "compiled") return RunCompiled(args[0], tolerance);
+  if (backend == "interpreter") return RunInterpreted(args[0], tolerance);
   return absl::InvalidArgumentError(
       absl::StrCat("run: unknown --backend '", backend, "' (available: interpreter, compiled)"));
 }
