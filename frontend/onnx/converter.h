@@ -140,6 +140,9 @@ class ConverterRegistry {
   const ConverterFn* Find(absl::string_view domain, absl::string_view op_type,
                           int64_t opset) const;
   bool Knows(absl::string_view domain, absl::string_view op_type) const;
+  // The newest since_version of any converter of `domain` (0: none): the
+  // newest opset a converter was written for.
+  int64_t NewestOpset(absl::string_view domain) const;
   // Every (domain, op type) registered, sorted.
   std::vector<std::pair<std::string, std::string>> OpTypes() const;
 

@@ -34,6 +34,17 @@ bool ConverterRegistry::Knows(absl::string_view domain, absl::string_view op_typ
   return table_.contains(std::make_pair(CanonicalDomain(domain), std::string(op_type)));
 }
 
+int64_t ConverterRegistry::NewestOpset(absl::string_view domain) const {
+  const std::string canonical = CanonicalDomain(domain);
+  int64_t newest = 0;
+  for (const auto& [key, versions] : table_) {
+    if (key.first == canonical && !versions.empty()) {
+      newest = std::max(newest, versions.rbegin()->first);
+    }
+  }
+  return newest;
+}
+
 std::vector<std::pair<std::string, std::string>> ConverterRegistry::OpTypes() const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [key, versions] : table_) out.push_back(key);

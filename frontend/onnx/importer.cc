@@ -1,5 +1,6 @@
 #include "frontend/onnx/importer.h"
 
+#include <algorithm>
 #include <exception>
 #include <utility>
 
@@ -319,15 +320,20 @@ absl::StatusOr<std::vector<Value*>> Importer::ConvertGraph(const onnx::GraphProt
 void Importer::AddValueInfo(const onnx::GraphProto& g) { CollectValueInfo(g, 0); }
 
 absl::Status Importer::ImportMain(const onnx::ModelProto& model) {
-  // The opsets ONNX itself defines (this libonnx's schemas): a model that
-  // claims a newer one was written for operators kiln cannot know.
-  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  // The newest opset kiln knows of a domain: the newer of this libonnx's
+  // schemas and kiln's own converters. A model that claims a newer one was
+  // written for operators kiln cannot know (their semantics may have
+  // changed); domains neither knows are left to the converters.
+  const auto& schemas = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
-    auto range = known.find(CanonicalDomain(o.domain()));
-    if (range != known.end() && o.version() > range->second.second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the model imports opset ", o.version(), " of domain ", DomainName(o.domain()),
-          "; kiln knows opsets up to ", range->second.second));
+    const std::string domain = CanonicalDomain(o.domain());
+    auto range = schemas.find(domain);
+    const int64_t newest = std::max<int64_t>(range != schemas.end() ? range->second.second : 0,
+                                             converters_->NewestOpset(domain));
+    if (newest > 0 && o.version() > newest) {
+      return absl::InvalidArgumentError(absl::StrCat("the model imports opset ", o.version(),
+                                                     " of domain ", DomainName(o.domain()),
+                                                     "; kiln knows opsets up to ", newest));
     }
     if (o.version() < 1) {
       return absl::InvalidArgumentError(absl::StrCat("the model imports opset ", o.version(),

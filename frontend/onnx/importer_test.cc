@@ -81,13 +81,26 @@ TEST(ImporterTest, NodeNamesBecomePrintableScopes) {
   EXPECT_EQ(first->scope(), "/enc/Neg__[2J__1_");
 }
 
-TEST(ImporterTest, OpsetsNewerThanOnnxAreErrors) {
-  const ConverterRegistry r = NegOnly();
+TEST(ImporterTest, OpsetsNewerThanKilnKnowsAreErrors) {
+  ConverterRegistry r = NegOnly();
   auto g = Import(TinyModel(/*opset=*/99), r);
   ASSERT_FALSE(g.ok());
   EXPECT_TRUE(absl::StrContains(g.status().message(),
                                 "imports opset 99 of domain ai.onnx; kiln knows opsets up to "))
       << g.status();
+  // A converter written for opset 30 makes kiln know opsets up to 30 (past
+  // what libonnx's schemas know).
+  r.Add("Neg", 30, [](ConvertContext& c) -> absl::Status {
+    ASSIGN_OR_RETURN(ir::Value * x, c.RequiredInput(0));
+    ASSIGN_OR_RETURN(ir::Value * y, c.b().Op("aten::neg", {x}));
+    return c.SetOutput(0, y);
+  });
+  EXPECT_EQ(r.NewestOpset("ai.onnx"), 30);
+  g = Import(TinyModel(/*opset=*/30), r);
+  EXPECT_TRUE(g.ok()) << g.status();
+  g = Import(TinyModel(/*opset=*/31), r);
+  ASSERT_FALSE(g.ok());
+  EXPECT_TRUE(absl::StrContains(g.status().message(), "kiln knows opsets up to 30")) << g.status();
 }
 
 TEST(ImporterTest, LoadModelFileNamesThePathAndTheReason) {
