@@ -123,6 +123,22 @@ cc_library(
     linkopts = ["-lopenblas", "-pthread"],
 )
 
+# ---- libzip 1.7 (reading .pt2 archives) and zlib (their CRC-32) ----
+cc_library(
+    name = "libzip",
+    linkopts = ["-lzip"],
+)
+
+cc_library(
+    name = "zlib",
+    linkopts = ["-lz"],
+)
+
+# ---- nlohmann-json 3.11 (header-only) ----
+cc_library(
+    name = "nlohmann_json",
+)
+
 # ---- libc bits ----
 cc_library(
     name = "dl",
