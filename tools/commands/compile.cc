@@ -66,7 +66,7 @@ std::string Report(const driver::CompiledGraph& c, double import_ms, double pass
 }
 
 int RunCompile(const std::vector<std::string>& args) {
-  if (!ExpectArgCount(args, 1, "compile", "one ONNX model file")) return kExitUsageError;
+  if (!ExpectArgCount(args, 1, "compile", "one model file (.onnx or .pt2)")) return kExitUsageError;
   const std::string out_dir = absl::GetFlag(FLAGS_o);
   if (out_dir.empty()) return ReportError("compile: missing -o DIR");
   const std::string device = absl::GetFlag(FLAGS_device);
@@ -131,13 +131,15 @@ int RunCompile(const std::vector<std::string>& args) {
 Command CompileCommand() {
   Command command;
   command.name = "compile";
-  command.summary = "Compile an ONNX model: generated C++, Python wrapper, Wrapper IR proto, report.";
-  command.usage = "MODEL.onnx --device=cpu -o DIR [--pipeline -O2]";
+  command.summary =
+      "Compile a model (ONNX or .pt2): generated C++, Python wrapper, Wrapper IR proto, report.";
+  command.usage = "MODEL.onnx|MODEL.pt2 --device=cpu -o DIR [--pipeline -O2]";
   command.details =
       "Writes DIR/program.cpp (kernels + C++ wrapper), DIR/wrapper.py (Inductor-style\n"
       "output code, runnable under PyTorch 2.x; its large constants are raw files in\n"
       "DIR/constants/), DIR/wrapper.pb (the Wrapper IR lines) and DIR/report.md (kernels,\n"
-      "fusion groups, planned memory, time per stage).";
+      "fusion groups, planned memory, time per stage). A .pt2 program with symbolic sizes\n"
+      "is compiled at the sizes torch traced it with.";
   command.flags = {"device", "o", "pipeline"};
   command.run = RunCompile;
   return command;

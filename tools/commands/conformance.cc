@@ -13,6 +13,8 @@ ABSL_FLAG(std::string, filter, "", "Regex: run only the tests whose name matches
 ABSL_FLAG(std::string, backend, "interpreter", "Execution backend: interpreter or compiled");
 ABSL_FLAG(std::string, report, "", "Write the per-test report (PASS/FAIL with reasons) here");
 ABSL_FLAG(std::string, pipeline, "-O2", "Passes run before execution (preset or pipeline)");
+ABSL_FLAG(double, rtol, 1e-3, "Relative tolerance: |actual - expected| <= atol + rtol * |expected|");
+ABSL_FLAG(double, atol, 1e-7, "Absolute tolerance (see --rtol)");
 // Shared with `kiln compile` (defined in compile.cc): the compiled backend's
 // device, a registered codegen (cpu; cuda where the binary registered it).
 ABSL_DECLARE_FLAG(std::string, device);
@@ -29,6 +31,8 @@ int RunConformanceCommand(const std::vector<std::string>& args) {
   options.backend = absl::GetFlag(FLAGS_backend);
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
   options.device = absl::GetFlag(FLAGS_device);
+  options.rtol = absl::GetFlag(FLAGS_rtol);
+  options.atol = absl::GetFlag(FLAGS_atol);
   absl::StatusOr<testing::ConformanceSummary> summary = testing::RunConformance(options);
   if (!summary.ok()) return ReportError(summary.status());
   const std::string report = summary->Report();
@@ -49,13 +53,17 @@ int RunConformanceCommand(const std::vector<std::string>& args) {
 Command ConformanceCommand() {
   Command command;
   command.name = "conformance";
-  command.summary = "Run ONNX backend tests: import, -O2, execute, compare.";
-  command.usage = "--root DIR [--filter REGEX] [--backend interpreter|compiled] [--device cpu|cuda] [--report FILE]";
+  command.summary = "Run backend tests (ONNX or .pt2 models): import, -O2, execute, compare.";
+  command.usage =
+      "--root DIR [--filter REGEX] [--backend interpreter|compiled] [--device cpu|cuda] "
+      "[--rtol R --atol A] [--report FILE]";
   command.details =
-      "Compares every output with rtol 1e-3, atol 1e-7 (ONNX's runner's tolerance).\n"
+      "A test is DIR/<test>/model.onnx, or each DIR/<test>/<name>.pt2, with\n"
+      "<test>/test_data_set_N/{input,output}_K.pb. Compares every output with rtol 1e-3,\n"
+      "atol 1e-7 by default (ONNX's runner's tolerance).\n"
       "Prints each failure with its reason and 'N passed, M failed'; exits 1 when\n"
       "any test fails. Random-output tests are checked by shape, dtype and range.";
-  command.flags = {"root", "filter", "backend", "device", "report", "pipeline"};
+  command.flags = {"root", "filter", "backend", "device", "report", "pipeline", "rtol", "atol"};
   command.run = RunConformanceCommand;
   return command;
 }

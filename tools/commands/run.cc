@@ -38,8 +38,33 @@ double Ms(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// A deterministic input for a model input with a static shape: floats in
-// [-1, 1) from a fixed linear congruential sequence, integers 0, bools false.
+// A deterministic input tensor: floats in [-1, 1) from a fixed linear
+// congruential sequence, integers 0, bools false.
+absl::StatusOr<IValue> GeneratedTensor(const std::string& name, DType dtype,
+                                       const std::vector<int64_t>& sizes) {
+  Tensor t;
+  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) {
+    t = Tensor::Empty(dtype, sizes);
+    uint64_t state = 0x2545F4914F6CDD1DULL;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      const double v = static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53) * 2 - 1;
+      if (t.dtype() == DType::kFloat32) {
+        t.data<float>()[i] = static_cast<float>(v);
+      } else {
+        t.data<double>()[i] = v;
+      }
+    }
+  } else if (dtype == DType::kInt64 || dtype == DType::kInt32 || dtype == DType::kBool) {
+    t = Tensor::Empty(dtype, sizes);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", name, "': no generator for this element type; pass --inputs DIR"));
+  }
+  return IValue::FromTensor(std::move(t));
+}
+
+// A generated input for an ONNX model input with a static shape.
 absl::StatusOr<IValue> GeneratedInput(const onnx::ValueInfoProto& in) {
   if (!in.type().has_tensor_type()) {
     return absl::InvalidArgumentError(
@@ -54,30 +79,13 @@ absl::StatusOr<IValue> GeneratedInput(const onnx::ValueInfoProto& in) {
     sizes.push_back(d.dim_value());
   }
   const int32_t et = in.type().tensor_type().elem_type();
-  Tensor t;
-  if (et == onnx::TensorProto::FLOAT || et == onnx::TensorProto::DOUBLE) {
-    t = Tensor::Empty(et == onnx::TensorProto::FLOAT ? DType::kFloat32 : DType::kFloat64, sizes);
-    uint64_t state = 0x2545F4914F6CDD1DULL;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-      const double v = static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53) * 2 - 1;
-      if (t.dtype() == DType::kFloat32) {
-        t.data<float>()[i] = static_cast<float>(v);
-      } else {
-        t.data<double>()[i] = v;
-      }
-    }
-  } else if (et == onnx::TensorProto::INT64) {
-    t = Tensor::Empty(DType::kInt64, sizes);
-  } else if (et == onnx::TensorProto::INT32) {
-    t = Tensor::Empty(DType::kInt32, sizes);
-  } else if (et == onnx::TensorProto::BOOL) {
-    t = Tensor::Empty(DType::kBool, sizes);
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input '", in.name(), "': no generator for this element type; pass --inputs DIR"));
-  }
-  return IValue::FromTensor(std::move(t));
+  const DType dtype = et == onnx::TensorProto::FLOAT    ? DType::kFloat32
+                      : et == onnx::TensorProto::DOUBLE ? DType::kFloat64
+                      : et == onnx::TensorProto::INT64  ? DType::kInt64
+                      : et == onnx::TensorProto::INT32  ? DType::kInt32
+                      : et == onnx::TensorProto::BOOL   ? DType::kBool
+                                                        : DType::kUInt8;
+  return GeneratedTensor(in.name(), dtype, sizes);
 }
 
 std::string Summary(const IValue& v) {
@@ -104,7 +112,39 @@ std::string Summary(const IValue& v) {
   return s;
 }
 
-absl::StatusOr<std::vector<IValue>> ModelInputs(const onnx::ModelProto& model) {
+// A .pt2 program's inputs: DIR/input_K.pb, or generated at the shapes torch
+// traced it with; checked against its symbolic sizes.
+absl::StatusOr<std::vector<IValue>> Pt2Inputs(const frontend::pt2::Signature& sig) {
+  std::vector<IValue> inputs;
+  const std::string dir = absl::GetFlag(FLAGS_inputs);
+  if (!dir.empty()) {
+    for (size_t k = 0; k < sig.inputs.size(); ++k) {
+      absl::StatusOr<IValue> v =
+          testing::ReadTestValue(absl::StrCat(ResolveUserPath(dir), "/input_", k, ".pb"), nullptr);
+      if (!v.ok()) return v.status();
+      inputs.push_back(*std::move(v));
+    }
+  } else {
+    absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = sig.ExampleShapes();
+    if (!shapes.ok()) return shapes.status();
+    for (size_t k = 0; k < sig.inputs.size(); ++k) {
+      if (!sig.inputs[k].is_tensor) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", sig.inputs[k].name, "' is an int: pass --inputs DIR"));
+      }
+      absl::StatusOr<IValue> v = GeneratedTensor(sig.inputs[k].name, sig.inputs[k].dtype, (*shapes)[k]);
+      if (!v.ok()) return v.status();
+      inputs.push_back(*std::move(v));
+    }
+  }
+  const absl::Status checked = sig.CheckInputs(inputs);
+  if (!checked.ok()) return checked;
+  return inputs;
+}
+
+absl::StatusOr<std::vector<IValue>> ModelInputs(const driver::ImportedModel& m) {
+  if (m.pt2) return Pt2Inputs(*m.pt2);
+  const onnx::ModelProto& model = *m.onnx;
   const auto runtime_inputs = frontend::onnx_import::RuntimeInputs(model);
   std::vector<IValue> inputs;
   const std::string dir = absl::GetFlag(FLAGS_inputs);
@@ -119,10 +159,14 @@ absl::StatusOr<std::vector<IValue>> ModelInputs(const onnx::ModelProto& model) {
   return inputs;
 }
 
-void PrintOutputs(const onnx::ModelProto& model, const std::vector<IValue>& outs) {
+void PrintOutputs(const driver::ImportedModel& m, const std::vector<IValue>& outs) {
   for (size_t k = 0; k < outs.size(); ++k) {
-    const std::string name =
-        k < static_cast<size_t>(model.graph().output_size()) ? model.graph().output(k).name() : "";
+    std::string name;
+    if (m.pt2) {
+      if (k < m.pt2->outputs.size()) name = m.pt2->outputs[k];
+    } else if (k < static_cast<size_t>(m.onnx->graph().output_size())) {
+      name = m.onnx->graph().output(k).name();
+    }
     std::printf("output %zu '%s': %s\n", k, name.c_str(), Summary(outs[k]).c_str());
   }
 }
@@ -130,11 +174,14 @@ void PrintOutputs(const onnx::ModelProto& model, const std::vector<IValue>& outs
 int RunCompiled(const std::string& path) {
   driver::ModelCompileOptions options;
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
-  absl::StatusOr<driver::CompiledModel> m = driver::CompileModelFile(path, options);
-  if (!m.ok()) return ReportError(m.status());
-  const onnx::ModelProto& model = *m->model.onnx;
-  absl::StatusOr<std::vector<IValue>> inputs = ModelInputs(model);
+  // Inputs first: a model with dynamic shapes compiles at theirs.
+  absl::StatusOr<driver::ImportedModel> imported = driver::ImportModelFile(path);
+  if (!imported.ok()) return ReportError(imported.status());
+  absl::StatusOr<std::vector<IValue>> inputs = ModelInputs(*imported);
   if (!inputs.ok()) return ReportError(inputs.status());
+  absl::StatusOr<driver::CompiledModel> m =
+      driver::CompileImportedModel(*std::move(imported), options, &*inputs);
+  if (!m.ok()) return ReportError(m.status());
   std::vector<Tensor> tensors;
   for (const IValue& v : *inputs) {
     if (!v.isTensor()) return ReportError("run: the compiled backend takes tensor inputs only");
@@ -157,7 +204,7 @@ int RunCompiled(const std::string& path) {
   }
   std::vector<IValue> values;
   for (Tensor& t : outs) values.push_back(IValue::FromTensor(t));
-  PrintOutputs(model, values);
+  PrintOutputs(m->model, values);
   std::sort(ms.begin(), ms.end());
   const driver::CompileTimes& ct = m->compiled.times;
   std::printf("import %.1f ms, passes %.1f ms, lower+fuse+wrapper+plan %.1f ms, C++ compile %.1f ms\n",
@@ -169,9 +216,9 @@ int RunCompiled(const std::string& path) {
               ms[ms.size() / 2], ms.front(), ms.back(), iterations);
   if (absl::GetFlag(FLAGS_check)) {
     // The graph was compiled in place; the interpreter runs a fresh import.
-    absl::StatusOr<std::unique_ptr<ir::Graph>> g = frontend::onnx_import::ImportModel(model);
-    if (!g.ok()) return ReportError(g.status());
-    absl::StatusOr<std::vector<IValue>> want = runtime::RunGraph(**g, *inputs);
+    absl::StatusOr<driver::ImportedModel> fresh = driver::ImportModelFile(path);
+    if (!fresh.ok()) return ReportError(fresh.status());
+    absl::StatusOr<std::vector<IValue>> want = runtime::RunGraph(*fresh->graph, *inputs);
     if (!want.ok()) return ReportError(want.status());
     double worst = 0;
     for (size_t k = 0; k < want->size() && k < values.size(); ++k) {
@@ -190,7 +237,7 @@ int RunCompiled(const std::string& path) {
 }
 
 int RunRun(const std::vector<std::string>& args) {
-  if (!ExpectArgCount(args, 1, "run", "one ONNX model file")) return kExitUsageError;
+  if (!ExpectArgCount(args, 1, "run", "one model file (.onnx or .pt2)")) return kExitUsageError;
   const std::string backend = absl::GetFlag(FLAGS_backend);
   if (backend == "compiled") return RunCompiled(ResolveUserPath(args[0]));
   if (backend != "interpreter") {
@@ -203,8 +250,7 @@ int RunRun(const std::vector<std::string>& args) {
   const absl::Status optimized =
       driver::RunPipeline(*imported->graph, absl::GetFlag(FLAGS_pipeline), &passes_ms);
   if (!optimized.ok()) return ReportError(optimized);
-  const onnx::ModelProto& model = *imported->onnx;
-  absl::StatusOr<std::vector<IValue>> inputs = ModelInputs(model);
+  absl::StatusOr<std::vector<IValue>> inputs = ModelInputs(*imported);
   if (!inputs.ok()) return ReportError(inputs.status());
   runtime::Interpreter interp(*imported->graph);
   const absl::Status prepared = interp.Prepare();
@@ -213,7 +259,7 @@ int RunRun(const std::vector<std::string>& args) {
   absl::StatusOr<std::vector<IValue>> outs = interp.Run(*inputs);
   if (!outs.ok()) return ReportError(outs.status());
   const auto t4 = Clock::now();
-  PrintOutputs(model, *outs);
+  PrintOutputs(*imported, *outs);
   std::printf("import %.1f ms, passes %.1f ms, run %.1f ms (%lld nodes executed, interpreter)\n",
               imported->import_ms, passes_ms, Ms(t3, t4),
               static_cast<long long>(interp.stats().nodes_executed));
@@ -225,12 +271,13 @@ int RunRun(const std::vector<std::string>& args) {
 Command RunCommand() {
   Command command;
   command.name = "run";
-  command.summary = "Run an ONNX model: import, -O2, execute; print outputs and times.";
+  command.summary = "Run a model (ONNX or .pt2): import, -O2, execute; print outputs and times.";
   command.usage =
-      "MODEL.onnx [--inputs DIR] [--backend interpreter|compiled] [--iterations N] [--warmup W]";
+      "MODEL.onnx|MODEL.pt2 [--inputs DIR] [--backend interpreter|compiled] [--iterations N] [--warmup W]";
   command.details =
       "Inputs come from DIR/input_K.pb (backend-test layout) or, without --inputs,\n"
-      "are generated deterministically from the model's static input shapes.\n"
+      "are generated deterministically from the model's static input shapes (a .pt2\n"
+      "program's symbolic sizes take the values torch traced it with).\n"
       "--backend=compiled compiles for the CPU (lowering, fusion, generated C++), times\n"
       "--iterations calls after --warmup ones (median, min, max) and, with --check,\n"
       "compares the outputs with the interpreter's.";
