@@ -109,6 +109,9 @@ bool IsViewNode(const Importer& importer, const Node& node, const ir::FunctionSc
 absl::Status ConvertHigherOrderNode(Importer& importer, const Node& node);
 absl::Status ConvertSymbolicNode(Importer& importer, const Node& node);
 
+// Strides that lay `sizes` out row-major (size-1 dims take any stride).
+bool IsRowMajor(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
+
 // Emits kiln ops for slice_scatter / select_scatter (cat of slices).
 absl::StatusOr<ir::Value*> EmitSliceScatter(NodeContext& ctx, ir::Value* base, ir::Value* src,
                                             int64_t dim, std::optional<int64_t> start,

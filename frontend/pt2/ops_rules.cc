@@ -53,15 +53,6 @@ const TensorMeta* InputMeta(NodeContext& ctx, absl::string_view name) {
   return nullptr;
 }
 
-std::optional<std::vector<int64_t>> Concrete(const std::vector<SymSize>& v) {
-  std::vector<int64_t> out;
-  for (const SymSize& s : v) {
-    if (!s.value) return std::nullopt;
-    out.push_back(*s.value);
-  }
-  return out;
-}
-
 // The element count, or nullopt for a negative size or an overflow.
 std::optional<int64_t> Numel(const std::vector<int64_t>& sizes) {
   int64_t n = 1;
@@ -69,16 +60,6 @@ std::optional<int64_t> Numel(const std::vector<int64_t>& sizes) {
     if (s < 0 || __builtin_mul_overflow(n, s, &n)) return std::nullopt;
   }
   return n;
-}
-
-bool IsRowMajor(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
-  int64_t expected = 1;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    if (sizes[d] == 1) continue;  // any stride
-    if (strides[d] != expected) return false;
-    expected *= sizes[d];
-  }
-  return true;
 }
 
 Result Softmax(NodeContext& ctx, const char* kind) {
@@ -172,25 +153,15 @@ absl::StatusOr<Value*> FilledLike(NodeContext& ctx, Value* like, Value* value) {
   return ctx.Op("aten::clone", {value, ctx.builder().None()});
 }
 
-Result Copy(NodeContext& ctx) {
-  ASSIGN_OR_RETURN(Value* self, ctx.Arg("self"));
-  ASSIGN_OR_RETURN(Value* src, ctx.Arg("src"));
-  ASSIGN_OR_RETURN(Value* y, FilledLike(ctx, self, src));
-  return Values{y};
-}
-
-Result FillTensor(NodeContext& ctx) {
-  ASSIGN_OR_RETURN(Value* self, ctx.Arg("self"));
-  ASSIGN_OR_RETURN(Value* value, ctx.Arg("value"));
-  ASSIGN_OR_RETURN(Value* y, FilledLike(ctx, self, value));
-  return Values{y};
-}
-
-Result FillScalar(NodeContext& ctx) {
-  ASSIGN_OR_RETURN(Value* self, ctx.Arg("self"));
-  ASSIGN_OR_RETURN(Value* value, ctx.Arg("value"));
-  ASSIGN_OR_RETURN(Value* y, ctx.Op("aten::full_like", {self, value}));
-  return Values{y};
+// copy(self, src), fill.Tensor(self, value): argument `source` filled into
+// a new tensor shaped like self.
+RuleFn FillLikeSelf(const char* source) {
+  return [source](NodeContext& ctx) -> Result {
+    ASSIGN_OR_RETURN(Value* self, ctx.Arg("self"));
+    ASSIGN_OR_RETURN(Value* value, ctx.Arg(source));
+    ASSIGN_OR_RETURN(Value* y, FilledLike(ctx, self, value));
+    return Values{y};
+  };
 }
 
 Result SliceScatter(NodeContext& ctx) {
@@ -235,8 +206,8 @@ Result AsStrided(NodeContext& ctx) {
   const TensorMeta* in = InputMeta(ctx, "self");
   std::optional<std::vector<int64_t>> in_sizes, in_strides;
   if (in != nullptr) {
-    in_sizes = Concrete(in->sizes);
-    in_strides = Concrete(in->strides);
+    in_sizes = StaticValues(in->sizes);
+    in_strides = StaticValues(in->strides);
   }
   if (!in_sizes || !in_strides || !IsRowMajor(*in_sizes, *in_strides) ||
       in->storage_offset.value.value_or(-1) != 0) {
@@ -312,9 +283,9 @@ Result ScaledDotProductAttention(NodeContext& ctx) {
     const std::optional<int64_t> hk = km->sizes[rank - 3].value;
     if (!hq || !hk || *hk <= 0 || *hq % *hk != 0) return ctx.Error("enable_gqa needs static head counts");
     const int64_t group = *hq / *hk;
-    std::optional<std::vector<int64_t>> ks = Concrete(km->sizes);
+    std::optional<std::vector<int64_t>> ks = StaticValues(km->sizes);
     const TensorMeta* vm = InputMeta(ctx, "value");
-    std::optional<std::vector<int64_t>> vs = vm ? Concrete(vm->sizes) : std::nullopt;
+    std::optional<std::vector<int64_t>> vs = vm ? StaticValues(vm->sizes) : std::nullopt;
     if (group > 1 && (!ks || !vs || vs->size() != rank)) {
       return ctx.Error("enable_gqa needs static key and value shapes");
     }
@@ -369,7 +340,7 @@ Result Unflatten(NodeContext& ctx) {
   ASSIGN_OR_RETURN(Value* x, ctx.Arg("self"));
   const TensorMeta* out = ctx.OutputMeta(0);
   if (out != nullptr) {
-    if (std::optional<std::vector<int64_t>> sizes = Concrete(out->sizes)) {
+    if (std::optional<std::vector<int64_t>> sizes = StaticValues(out->sizes)) {
       ASSIGN_OR_RETURN(Value* y, ctx.Op("aten::reshape", {x, ctx.builder().IntList(*sizes)}));
       return Values{y};
     }
@@ -393,13 +364,6 @@ Result Unflatten(NodeContext& ctx) {
     dims.push_back(s);
   }
   ASSIGN_OR_RETURN(Value* y, ctx.Op("aten::reshape", {x, b.List(ir::Type::Int(), dims)}));
-  return Values{y};
-}
-
-Result UnsafeView(NodeContext& ctx) {
-  ASSIGN_OR_RETURN(Value* x, ctx.Arg("self"));
-  ASSIGN_OR_RETURN(Value* size, ctx.Arg("size"));
-  ASSIGN_OR_RETURN(Value* y, ctx.Op("aten::reshape", {x, size}));
   return Values{y};
 }
 
@@ -561,15 +525,15 @@ absl::flat_hash_map<std::string, RuleFn> MakeRules() {
   }
   r["aten::lift_fresh_copy"] = Clone;
   for (const char* same : {"aten::lift_fresh", "aten::alias", "aten::detach"}) r[same] = Identity;
-  r["aten::copy"] = Copy;
-  r["aten::fill.Tensor"] = FillTensor;
-  r["aten::fill.Scalar"] = FillScalar;
+  r["aten::copy"] = FillLikeSelf("src");
+  r["aten::fill.Tensor"] = FillLikeSelf("value");
+  r["aten::fill.Scalar"] = Rename("aten::full_like");  // (self, value)
   r["aten::slice_scatter"] = SliceScatter;
   r["aten::select_scatter"] = SelectScatter;
   r["aten::as_strided"] = AsStrided;
   r["aten::scaled_dot_product_attention"] = ScaledDotProductAttention;
   r["aten::unflatten.int"] = Unflatten;
-  r["aten::_unsafe_view"] = UnsafeView;
+  r["aten::_unsafe_view"] = Rename("aten::reshape");  // (self, size)
   r["aten::squeeze.dims"] = SqueezeDims;
   r["aten::native_layer_norm"] = NativeLayerNorm;
   r["aten::_native_batch_norm_legit_no_training"] = NativeBatchNorm;

@@ -34,33 +34,17 @@ const TensorMeta* MetaOfOutput(const Importer& importer, const Node& node) {
   return importer.MetaOf(node.outputs[0].name);
 }
 
-std::optional<std::vector<int64_t>> Values(const std::vector<SymSize>& v) {
-  std::vector<int64_t> out;
-  for (const SymSize& s : v) {
-    if (!s.value) return std::nullopt;
-    out.push_back(*s.value);
-  }
-  return out;
-}
-
 bool SameLayout(const TensorMeta* a, const TensorMeta* b) {
   if (a == nullptr || b == nullptr || a->dtype != b->dtype) return false;
-  const auto as = Values(a->sizes), bs = Values(b->sizes);
-  const auto at = Values(a->strides), bt = Values(b->strides);
+  const auto as = StaticValues(a->sizes), bs = StaticValues(b->sizes);
+  const auto at = StaticValues(a->strides), bt = StaticValues(b->strides);
   return as && bs && at && bt && *as == *bs && *at == *bt;
 }
 
 bool RowMajor(const TensorMeta* m) {
   if (m == nullptr) return false;
-  const auto sizes = Values(m->sizes), strides = Values(m->strides);
-  if (!sizes || !strides) return false;
-  int64_t expected = 1;
-  for (size_t d = sizes->size(); d-- > 0;) {
-    if ((*sizes)[d] == 1) continue;
-    if ((*strides)[d] != expected) return false;
-    expected *= (*sizes)[d];
-  }
-  return true;
+  const auto sizes = StaticValues(m->sizes), strides = StaticValues(m->strides);
+  return sizes && strides && IsRowMajor(*sizes, *strides);
 }
 
 std::optional<int64_t> StaticDimSize(const Value* v, int64_t dim) {
@@ -78,6 +62,17 @@ std::optional<int64_t> Rank(const Value* v) {
 }
 
 }  // namespace
+
+bool IsRowMajor(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  if (sizes.size() != strides.size()) return false;
+  int64_t expected = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    if (__builtin_mul_overflow(expected, sizes[d], &expected)) return false;
+  }
+  return true;
+}
 
 bool IsViewNode(const Importer& importer, const Node& node, const ir::FunctionSchema& schema) {
   const std::string name = schema.QualifiedName();

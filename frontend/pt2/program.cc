@@ -9,6 +9,16 @@
 
 namespace kiln::frontend::pt2 {
 
+std::optional<std::vector<int64_t>> StaticValues(const std::vector<SymSize>& sizes) {
+  std::vector<int64_t> out;
+  out.reserve(sizes.size());
+  for (const SymSize& s : sizes) {
+    if (!s.value) return std::nullopt;
+    out.push_back(*s.value);
+  }
+  return out;
+}
+
 std::optional<DType> DTypeFromSerialized(int64_t code) {
   switch (code) {
     case 1: return DType::kUInt8;

@@ -33,6 +33,10 @@ struct SymSize {
   std::optional<int64_t> hint;
 };
 
+// The values of sizes (strides, ...) that are all constants; nullopt when
+// one is symbolic.
+std::optional<std::vector<int64_t>> StaticValues(const std::vector<SymSize>& sizes);
+
 struct TensorMeta {
   DType dtype = DType::kFloat32;
   std::vector<SymSize> sizes;

@@ -43,12 +43,9 @@ absl::StatusOr<std::shared_ptr<Storage>> StorageFor(const Archive& archive,
 
 absl::StatusOr<std::vector<int64_t>> Concrete(const std::vector<SymSize>& v,
                                               const std::string& what) {
-  std::vector<int64_t> out;
-  for (const SymSize& s : v) {
-    if (!s.value) return absl::InvalidArgumentError(absl::StrCat(what, " is symbolic"));
-    out.push_back(*s.value);
-  }
-  return out;
+  std::optional<std::vector<int64_t>> values = StaticValues(v);
+  if (!values) return absl::InvalidArgumentError(absl::StrCat(what, " is symbolic"));
+  return *values;
 }
 
 }  // namespace
