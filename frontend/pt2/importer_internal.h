@@ -109,6 +109,14 @@ bool IsViewNode(const Importer& importer, const Node& node, const ir::FunctionSc
 absl::Status ConvertHigherOrderNode(Importer& importer, const Node& node);
 absl::Status ConvertSymbolicNode(Importer& importer, const Node& node);
 
+// matmul / linear as mm, addmm and bmm (ops_linalg.cc).
+void AddLinearAlgebraRules(absl::flat_hash_map<std::string, RuleFn>& rules);
+// a @ b as mm or a flattened-batch bmm when both shapes are static (the
+// products backends run through BLAS), else aten::matmul; typed.
+absl::StatusOr<ir::Value*> EmitMatmul(NodeContext& ctx, ir::Value* a, ir::Value* b);
+// Types `v` as a tensor of `dtype` with static `sizes`.
+void SetStaticType(ir::Value* v, DType dtype, std::vector<int64_t> sizes);
+
 // Strides that lay `sizes` out row-major (size-1 dims take any stride).
 bool IsRowMajor(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
 

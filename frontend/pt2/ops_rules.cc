@@ -21,6 +21,7 @@
 //   scalar_tensor                  aten::full([], s, dtype)
 //   __and__/__or__/__xor__.Tensor  bitwise_and / bitwise_or / bitwise_xor
 //   split*, unbind.int             one slice / select per piece
+//   matmul, linear                 mm / addmm / bmm (ops_linalg.cc)
 #include <algorithm>
 #include <cmath>
 
@@ -296,15 +297,27 @@ Result ScaledDotProductAttention(NodeContext& ctx) {
         expanded.insert(expanded.end() - 2, group);
         std::vector<int64_t> merged = sizes;
         merged[rank - 3] *= group;
+        const std::optional<DType> dt = NodeContext::DTypeOf(*t);
         ASSIGN_OR_RETURN(Value* u, ctx.Op("aten::unsqueeze", {*t, b.Int(static_cast<int64_t>(rank) - 2)}));
         ASSIGN_OR_RETURN(Value* e, ctx.Op("aten::expand", {u, b.IntList(expanded), b.Bool(false)}));
         ASSIGN_OR_RETURN(*t, ctx.Op("aten::reshape", {e, b.IntList(merged)}));
+        if (dt) SetStaticType(*t, *dt, merged);
       }
     }
   }
   ASSIGN_OR_RETURN(Value* kt, ctx.Op("aten::transpose", {k, b.Int(-2), b.Int(-1)}));
-  ASSIGN_OR_RETURN(Value* scores, ctx.Op("aten::matmul", {q, kt}));
+  // Typed where the shapes are static, so that the products run as bmm.
+  if (std::optional<std::vector<int64_t>> ks = NodeContext::StaticSizes(k)) {
+    std::swap((*ks)[ks->size() - 1], (*ks)[ks->size() - 2]);
+    SetStaticType(kt, *NodeContext::DTypeOf(k), *ks);
+  }
+  auto same_type = [](Value* v, const Value* like) {
+    if (NodeContext::StaticSizes(like) && NodeContext::DTypeOf(like)) v->setType(like->type());
+  };
+  ASSIGN_OR_RETURN(Value* scores, EmitMatmul(ctx, q, kt));
+  Value* raw = scores;
   ASSIGN_OR_RETURN(scores, ctx.Op("aten::mul", {scores, b.Double(scale)}));
+  same_type(scores, raw);
   const double neg_inf = -std::numeric_limits<double>::infinity();
   if (*causal) {
     const std::optional<int64_t> l = qm->sizes[rank - 2].value;
@@ -318,6 +331,7 @@ Result ScaledDotProductAttention(NodeContext& ctx) {
       for (int64_t j = 0; j < *s; ++j) mask.data<bool>()[i * *s + j] = j > i;
     }
     ASSIGN_OR_RETURN(scores, ctx.Op("aten::masked_fill", {scores, b.TensorConstant(mask), b.Double(neg_inf)}));
+    same_type(scores, raw);
   }
   if (!ctx.IsNone("attn_mask")) {
     ASSIGN_OR_RETURN(Value* mask, ctx.Arg("attn_mask"));
@@ -326,12 +340,14 @@ Result ScaledDotProductAttention(NodeContext& ctx) {
     if (*mt == DType::kBool) {
       ASSIGN_OR_RETURN(Value* keep_not, ctx.Op("aten::logical_not", {mask}));
       ASSIGN_OR_RETURN(scores, ctx.Op("aten::masked_fill", {scores, keep_not, b.Double(neg_inf)}));
+      same_type(scores, raw);
     } else {
-      ASSIGN_OR_RETURN(scores, ctx.Op("aten::add", {scores, mask, b.Int(1)}));
+      ASSIGN_OR_RETURN(scores, ctx.Op("aten::add", {scores, mask, b.Int(1)}));  // may broadcast up
     }
   }
   ASSIGN_OR_RETURN(Value* probs, ctx.Op("aten::softmax", {scores, b.Int(-1), b.None()}));
-  ASSIGN_OR_RETURN(Value* out, ctx.Op("aten::matmul", {probs, v}));
+  same_type(probs, scores);
+  ASSIGN_OR_RETURN(Value* out, EmitMatmul(ctx, probs, v));
   return Values{out};
 }
 
@@ -544,6 +560,7 @@ absl::flat_hash_map<std::string, RuleFn> MakeRules() {
                             "aten::unbind.int"}) {
     r[split] = SplitIntoSlices;
   }
+  AddLinearAlgebraRules(r);
   r["aten::__and__.Tensor"] = Rename("aten::bitwise_and");
   r["aten::__or__.Tensor"] = Rename("aten::bitwise_or");
   r["aten::__xor__.Tensor"] = Rename("aten::bitwise_xor");
