@@ -95,6 +95,13 @@ const TensorMeta* NodeContext::OutputMeta(size_t i) const {
   return importer_->MetaOf(node_.outputs[i].name);
 }
 
+const TensorMeta* NodeContext::InputMeta(absl::string_view name) const {
+  for (const NamedArgument& na : node_.inputs) {
+    if (na.name == name && na.arg.kind == Argument::Kind::kTensor) return importer_->MetaOf(na.arg.name);
+  }
+  return nullptr;
+}
+
 std::optional<std::vector<int64_t>> NodeContext::StaticSizes(const Value* v) {
   if (!v->type()->is_tensor()) return std::nullopt;
   const ir::TensorInfo& info = v->type()->tensor();

@@ -72,6 +72,9 @@ class NodeContext {
   std::optional<std::vector<int64_t>> ConstIntList(absl::string_view name) const;
   // Metadata of the node's i-th output tensor (null when it has none).
   const TensorMeta* OutputMeta(size_t i) const;
+  // Metadata of the tensor the node passes as argument `name` (null when
+  // that argument is not a named tensor).
+  const TensorMeta* InputMeta(absl::string_view name) const;
   // Metadata of a value (by the type kiln gives it): static sizes when known.
   static std::optional<std::vector<int64_t>> StaticSizes(const ir::Value* v);
   static std::optional<DType> DTypeOf(const ir::Value* v);

@@ -492,3 +492,42 @@ TEST(ImporterTest, MatmulAndLinearBecomeBlasProducts) {
 
 }  // namespace
 }  // namespace kiln::frontend::pt2
+
+namespace kiln::frontend::pt2 {
+namespace {
+
+// With a symbolic batch, matmul still becomes one bmm: its reshapes take
+// aten::size values (constants once the program is specialized).
+TEST(ImporterTest, SymbolicMatmulBecomesABmm) {
+  ProgramJson p;
+  p.input_specs = R"({"user_input": {"arg": {"as_tensor": {"name": "a"}}}},
+                     {"user_input": {"arg": {"as_tensor": {"name": "b"}}}})";
+  p.graph_inputs = Tensor("a") + ", " + Tensor("b");
+  p.nodes = Node("torch.ops.aten.matmul.default", "y", {In("self", Tensor("a")), In("other", Tensor("b"))}, Tensor("y"));
+  p.graph_outputs = Tensor("y");
+  p.output_specs = R"({"user_output": {"arg": {"as_tensor": {"name": "y"}}}})";
+  p.tensor_values = Meta("a", 7, {"s0", "2", "3", "4"}) + ", " + Meta("b", 7, {"s0", "2", "4", "5"}) + ", " +
+                    Meta("y", 7, {"s0", "2", "3", "5"});
+  EXPECT_EQ(Text(p.ToString()),
+            "graph(%a : Float(*, 2, 3, 4),\n"
+            "      %b : Float(*, 2, 4, 5)):\n"
+            "  %2 : int = prim::Constant[value=3]()\n"
+            "  %3 : int = prim::Constant[value=4]()\n"
+            "  %4 : int = prim::Constant[value=5]()\n"
+            "  %5 : int = prim::Constant[value=-1]()\n"
+            "  %6 : int[] = prim::ListConstruct(%5, %2, %3)\n"
+            "  %7 : int = prim::Constant[value=-1]()\n"
+            "  %8 : int[] = prim::ListConstruct(%7, %3, %4)\n"
+            "  %9 : Tensor = aten::reshape(%a, %6)\n"
+            "  %10 : Tensor = aten::reshape(%b, %8)\n"
+            "  %11 : Tensor = aten::bmm(%9, %10)\n"
+            "  %12 : int = prim::Constant[value=0]()\n"
+            "  %13 : int = aten::size(%a, %12)\n"
+            "  %14 : int = prim::Constant[value=2]()\n"
+            "  %15 : int[] = prim::ListConstruct(%13, %14, %2, %4)\n"
+            "  %y : Float(*, 2, 3, 5) = aten::reshape(%11, %15)\n"
+            "  return (%y)\n");
+}
+
+}  // namespace
+}  // namespace kiln::frontend::pt2

@@ -1,8 +1,10 @@
 // matmul and linear of the training IR as the 2-D and 3-D products backends
 // run through BLAS (mm, addmm, bmm), the way run_decompositions() writes
 // them: batch dims are broadcast and flattened into one, a matrix operand
-// folds the leading dims of the other into its rows. Needs static shapes;
-// otherwise the op stays as it is.
+// folds the leading dims of the other into its rows. With symbolic sizes
+// the same holds when the traced metadata shows equal batch dims (no
+// broadcast): the reshapes then take aten::size values, which fold when
+// the program is specialized. Otherwise the op stays as it is.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -100,11 +102,93 @@ absl::StatusOr<Value*> EmitMatmul(NodeContext& ctx, Value* a, Value* b) {
 
 namespace {
 
+bool SameSize(const SymSize& a, const SymSize& b) {
+  if (a.value || b.value) return a.value == b.value;
+  return a.expr && b.expr && a.expr->ToString() == b.expr->ToString();
+}
+
+// Dim `d` of `x`: its traced value, or aten::size(x, d).
+absl::StatusOr<Value*> Dim(NodeContext& ctx, Value* x, const TensorMeta& meta, size_t d) {
+  if (meta.sizes[d].value) return ctx.builder().Int(*meta.sizes[d].value);
+  return ctx.Op("aten::size", {x, ctx.builder().Int(static_cast<int64_t>(d))});
+}
+
+absl::StatusOr<Value*> SizeList(NodeContext& ctx, const std::vector<Value*>& dims) {
+  return ctx.builder().List(ir::Type::Int(), dims);
+}
+
+// a @ b with symbolic sizes: equal ranks >= 3, equal batch dims, agreeing
+// inner dims (by the traced metadata). Null when the shapes do not fit.
+absl::StatusOr<Value*> SymbolicMatmul(NodeContext& ctx, Value* a, Value* b) {
+  const TensorMeta* am = ctx.InputMeta("self");
+  const TensorMeta* bm = ctx.InputMeta("other");
+  if (am == nullptr || bm == nullptr || am->sizes.size() < 3 || am->sizes.size() != bm->sizes.size()) {
+    return nullptr;
+  }
+  const size_t r = am->sizes.size();
+  for (size_t d = 0; d + 2 < r; ++d) {
+    if (!SameSize(am->sizes[d], bm->sizes[d])) return nullptr;
+  }
+  if (!SameSize(am->sizes[r - 1], bm->sizes[r - 2])) return nullptr;
+  GraphBuilder& b_ = ctx.builder();
+  ASSIGN_OR_RETURN(Value* m, Dim(ctx, a, *am, r - 2));
+  ASSIGN_OR_RETURN(Value* k, Dim(ctx, a, *am, r - 1));
+  ASSIGN_OR_RETURN(Value* n, Dim(ctx, b, *bm, r - 1));
+  ASSIGN_OR_RETURN(Value* a_shape, SizeList(ctx, {b_.Int(-1), m, k}));
+  ASSIGN_OR_RETURN(Value* b_shape, SizeList(ctx, {b_.Int(-1), k, n}));
+  ASSIGN_OR_RETURN(Value* a3, ctx.Op("aten::reshape", {a, a_shape}));
+  ASSIGN_OR_RETURN(Value* b3, ctx.Op("aten::reshape", {b, b_shape}));
+  ASSIGN_OR_RETURN(Value* y, ctx.Op("aten::bmm", {a3, b3}));
+  std::vector<Value*> out;
+  for (size_t d = 0; d + 2 < r; ++d) {
+    ASSIGN_OR_RETURN(Value* s, Dim(ctx, a, *am, d));
+    out.push_back(s);
+  }
+  out.push_back(m);
+  out.push_back(n);
+  ASSIGN_OR_RETURN(Value* shape, SizeList(ctx, out));
+  return ctx.Op("aten::reshape", {y, shape});
+}
+
 absl::StatusOr<std::vector<Value*>> Matmul(NodeContext& ctx) {
   ASSIGN_OR_RETURN(Value* a, ctx.Arg("self"));
   ASSIGN_OR_RETURN(Value* b, ctx.Arg("other"));
+  if (!NodeContext::StaticSizes(a) || !NodeContext::StaticSizes(b)) {
+    ASSIGN_OR_RETURN(Value* y, SymbolicMatmul(ctx, a, b));
+    if (y != nullptr) return std::vector<Value*>{y};
+  }
   ASSIGN_OR_RETURN(Value* y, EmitMatmul(ctx, a, b));
   return std::vector<Value*>{y};
+}
+
+// linear with symbolic leading dims: rows through addmm, reshaped back with
+// aten::size values. Null when the weight or the inner dim is not static.
+absl::StatusOr<Value*> SymbolicLinear(NodeContext& ctx, Value* x, Value* w, Value* bias) {
+  const TensorMeta* xm = ctx.InputMeta("input");
+  const std::optional<std::vector<int64_t>> ws = NodeContext::StaticSizes(w);
+  if (xm == nullptr || xm->sizes.size() < 2 || !ws || ws->size() != 2 || !xm->sizes.back().value ||
+      *xm->sizes.back().value != (*ws)[1]) {
+    return nullptr;
+  }
+  GraphBuilder& b = ctx.builder();
+  const int64_t k = (*ws)[1], n = (*ws)[0];
+  ASSIGN_OR_RETURN(Value* rows_shape, SizeList(ctx, {b.Int(-1), b.Int(k)}));
+  ASSIGN_OR_RETURN(Value* x2, ctx.Op("aten::reshape", {x, rows_shape}));
+  ASSIGN_OR_RETURN(Value* wt, ctx.Op("aten::t", {w}));
+  Value* y;
+  if (bias->type()->kind() == ir::TypeKind::kNone) {
+    ASSIGN_OR_RETURN(y, ctx.Op("aten::mm", {x2, wt}));
+  } else {
+    ASSIGN_OR_RETURN(y, ctx.Op("aten::addmm", {bias, x2, wt, b.Int(1), b.Int(1)}));
+  }
+  std::vector<Value*> out;
+  for (size_t d = 0; d + 1 < xm->sizes.size(); ++d) {
+    ASSIGN_OR_RETURN(Value* s, Dim(ctx, x, *xm, d));
+    out.push_back(s);
+  }
+  out.push_back(b.Int(n));
+  ASSIGN_OR_RETURN(Value* shape, SizeList(ctx, out));
+  return ctx.Op("aten::reshape", {y, shape});
 }
 
 // linear(x, w, b) = x @ w^T + b: rows of x through one addmm (or mm).
@@ -116,7 +200,10 @@ absl::StatusOr<std::vector<Value*>> Linear(NodeContext& ctx) {
   const std::optional<std::vector<int64_t>> ws = NodeContext::StaticSizes(w);
   const std::optional<DType> dtype = NodeContext::DTypeOf(x);
   if (!xs || !ws || !dtype || xs->empty() || ws->size() != 2 || ws->back() != xs->back()) {
-    ASSIGN_OR_RETURN(Value* y, ctx.Op("aten::linear", {x, w, bias}));
+    ASSIGN_OR_RETURN(Value* y, SymbolicLinear(ctx, x, w, bias));
+    if (y == nullptr) {
+      ASSIGN_OR_RETURN(y, ctx.Op("aten::linear", {x, w, bias}));
+    }
     return std::vector<Value*>{y};
   }
   const int64_t k = xs->back(), n = (*ws)[0];

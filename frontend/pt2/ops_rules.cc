@@ -44,16 +44,6 @@ constexpr int64_t kMaxConstantElements = int64_t{1} << 22;
 
 Values Drop(NodeContext& ctx) { return Values(ctx.schema().returns.size(), nullptr); }
 
-// The metadata of the node's argument `name` (when it is a tensor name).
-const TensorMeta* InputMeta(NodeContext& ctx, absl::string_view name) {
-  for (const NamedArgument& na : ctx.node().inputs) {
-    if (na.name == name && na.arg.kind == Argument::Kind::kTensor) {
-      return ctx.importer().MetaOf(na.arg.name);
-    }
-  }
-  return nullptr;
-}
-
 // The element count, or nullopt for a negative size or an overflow.
 std::optional<int64_t> Numel(const std::vector<int64_t>& sizes) {
   int64_t n = 1;
@@ -204,7 +194,7 @@ Result AsStrided(NodeContext& ctx) {
   }
   // as_strided reads the input's storage: it is the input's row-major order
   // only when the traced input was contiguous.
-  const TensorMeta* in = InputMeta(ctx, "self");
+  const TensorMeta* in = ctx.InputMeta("self");
   std::optional<std::vector<int64_t>> in_sizes, in_strides;
   if (in != nullptr) {
     in_sizes = StaticValues(in->sizes);
@@ -261,8 +251,8 @@ Result ScaledDotProductAttention(NodeContext& ctx) {
   const std::optional<bool> causal = ctx.ConstBool("is_causal");
   const std::optional<bool> gqa = ctx.ConstBool("enable_gqa");
   if (!causal || !gqa) return ctx.Error("is_causal and enable_gqa must be constants");
-  const TensorMeta* qm = InputMeta(ctx, "query");
-  const TensorMeta* km = InputMeta(ctx, "key");
+  const TensorMeta* qm = ctx.InputMeta("query");
+  const TensorMeta* km = ctx.InputMeta("key");
   if (qm == nullptr || km == nullptr || qm->sizes.size() < 2 || km->sizes.size() != qm->sizes.size()) {
     return ctx.Error("query and key need known ranks");
   }
@@ -285,7 +275,7 @@ Result ScaledDotProductAttention(NodeContext& ctx) {
     if (!hq || !hk || *hk <= 0 || *hq % *hk != 0) return ctx.Error("enable_gqa needs static head counts");
     const int64_t group = *hq / *hk;
     std::optional<std::vector<int64_t>> ks = StaticValues(km->sizes);
-    const TensorMeta* vm = InputMeta(ctx, "value");
+    const TensorMeta* vm = ctx.InputMeta("value");
     std::optional<std::vector<int64_t>> vs = vm ? StaticValues(vm->sizes) : std::nullopt;
     if (group > 1 && (!ks || !vs || vs->size() != rank)) {
       return ctx.Error("enable_gqa needs static key and value shapes");
@@ -361,7 +351,7 @@ Result Unflatten(NodeContext& ctx) {
       return Values{y};
     }
   }
-  const TensorMeta* in = InputMeta(ctx, "self");
+  const TensorMeta* in = ctx.InputMeta("self");
   const std::optional<int64_t> dim = ctx.ConstInt("dim");
   if (in == nullptr || !dim) return ctx.Error("unflatten needs a known rank and a constant dim");
   const int64_t rank = static_cast<int64_t>(in->sizes.size());
@@ -385,7 +375,7 @@ Result Unflatten(NodeContext& ctx) {
 
 Result SqueezeDims(NodeContext& ctx) {
   ASSIGN_OR_RETURN(Value* x, ctx.Arg("self"));
-  const TensorMeta* in = InputMeta(ctx, "self");
+  const TensorMeta* in = ctx.InputMeta("self");
   std::optional<std::vector<int64_t>> dims = ctx.ConstIntList("dim");
   if (in == nullptr || !dims) return ctx.Error("squeeze.dims needs a known rank and constant dims");
   const int64_t rank = static_cast<int64_t>(in->sizes.size());
