@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "driver/initialize.h"
 #include "frontend/onnx/importer.h"
+#include "frontend/pt2/importer.h"
 #include "passes/all_passes.h"
 #include "passes/pipeline.h"
 #include "support/status.h"
@@ -24,8 +25,16 @@ double MsSince(Clock::time_point start) {
 
 absl::StatusOr<ModelFormat> ModelFormatOf(const std::string& path) {
   if (absl::EndsWithIgnoreCase(path, ".onnx")) return ModelFormat::kOnnx;
-  return absl::InvalidArgumentError(
-      absl::StrCat(path, ": unknown model format (kiln reads .onnx models)"));
+  if (absl::EndsWithIgnoreCase(path, ".pt2")) return ModelFormat::kPt2;
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": unknown model format (kiln reads .onnx models and torch.export .pt2 archives)"));
+}
+
+GraphRefiner ImportedModel::Refiner() const {
+  if (!HasDynamicShapes()) return nullptr;
+  return [signature = *pt2](ir::Graph& graph, const std::vector<ir::IValue>& inputs) {
+    return signature.Specialize(graph, inputs);
+  };
 }
 
 absl::StatusOr<ImportedModel> ImportModelFile(const std::string& path) {
@@ -34,6 +43,13 @@ absl::StatusOr<ImportedModel> ImportModelFile(const std::string& path) {
   m.path = path;
   ASSIGN_OR_RETURN(m.format, ModelFormatOf(path));
   const auto start = Clock::now();
+  if (m.format == ModelFormat::kPt2) {
+    ASSIGN_OR_RETURN(frontend::pt2::ImportedProgram program, frontend::pt2::LoadPt2File(path));
+    m.graph = std::move(program.graph);
+    m.pt2 = std::move(program.signature);
+    m.import_ms = MsSince(start);
+    return m;
+  }
   ASSIGN_OR_RETURN(onnx::ModelProto proto, frontend::onnx_import::LoadModelFile(path));
   absl::StatusOr<std::unique_ptr<ir::Graph>> graph = frontend::onnx_import::ImportModel(proto);
   if (!graph.ok()) {
@@ -61,13 +77,39 @@ absl::Status RunPipeline(ir::Graph& graph, const std::string& pipeline, double* 
   return absl::OkStatus();
 }
 
-absl::StatusOr<CompiledModel> CompileModelFile(const std::string& path,
-                                               const ModelCompileOptions& options) {
+absl::Status SpecializeDynamicShapes(ImportedModel& model, const std::vector<ir::IValue>* inputs) {
+  if (!model.HasDynamicShapes()) return absl::OkStatus();
+  // After the passes: the sizes this decides are folded for this compile only.
+  std::vector<ir::IValue> shapes;
+  if (inputs != nullptr) {
+    RETURN_IF_ERROR(model.pt2->CheckInputs(*inputs));
+    shapes = *inputs;
+  } else {
+    ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> traced, model.pt2->ExampleShapes());
+    for (size_t i = 0; i < traced.size(); ++i) {
+      const frontend::pt2::SignatureInput& in = model.pt2->inputs[i];
+      shapes.push_back(in.is_tensor ? ir::IValue::FromTensor(Tensor::Placeholder(in.dtype, traced[i]))
+                                    : ir::IValue::None());
+    }
+  }
+  return SpecializeInputTypes(*model.graph, shapes, model.Refiner());
+}
+
+absl::StatusOr<CompiledModel> CompileImportedModel(ImportedModel model,
+                                                   const ModelCompileOptions& options,
+                                                   const std::vector<ir::IValue>* inputs) {
   CompiledModel m;
-  ASSIGN_OR_RETURN(m.model, ImportModelFile(path));
+  m.model = std::move(model);
   RETURN_IF_ERROR(RunPipeline(*m.model.graph, options.pipeline, &m.passes_ms));
+  RETURN_IF_ERROR(SpecializeDynamicShapes(m.model, inputs));
   ASSIGN_OR_RETURN(m.compiled, CompileGraph(*m.model.graph, options.compile));
   return m;
+}
+
+absl::StatusOr<CompiledModel> CompileModelFile(const std::string& path,
+                                               const ModelCompileOptions& options) {
+  ASSIGN_OR_RETURN(ImportedModel model, ImportModelFile(path));
+  return CompileImportedModel(std::move(model), options);
 }
 
 }  // namespace kiln::driver

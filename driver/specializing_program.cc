@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "passes/all_passes.h"
+#include "passes/pipeline.h"
 #include "support/status.h"
 
 namespace kiln::driver {
@@ -44,13 +46,42 @@ bool Passes(const std::vector<InputGuard>& guards, const std::vector<ir::IValue>
 
 }  // namespace
 
+absl::Status SpecializeInputTypes(ir::Graph& graph, const std::vector<ir::IValue>& inputs,
+                                  const GraphRefiner& refine) {
+  for (size_t i = 0; i < inputs.size() && i < graph.inputs().size(); ++i) {
+    const ir::IValue& v = inputs[i];
+    if (!v.isTensor()) continue;
+    const Tensor& t = v.toTensor();
+    ir::TensorInfo info = graph.inputs()[i]->type()->is_tensor() ? graph.inputs()[i]->type()->tensor()
+                                                                 : ir::TensorInfo();
+    info.dtype = t.dtype();
+    info.sizes.emplace();
+    for (int64_t s : t.sizes()) info.sizes->push_back(s);
+    info.strides.reset();
+    graph.inputs()[i]->setType(ir::Type::TensorWith(std::move(info)));
+  }
+  if (refine) RETURN_IF_ERROR(refine(graph, inputs));
+  // Sizes computed from the inputs' (aten::size, then arithmetic, views
+  // shaped by them) become constants, so lowering sees static shapes.
+  static const char* kFold =
+      "fixpoint(shape_propagation,peephole,constant_propagation,dead_code_elimination)";
+  ASSIGN_OR_RETURN(std::unique_ptr<passes::Pipeline> fold,
+                   passes::Pipeline::Create(kFold, passes::DefaultPassRegistry()));
+  ASSIGN_OR_RETURN(bool changed, fold->Run(graph));
+  (void)changed;
+  return absl::OkStatus();
+}
+
 SpecializingProgram::SpecializingProgram(std::unique_ptr<ir::Graph> graph, CompileOptions options,
-                                         int max_versions)
-    : graph_(std::move(graph)), options_(std::move(options)), max_versions_(max_versions) {}
+                                         int max_versions, GraphRefiner refine)
+    : graph_(std::move(graph)),
+      options_(std::move(options)),
+      max_versions_(max_versions),
+      refine_(std::move(refine)) {}
 
 absl::StatusOr<std::unique_ptr<SpecializingProgram>> SpecializingProgram::Create(
     const ir::Graph& graph, const CompileOptions& options, int max_specializations,
-    CompiledGraph* first) {
+    CompiledGraph* first, GraphRefiner refine, const std::vector<ir::IValue>* first_inputs) {
   if (options.generate_only) {
     return absl::InvalidArgumentError("SpecializingProgram: generate_only compiles no program");
   }
@@ -58,8 +89,8 @@ absl::StatusOr<std::unique_ptr<SpecializingProgram>> SpecializingProgram::Create
     return absl::InvalidArgumentError("SpecializingProgram: max_specializations must be >= 1");
   }
   std::unique_ptr<SpecializingProgram> p(
-      new SpecializingProgram(graph.copy(), options, max_specializations));
-  ASSIGN_OR_RETURN(Version v, p->Compile(nullptr, first));
+      new SpecializingProgram(graph.copy(), options, max_specializations, std::move(refine)));
+  ASSIGN_OR_RETURN(Version v, p->Compile(first_inputs, first));
   p->versions_.push_front(std::move(v));
   p->compiles_ = 1;
   return p;
@@ -68,23 +99,7 @@ absl::StatusOr<std::unique_ptr<SpecializingProgram>> SpecializingProgram::Create
 absl::StatusOr<SpecializingProgram::Version> SpecializingProgram::Compile(
     const std::vector<ir::IValue>* inputs, CompiledGraph* stats) const {
   std::unique_ptr<ir::Graph> graph = graph_->copy();
-  if (inputs != nullptr) {
-    // Every tensor input gets the call's dtype and sizes (contiguous
-    // strides: the program makes inputs contiguous where its layout asks).
-    for (size_t i = 0; i < inputs->size(); ++i) {
-      const ir::IValue& v = (*inputs)[i];
-      if (!v.isTensor()) continue;
-      const Tensor& t = v.toTensor();
-      ir::TensorInfo info = graph->inputs()[i]->type()->is_tensor()
-                                ? graph->inputs()[i]->type()->tensor()
-                                : ir::TensorInfo();
-      info.dtype = t.dtype();
-      info.sizes.emplace();
-      for (int64_t s : t.sizes()) info.sizes->push_back(s);
-      info.strides.reset();
-      graph->inputs()[i]->setType(ir::Type::TensorWith(std::move(info)));
-    }
-  }
+  if (inputs != nullptr) RETURN_IF_ERROR(SpecializeInputTypes(*graph, *inputs, refine_));
   Version v;
   v.guards = DeclaredGuards(*graph);
   ASSIGN_OR_RETURN(CompiledGraph compiled, CompileGraph(*graph, options_));

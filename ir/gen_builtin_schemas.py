@@ -1,13 +1,27 @@
 #!/usr/bin/env python3
-"""Regenerates ir/builtin_schemas.inc from the installed PyTorch.
+"""Regenerates ir/builtin_schemas.inc from PyTorch 2.11's schema list.
 
-    /usr/bin/python3 ir/gen_builtin_schemas.py > ir/builtin_schemas.inc
+    /usr/bin/python3 ir/gen_builtin_schemas.py ir/torch_2.11_schemas.txt \
+        > ir/builtin_schemas.inc
 
-Selects every overload of the ops listed below from
-torch._C._jit_get_all_schemas(), except out= variants (a kwarg-only argument
-that is written) and named-tensor overloads (Dimname arguments print as
-`str`, which would only add look-alike candidates). The output is data: one
-C string literal per schema, in PyTorch's registration order.
+Two sources:
+  * PyTorch 2.11's schemas (the text file given as the first argument, one
+    `str(schema)` of torch._C._jit_get_all_schemas() per line, checked in as
+    ir/torch_2.11_schemas.txt): what torch.export programs (.pt2) name.
+  * PyTorch 1.13's schemas, from the installed PyTorch (Debian's
+    python3-torch): TorchScript text printed by 1.13 calls overloads that 2.11
+    removed, so those are kept.
+
+Selects every overload of the ops listed below, except out= variants (a
+kwarg-only argument that is written) and named-tensor overloads (Dimname
+arguments print as `str`, which would only add look-alike candidates). A
+qualified name (ns::op.overload) present in both lists takes 2.11's text.
+
+Order matters: the registry breaks ties between equally specific overloads by
+registration order. Overloads 1.13 had come first, in 1.13's registration
+order (so TorchScript graphs keep matching the overloads they always did),
+then the overloads new in 2.11, in 2.11's order. The output is data: one C
+string literal per schema.
 """
 import re
 import sys
@@ -75,41 +89,116 @@ local_response_norm lp_pool1d lp_pool2d logaddexp special_expit expand_copy
 sgn angle bucketize searchsorted histc kthvalue median mode quantile
 """
 
+# What torch.export programs name beyond the above: the training IR's and
+# core ATen's functional, in-place and view ops, symbolic-size queries and
+# runtime assertions (frontend/pt2 maps them onto kiln ops).
+EXPORT_OPS = """
+_assert_tensor_metadata _assert_scalar sym_constrain_range
+sym_constrain_range_for_size sym_size sym_numel sym_stride sym_storage_offset
+_softmax _log_softmax _safe_softmax _to_copy lift_fresh lift_fresh_copy
+detach_ alias as_strided slice_scatter select_scatter diagonal_scatter
+scaled_dot_product_attention unflatten copy _unsafe_view repeat_interleave
+_native_batch_norm_legit _native_batch_norm_legit_no_training
+_native_batch_norm_legit_functional hardtanh_ bitwise_not_
+"""
+
 PRIM_OPS = """
 RaiseException Uninitialized NumToTensor dtype device layout is_cuda
 TupleIndex TupleUnpack unchecked_cast min max abs Print PythonOp
 IgnoredPythonOp data requires_grad rangelist
 """
 
+ATEN = set(ATEN_OPS.split()) | set(EXPORT_OPS.split())
+PRIM = set(PRIM_OPS.split())
 
-def wanted(schema):
-    name = schema.name
-    ns, base = name.split("::", 1)
-    if ns == "aten":
-        ok = base in ATEN
-    elif ns == "prim":
-        ok = base in PRIM
-    else:
-        ok = False
-    if not ok:
+
+def split_schema(text):
+    """(qualified name, overload name, argument text) of a schema string."""
+    open_paren = text.index("(")
+    qualified = text[:open_paren]
+    depth = 0
+    for i in range(open_paren, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return qualified, qualified.partition(".")[2], text[open_paren + 1:i]
+    raise ValueError("unbalanced parentheses in schema: " + text)
+
+
+def top_level_args(args):
+    """Splits an argument list at the commas outside brackets."""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(args):
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append(args[start:i].strip())
+            start = i + 1
+    if args.strip():
+        out.append(args[start:].strip())
+    return out
+
+
+def wanted(text):
+    qualified, overload, args = split_schema(text)
+    ns, _, rest = qualified.partition("::")
+    base = rest.partition(".")[0]
+    if not ((ns == "aten" and base in ATEN) or (ns == "prim" and base in PRIM)):
         return False
-    overload = schema.overload_name
     if "Dimname" in overload or "dimname" in overload or "names" in overload:
         return False
-    for arg in schema.arguments:
-        if arg.kwarg_only and arg.alias_info is not None and arg.alias_info.is_write:
-            return False
+    kwarg_only = False
+    for arg in top_level_args(args):
+        if arg == "*":
+            kwarg_only = True
+        elif kwarg_only and re.search(r"\([a-z]+!\)", arg):
+            return False  # an out= variant
     return True
 
 
-ATEN = set(ATEN_OPS.split())
-PRIM = set(PRIM_OPS.split())
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: gen_builtin_schemas.py TORCH_2.11_SCHEMAS.txt")
+    with open(sys.argv[1]) as f:
+        new = [line.rstrip("\n") for line in f if line.strip()]
+    new = [s for s in new if wanted(s)]
+    new_by_name = {}
+    for s in new:
+        new_by_name.setdefault(split_schema(s)[0], s)
+    old = [str(s) for s in torch._C._jit_get_all_schemas()]
+    old = [s for s in old if wanted(s)]
+    old_names = []
+    seen = set()
+    for s in old:
+        name = split_schema(s)[0]
+        if name not in seen:
+            seen.add(name)
+            old_names.append((name, s))
+    schemas = []
+    kept_old = 0
+    for name, text in old_names:
+        if name in new_by_name:
+            schemas.append(new_by_name[name])
+        else:
+            schemas.append(text)
+            kept_old += 1
+    emitted = {split_schema(s)[0] for s in schemas}
+    for name, text in new_by_name.items():
+        if name not in emitted:
+            schemas.append(text)
+            emitted.add(name)
+    out = sys.stdout
+    out.write("// Generated by ir/gen_builtin_schemas.py: %d schemas, PyTorch 2.11's text\n"
+              "// (%d of them PyTorch %s overloads that 2.11 lacks, kept for TorchScript).\n"
+              % (len(schemas), kept_old, torch.__version__.split("a")[0]))
+    out.write("// Do not edit; regenerate instead.\n")
+    for s in schemas:
+        out.write('R"schema(%s)schema",\n' % s)
 
-schemas = [s for s in torch._C._jit_get_all_schemas() if wanted(s)]
-out = sys.stdout
-out.write("// Generated by ir/gen_builtin_schemas.py from PyTorch %s: %d schemas.\n"
-          % (torch.__version__.split("a")[0], len(schemas)))
-out.write("// Do not edit; regenerate instead.\n")
-for s in schemas:
-    text = str(s)
-    out.write('R"schema(%s)schema",\n' % text)
+
+if __name__ == "__main__":
+    main()

@@ -27,7 +27,17 @@ std::shared_ptr<Storage> Storage::AllocateCpuUninitialized(size_t nbytes) {
   return std::shared_ptr<Storage>(new Storage(p, nbytes));
 }
 
-Storage::~Storage() { std::free(data_); }
+std::shared_ptr<Storage> Storage::WrapCpu(void* data, size_t nbytes,
+                                          std::shared_ptr<const void> owner) {
+  if (reinterpret_cast<uintptr_t>(data) % kAlignment != 0) return nullptr;
+  std::shared_ptr<Storage> s(new Storage(data, nbytes));
+  s->owner_ = std::move(owner);
+  return s;
+}
+
+Storage::~Storage() {
+  if (!owner_) std::free(data_);
+}
 
 std::vector<int64_t> Tensor::ContiguousStrides(absl::Span<const int64_t> sizes) {
   std::vector<int64_t> strides(sizes.size());
@@ -140,6 +150,50 @@ Tensor Tensor::ScalarInt(int64_t v, DType dtype) {
     case DType::kFloat64:
     case DType::kComplex64: return ScalarDouble(static_cast<double>(v), dtype);
   }
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::FromStorage(std::shared_ptr<Storage> storage, DType dtype,
+                                           std::vector<int64_t> sizes,
+                                           std::vector<int64_t> strides,
+                                           int64_t storage_offset) {
+  if (storage == nullptr) return absl::InvalidArgumentError("tensor over a null storage");
+  if (strides.size() != sizes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor has ", sizes.size(), " sizes but ",
+                                                   strides.size(), " strides"));
+  }
+  if (storage_offset < 0) return absl::InvalidArgumentError("negative storage offset");
+  // The largest element index the view reaches, with overflow checks (the
+  // sizes may come from a file).
+  int64_t last = storage_offset;
+  bool empty = false;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] < 0 || strides[d] < 0) {
+      return absl::InvalidArgumentError("negative tensor size or stride");
+    }
+    if (sizes[d] == 0) empty = true;
+    int64_t reach = 0;
+    if (sizes[d] > 0 && (__builtin_mul_overflow(sizes[d] - 1, strides[d], &reach) ||
+                         __builtin_add_overflow(last, reach, &last))) {
+      return absl::InvalidArgumentError("tensor extent overflows");
+    }
+  }
+  const uint64_t elem = DTypeSize(dtype);
+  if (!empty) {
+    const uint64_t end = (static_cast<uint64_t>(last) + 1) * elem;
+    if (static_cast<uint64_t>(last) + 1 > UINT64_MAX / elem || end > storage->nbytes()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          DTypeName(dtype), " tensor reaches byte ", end, " of a storage of ",
+          storage->nbytes(), " bytes"));
+    }
+  }
+  Tensor t;
+  t.defined_ = true;
+  t.dtype_ = dtype;
+  t.sizes_ = std::move(sizes);
+  t.strides_ = std::move(strides);
+  t.storage_offset_ = storage_offset;
+  t.storage_ = std::move(storage);
   return t;
 }
 

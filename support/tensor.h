@@ -28,6 +28,11 @@ class Storage {
   static std::shared_ptr<Storage> AllocateCpu(size_t nbytes);
   // For callers that write every byte before reading any.
   static std::shared_ptr<Storage> AllocateCpuUninitialized(size_t nbytes);
+  // CPU storage over `nbytes` at `data`, memory that `owner` keeps alive (a
+  // mapped file's weights, read without copying). `data` must be
+  // kAlignment-aligned like every CPU storage; nullptr otherwise.
+  static std::shared_ptr<Storage> WrapCpu(void* data, size_t nbytes,
+                                          std::shared_ptr<const void> owner);
 
   ~Storage();
   Storage(const Storage&) = delete;
@@ -41,6 +46,7 @@ class Storage {
   Storage(void* data, size_t nbytes) : data_(data), nbytes_(nbytes) {}
   void* data_;
   size_t nbytes_;
+  std::shared_ptr<const void> owner_;  // set for wrapped memory (not freed here)
 };
 
 class Tensor {
@@ -63,6 +69,12 @@ class Tensor {
   static Tensor ScalarDouble(double v, DType dtype = DType::kFloat64);
   static Tensor ScalarInt(int64_t v, DType dtype = DType::kInt64);
 
+  // A tensor over `storage` (which must hold every element the sizes,
+  // strides and offset reach; InvalidArgument otherwise).
+  static absl::StatusOr<Tensor> FromStorage(std::shared_ptr<Storage> storage, DType dtype,
+                                            std::vector<int64_t> sizes,
+                                            std::vector<int64_t> strides,
+                                            int64_t storage_offset);
   // A view over the same storage.
   static Tensor View(const Tensor& base, std::vector<int64_t> sizes,
                      std::vector<int64_t> strides, int64_t storage_offset);

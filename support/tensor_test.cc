@@ -1,6 +1,7 @@
 #include "support/tensor.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -87,6 +88,43 @@ TEST(Tensor, Scalars) {
   EXPECT_EQ(Tensor::ScalarDouble(2.5, DType::kInt32).GetInt(0), 2);
   EXPECT_EQ(Tensor::ScalarInt(1, DType::kBool).GetInt(0), 1);
   EXPECT_EQ(Tensor::ScalarInt(5).dim(), 0);
+}
+
+TEST(Tensor, WrappedStorageIsNotCopiedAndStaysAlive) {
+  auto buffer = std::make_shared<std::vector<float>>(32, 0.0f);
+  // vector's buffer is not necessarily 64-byte aligned: take an aligned
+  // element inside it.
+  float* base = buffer->data();
+  while (reinterpret_cast<uintptr_t>(base) % Storage::kAlignment != 0) ++base;
+  base[0] = 1;
+  base[1] = 2;
+  base[2] = 3;
+  base[3] = 4;
+  std::shared_ptr<Storage> s = Storage::WrapCpu(base, 4 * sizeof(float), buffer);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(Storage::WrapCpu(base + 1, 4, buffer), nullptr);  // misaligned
+  absl::StatusOr<Tensor> t = Tensor::FromStorage(s, DType::kFloat32, {2}, {2}, 1);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->raw_data(), base + 1);
+  EXPECT_EQ(t->GetDouble(0), 2);
+  EXPECT_EQ(t->GetDouble(1), 4);
+  std::weak_ptr<std::vector<float>> alive = buffer;
+  buffer.reset();
+  s.reset();
+  EXPECT_FALSE(alive.expired());  // the tensor holds the owner
+  *t = Tensor();
+  EXPECT_TRUE(alive.expired());
+}
+
+TEST(Tensor, FromStorageChecksTheExtent) {
+  std::shared_ptr<Storage> s = Storage::AllocateCpu(16);
+  EXPECT_TRUE(Tensor::FromStorage(s, DType::kFloat32, {2, 2}, {2, 1}, 0).ok());
+  EXPECT_FALSE(Tensor::FromStorage(s, DType::kFloat32, {2, 2}, {2, 1}, 1).ok());
+  EXPECT_FALSE(Tensor::FromStorage(s, DType::kFloat32, {3}, {1}, 2).ok());
+  EXPECT_FALSE(Tensor::FromStorage(s, DType::kFloat32, {2}, {1, 1}, 0).ok());
+  EXPECT_FALSE(Tensor::FromStorage(s, DType::kFloat32, {-1}, {1}, 0).ok());
+  EXPECT_FALSE(Tensor::FromStorage(s, DType::kFloat32, {INT64_MAX}, {INT64_MAX}, 0).ok());
+  EXPECT_TRUE(Tensor::FromStorage(s, DType::kFloat32, {0, 5}, {5, 1}, 100).ok());  // empty
 }
 
 TEST(Hash, DeterministicAndSpread) {

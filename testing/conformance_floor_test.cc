@@ -29,12 +29,20 @@ bool FlagValue(const std::string& arg, const char* name, std::string* out) {
 
 int main(int argc, char** argv) {
   kiln::testing::ConformanceOptions options;
-  std::string floor_file, suite = "suite";
+  std::string floor_file, suite = "suite", rtol, atol;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (FlagValue(arg, "root", &options.root) || FlagValue(arg, "filter", &options.filter) ||
         FlagValue(arg, "floor", &floor_file) || FlagValue(arg, "suite", &suite) ||
         FlagValue(arg, "backend", &options.backend)) {
+      continue;
+    }
+    if (FlagValue(arg, "rtol", &rtol) || FlagValue(arg, "atol", &atol)) {
+      double& target = arg.rfind("--rtol", 0) == 0 ? options.rtol : options.atol;
+      if (!absl::SimpleAtod(arg.substr(arg.find('=') + 1), &target)) {
+        std::fprintf(stderr, "bad tolerance %s\n", arg.c_str());
+        return 2;
+      }
       continue;
     }
     std::fprintf(stderr, "unknown argument %s\n", arg.c_str());

@@ -157,8 +157,13 @@ absl::Status EnsureKernels() {
 // for the CPU (its inputs and outputs are tensors).
 class Executor {
  public:
-  static absl::StatusOr<std::unique_ptr<Executor>> Create(ir::Graph& graph, const std::string& backend,
-                                                          const std::string& device) {
+  // `first_inputs`, when given, are the first call's: a model whose inputs
+  // have dynamic shapes compiles its first version for them (as
+  // torch.compile compiles at the first call), so that the islands counted
+  // are those of the program that runs; `refine` types its specializations.
+  static absl::StatusOr<std::unique_ptr<Executor>> Create(
+      ir::Graph& graph, const std::string& backend, const std::string& device,
+      const std::vector<IValue>* first_inputs = nullptr, driver::GraphRefiner refine = nullptr) {
     auto e = std::unique_ptr<Executor>(new Executor());
     if (backend == "interpreter") {
       e->interp_ = std::make_unique<runtime::Interpreter>(graph);
@@ -170,7 +175,9 @@ class Executor {
       driver::CompiledGraph compiled;
       driver::CompileOptions compile_options;
       compile_options.device = device;
-      ASSIGN_OR_RETURN(e->compiled_, driver::SpecializingProgram::Create(graph, compile_options, 4, &compiled));
+      ASSIGN_OR_RETURN(e->compiled_, driver::SpecializingProgram::Create(
+                                         graph, compile_options, 4, &compiled, std::move(refine),
+                                         first_inputs));
       e->islands_ = compiled.num_islands;
       e->island_nodes_ = compiled.num_island_nodes;
       e->whole_graph_island_ = compiled.whole_graph_interpreted;
@@ -196,36 +203,57 @@ class Executor {
   std::unique_ptr<wrapper::CompiledProgram> compiled_;
 };
 
-absl::Status RunTest(const fs::path& dir, const ConformanceOptions& options, bool random,
+// One test: `model_file` (model.onnx, or a .pt2 archive) beside its
+// test_data_set_N directories.
+absl::Status RunTest(const fs::path& model_file, const ConformanceOptions& options, bool random,
                      ConformanceResult* result) {
   RETURN_IF_ERROR(EnsureKernels());
-  ASSIGN_OR_RETURN(driver::ImportedModel imported,
-                   driver::ImportModelFile((dir / "model.onnx").string()));
+  ASSIGN_OR_RETURN(driver::ImportedModel imported, driver::ImportModelFile(model_file.string()));
   RETURN_IF_ERROR(driver::RunPipeline(*imported.graph, options.pipeline));
-  const onnx::ModelProto& model = *imported.onnx;
-  ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
-                   Executor::Create(*imported.graph, options.backend, options.device));
-  result->islands = executor->islands_;
-  result->island_nodes = executor->island_nodes_;
-  result->whole_graph_island = executor->whole_graph_island_;
-  const std::vector<const onnx::ValueInfoProto*> inputs = onnx_import::RuntimeInputs(model);
+  // ONNX declares the kinds of its inputs and outputs (tensor, sequence,
+  // optional); a .pt2 program's are tensors.
+  std::vector<const onnx::ValueInfoProto*> inputs;
+  if (imported.onnx) inputs = onnx_import::RuntimeInputs(*imported.onnx);
+  auto input_type = [&](size_t k) -> const onnx::TypeProto* {
+    return k < inputs.size() && inputs[k]->has_type() ? &inputs[k]->type() : nullptr;
+  };
+  auto output_type = [&](size_t k) -> const onnx::TypeProto* {
+    if (!imported.onnx) return nullptr;
+    const onnx::GraphProto& g = imported.onnx->graph();
+    return k < static_cast<size_t>(g.output_size()) && g.output(k).has_type() ? &g.output(k).type()
+                                                                              : nullptr;
+  };
   std::vector<fs::path> sets;
-  for (const auto& e : fs::directory_iterator(dir)) {
+  for (const auto& e : fs::directory_iterator(model_file.parent_path())) {
     if (e.is_directory() && absl::StartsWith(e.path().filename().string(), "test_data_set_")) {
       sets.push_back(e.path());
     }
   }
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return absl::NotFoundError("no test_data_set_* directories");
+  std::unique_ptr<Executor> executor;
   for (const fs::path& set : sets) {
     std::vector<IValue> in;
     for (size_t k = 0;; ++k) {
       const fs::path p = set / absl::StrCat("input_", k, ".pb");
       if (!fs::exists(p)) break;
-      const onnx::TypeProto* type =
-          k < inputs.size() && inputs[k]->has_type() ? &inputs[k]->type() : nullptr;
-      ASSIGN_OR_RETURN(IValue v, ReadValue(p, type));
+      ASSIGN_OR_RETURN(IValue v, ReadValue(p, input_type(k)));
       in.push_back(std::move(v));
+    }
+    if (imported.pt2) {
+      // The program's guard: dtypes, ranks, symbolic sizes within range.
+      absl::Status guard = imported.pt2->CheckInputs(in);
+      if (!guard.ok()) {
+        return absl::Status(guard.code(), absl::StrCat(set.filename().string(), ": ", guard.message()));
+      }
+    }
+    if (executor == nullptr) {
+      ASSIGN_OR_RETURN(executor, Executor::Create(*imported.graph, options.backend, options.device,
+                                                  imported.HasDynamicShapes() ? &in : nullptr,
+                                                  imported.Refiner()));
+      result->islands = executor->islands_;
+      result->island_nodes = executor->island_nodes_;
+      result->whole_graph_island = executor->whole_graph_island_;
     }
     ASSIGN_OR_RETURN(std::vector<IValue> out, executor->Run(in));
     for (size_t k = 0;; ++k) {
@@ -237,11 +265,7 @@ absl::Status RunTest(const fs::path& dir, const ConformanceOptions& options, boo
         }
         break;
       }
-      const onnx::TypeProto* type = k < static_cast<size_t>(model.graph().output_size()) &&
-                                            model.graph().output(k).has_type()
-                                        ? &model.graph().output(k).type()
-                                        : nullptr;
-      ASSIGN_OR_RETURN(IValue expected, ReadValue(p, type));
+      ASSIGN_OR_RETURN(IValue expected, ReadValue(p, output_type(k)));
       if (k >= out.size()) return absl::InternalError(absl::StrCat("missing output ", k));
       std::string diff =
           CompareValues(out[k], expected, Tolerance{options.rtol, options.atol}, random);
@@ -257,10 +281,15 @@ absl::Status RunTest(const fs::path& dir, const ConformanceOptions& options, boo
 
 ConformanceResult RunConformanceTest(const std::string& dir, const ConformanceOptions& options) {
   ConformanceResult r;
-  r.name = fs::path(dir).filename().string();
+  const fs::path path(dir);
+  // A .pt2 test is named <test>/<file>.pt2 (a test directory may hold a
+  // program in several forms).
+  const bool pt2 = path.extension() == ".pt2";
+  r.name = pt2 ? absl::StrCat(path.parent_path().filename().string(), "/", path.filename().string())
+               : path.filename().string();
   r.random = IsRandomTest(r.name);
   const auto start = std::chrono::steady_clock::now();
-  absl::Status s = RunTest(dir, options, r.random, &r);
+  absl::Status s = RunTest(pt2 ? path : path / "model.onnx", options, r.random, &r);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.passed = s.ok();
   if (!s.ok()) r.reason = std::string(s.message());
@@ -282,9 +311,17 @@ absl::StatusOr<ConformanceSummary> RunConformance(const ConformanceOptions& opti
   }
   std::vector<fs::path> dirs;
   for (const auto& e : fs::directory_iterator(options.root)) {
-    if (!e.is_directory() || !fs::exists(e.path() / "model.onnx")) continue;
-    if (filter && !RE2::PartialMatch(e.path().filename().string(), *filter)) continue;
-    dirs.push_back(e.path());
+    if (!e.is_directory()) continue;
+    if (fs::exists(e.path() / "model.onnx")) {
+      if (!filter || RE2::PartialMatch(e.path().filename().string(), *filter)) dirs.push_back(e.path());
+      continue;
+    }
+    for (const auto& f : fs::directory_iterator(e.path())) {
+      if (!f.is_regular_file() || f.path().extension() != ".pt2") continue;
+      const std::string name =
+          absl::StrCat(e.path().filename().string(), "/", f.path().filename().string());
+      if (!filter || RE2::PartialMatch(name, *filter)) dirs.push_back(f.path());
+    }
   }
   std::sort(dirs.begin(), dirs.end());
   RETURN_IF_ERROR(EnsureKernels());

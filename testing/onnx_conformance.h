@@ -1,8 +1,11 @@
-// ONNX backend-test conformance: runs every test directory under a root
-// (`<test>/model.onnx`, `<test>/test_data_set_N/{input,output}_K.pb`)
-// through import -> -O2 passes -> a backend, and compares each output with
-// ONNX's own tolerance (|actual - expected| <= atol + rtol * |expected|,
-// rtol 1e-3, atol 1e-7; NaN matches NaN; dtype and shape must match).
+// Backend-test conformance: runs every test under a root
+// (`<test>/model.onnx`, or each torch.export archive `<test>/<name>.pt2`,
+// with `<test>/test_data_set_N/{input,output}_K.pb`) through import -> -O2
+// passes -> a backend, and compares each output with ONNX's own tolerance
+// by default (|actual - expected| <= atol + rtol * |expected|, rtol 1e-3,
+// atol 1e-7; NaN matches NaN; dtype and shape must match). A .pt2 test
+// checks its inputs against the program's symbolic sizes and ranges; a
+// program with symbolic sizes is compiled at its first data set's shapes.
 //
 // Tests whose outputs are random (Bernoulli, Dropout in training mode with a
 // non-zero ratio, Random*) cannot match bit for bit: for them only shapes,
@@ -72,7 +75,7 @@ struct ConformanceSummary {
 // optional (None or the value).
 absl::StatusOr<ir::IValue> ReadTestValue(const std::string& path, const onnx::TypeProto* type);
 
-// Runs one test directory.
+// Runs one test: a directory with model.onnx, or a .pt2 file.
 ConformanceResult RunConformanceTest(const std::string& dir, const ConformanceOptions& options);
 // Runs every matching test directory under options.root, sorted by name.
 absl::StatusOr<ConformanceSummary> RunConformance(const ConformanceOptions& options);

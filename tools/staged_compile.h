@@ -14,13 +14,16 @@
 #ifndef KILN_TOOLS_STAGED_COMPILE_H_
 #define KILN_TOOLS_STAGED_COMPILE_H_
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "driver/compile_graph.h"
 #include "driver/model.h"
+#include "ir/ivalue.h"
 #include "tools/trace.h"
 
 namespace kiln::tools {
@@ -43,6 +46,11 @@ struct StagedCompileOptions {
   // Refuse a program (stages source and program) whose planned peak exceeds
   // this; negative: no limit.
   int64_t max_peak_bytes = -1;
+  // Optional: the inputs of a call, made from the imported model. Called
+  // only for a model with dynamic shapes, which then compiles at their
+  // shapes (without it, at its traced shapes); other models' inputs are the
+  // caller's business after the compile (so its memory checks come first).
+  std::function<absl::StatusOr<std::vector<ir::IValue>>(const driver::ImportedModel&)> make_inputs;
   TraceRecorder* trace = nullptr;  // optional
   bool progress = true;            // on stderr, when it is a terminal
 };
@@ -53,6 +61,9 @@ struct StagedCompile {
   CompileStage reached = CompileStage::kGraph;
   // From stage loops on.
   std::optional<driver::CompiledGraph> compiled;
+  // What make_inputs returned, when it was called.
+  bool inputs_made = false;
+  std::vector<ir::IValue> inputs;
   // From stage source on, for the CPU: the whole C++ program (empty when the
   // graph is interpreted whole).
   std::string program_source;

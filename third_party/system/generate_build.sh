@@ -134,6 +134,17 @@ cc_library(
     linkopts = ["-lopenblas", "-pthread"],
 )
 
+# ---- libzip 1.7 (reading .pt2 archives) and zlib (their CRC-32) ----
+cc_library(
+    name = "libzip",
+    linkopts = ["-lzip"],
+)
+
+cc_library(
+    name = "zlib",
+    linkopts = ["-lz"],
+)
+
 # ---- libc bits ----
 cc_library(
     name = "dl",

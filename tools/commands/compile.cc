@@ -238,7 +238,7 @@ Json CompileJson(const StagedCompile& s, const std::string& dir, const OutputDir
 }
 
 absl::Status RunCompile(const std::vector<std::string>& args) {
-  RETURN_IF_ERROR(ExpectArgCount(args, 1, "compile", "one ONNX model file"));
+  RETURN_IF_ERROR(ExpectArgCount(args, 1, "compile", "one model file (.onnx or .pt2)"));
   const std::string out_dir = absl::GetFlag(FLAGS_o);
   if (out_dir.empty()) return absl::InvalidArgumentError("compile: missing -o DIR");
   if (out_dir == "-") {
@@ -338,9 +338,10 @@ absl::Status RunCompile(const std::vector<std::string>& args) {
 Command CompileCommand() {
   Command command;
   command.name = "compile";
-  command.summary = "Compile an ONNX model: generated C++, Python wrapper, Wrapper IR proto, report.";
+  command.summary =
+      "Compile a model (ONNX or .pt2): generated C++, Python wrapper, Wrapper IR proto, report.";
   command.usage =
-      "MODEL.onnx -o DIR [--device=cpu] [--pipeline -O2]\n"
+      "MODEL.onnx|MODEL.pt2 -o DIR [--device=cpu] [--pipeline -O2]\n"
       "           [--compile-to=graph|optimized|loops|wrapper|source|program]\n"
       "           [--dump-dir=DIR] [--dot] [--trace FILE] [--max_memory SIZE] [--json]";
   command.details =
@@ -355,7 +356,8 @@ Command CompileCommand() {
       "--dot adds graph.dot and kernels.dot (and .svg with Graphviz); --trace writes a\n"
       "Chrome trace of the compile. Files an earlier compile wrote into DIR and this\n"
       "one does not are removed. A program whose planned peak memory exceeds\n"
-      "--max_memory is refused (exit 2) before the C++ compiler runs.";
+      "--max_memory is refused (exit 2) before the C++ compiler runs. A .pt2 program\n"
+      "with symbolic sizes is compiled at the sizes torch traced it with.";
   command.flags = {"device", "o",   "pipeline", "compile_to", "dump_dir",
                    "dot",    "trace", "max_memory", "json"};
   command.run = RunCompile;

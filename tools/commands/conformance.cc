@@ -107,11 +107,13 @@ absl::Status RunConformanceCommand(const std::vector<std::string>& args) {
 Command ConformanceCommand() {
   Command command;
   command.name = "conformance";
-  command.summary = "Run ONNX backend tests: import, -O2, execute, compare.";
+  command.summary = "Run backend tests (ONNX or .pt2 models): import, -O2, execute, compare.";
   command.usage =
       "--root DIR [--filter REGEX] [--backend interpreter|compiled] [--device cpu|cuda]\n"
       "           [--report FILE] [--rtol R] [--atol A] [--json]";
   command.details =
+      "A test is DIR/<test>/model.onnx, or each DIR/<test>/<name>.pt2, with\n"
+      "<test>/test_data_set_N/{input,output}_K.pb.\n"
       "Compares every output with |actual - expected| <= atol + rtol * |expected|\n"
       "(default rtol 1e-3, atol 1e-7: ONNX's runner's tolerance; NaN matches NaN).\n"
       "Prints each failure with its reason and 'N passed, M failed'; exits 1 when\n"

@@ -20,7 +20,7 @@ namespace kiln::tools {
 namespace {
 
 absl::Status RunImport(const std::vector<std::string>& args) {
-  RETURN_IF_ERROR(ExpectArgCount(args, 1, "import", "one ONNX model file"));
+  RETURN_IF_ERROR(ExpectArgCount(args, 1, "import", "one model file (.onnx or .pt2)"));
   const std::string out = absl::GetFlag(FLAGS_o);
   if (out.empty()) {
     return absl::InvalidArgumentError(
@@ -40,8 +40,8 @@ absl::Status RunImport(const std::vector<std::string>& args) {
 Command ImportCommand() {
   Command command;
   command.name = "import";
-  command.summary = "Import an ONNX model into a kiln graph.";
-  command.usage = "MODEL.onnx -o OUT [--to=text|pb|pbtxt]";
+  command.summary = "Import an ONNX model or a torch.export program (.pt2) into a kiln graph.";
+  command.usage = "MODEL.onnx|MODEL.pt2 -o OUT [--to=text|pb|pbtxt]";
   command.details =
       "Each ONNX op becomes canonical kiln ops (aten::, kiln::); initializers become\n"
       "constants; each node's ONNX name becomes its scope. OUT's format comes from its\n"

@@ -16,6 +16,7 @@
 #include "driver/model.h"
 #include "frontend/onnx/importer.h"
 #include "frontend/onnx/tensor_proto.h"
+#include "frontend/pt2/signature.h"
 #include "ir/ivalue.h"
 #include "runtime/interpreter.h"
 #include "support/status.h"
@@ -55,31 +56,16 @@ std::string ShapeText(const std::vector<int64_t>& sizes) {
   return absl::StrCat("[", absl::StrJoin(sizes, ", "), "]");
 }
 
-// A deterministic input for a model input with a static shape: floats in
-// [-1, 1) from a fixed linear congruential sequence, integers 0, bools
-// false. Checked against --max_memory before anything is allocated.
-absl::StatusOr<IValue> GeneratedInput(const onnx::ValueInfoProto& in, int64_t* total_bytes) {
-  const std::string name = Printable(in.name());
-  if (!in.type().has_tensor_type()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input '", name, "' is not a tensor: pass --inputs DIR"));
-  }
-  std::vector<int64_t> sizes;
-  for (const auto& d : in.type().tensor_type().shape().dim()) {
-    if (!d.has_dim_value() || d.dim_value() < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", name, "' has a symbolic dimension: pass --inputs DIR"));
-    }
-    sizes.push_back(d.dim_value());
-  }
-  const int32_t et = in.type().tensor_type().elem_type();
-  if (et != onnx::TensorProto::FLOAT && et != onnx::TensorProto::DOUBLE &&
-      et != onnx::TensorProto::INT64 && et != onnx::TensorProto::INT32 &&
-      et != onnx::TensorProto::BOOL) {
+// A deterministic input tensor: floats in [-1, 1) from a fixed linear
+// congruential sequence, integers 0, bools false. Checked against
+// --max_memory before anything is allocated.
+absl::StatusOr<IValue> GeneratedTensor(const std::string& name, DType dtype,
+                                       const std::vector<int64_t>& sizes, int64_t* total_bytes) {
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && dtype != DType::kInt64 &&
+      dtype != DType::kInt32 && dtype != DType::kBool) {
     return absl::InvalidArgumentError(absl::StrCat(
         "input '", name, "': no generator for this element type; pass --inputs DIR"));
   }
-  ASSIGN_OR_RETURN(const DType dtype, frontend::onnx_import::DTypeFromOnnx(et));
   const std::string what =
       absl::StrCat("input '", name, "' (", DTypeName(dtype), ShapeText(sizes), ")");
   const std::optional<int64_t> bytes = DenseBytes(sizes, static_cast<int64_t>(DTypeSize(dtype)));
@@ -104,9 +90,66 @@ absl::StatusOr<IValue> GeneratedInput(const onnx::ValueInfoProto& in, int64_t* t
   return IValue::FromTensor(std::move(t));
 }
 
+// A generated input for an ONNX model input with a static shape.
+absl::StatusOr<IValue> GeneratedInput(const onnx::ValueInfoProto& in, int64_t* total_bytes) {
+  const std::string name = Printable(in.name());
+  if (!in.type().has_tensor_type()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", name, "' is not a tensor: pass --inputs DIR"));
+  }
+  std::vector<int64_t> sizes;
+  for (const auto& d : in.type().tensor_type().shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", name, "' has a symbolic dimension: pass --inputs DIR"));
+    }
+    sizes.push_back(d.dim_value());
+  }
+  const int32_t et = in.type().tensor_type().elem_type();
+  if (et != onnx::TensorProto::FLOAT && et != onnx::TensorProto::DOUBLE &&
+      et != onnx::TensorProto::INT64 && et != onnx::TensorProto::INT32 &&
+      et != onnx::TensorProto::BOOL) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", name, "': no generator for this element type; pass --inputs DIR"));
+  }
+  ASSIGN_OR_RETURN(const DType dtype, frontend::onnx_import::DTypeFromOnnx(et));
+  return GeneratedTensor(name, dtype, sizes, total_bytes);
+}
+
 std::string InputsDir() { return ResolveUserPath(absl::GetFlag(FLAGS_inputs)); }
 
-absl::StatusOr<std::vector<IValue>> ModelInputs(const onnx::ModelProto& model) {
+// A .pt2 program's inputs: DIR/input_K.pb, or generated at the shapes torch
+// traced it with; checked against its symbolic sizes.
+absl::StatusOr<std::vector<IValue>> Pt2Inputs(const frontend::pt2::Signature& sig) {
+  std::vector<IValue> inputs;
+  const std::string dir = InputsDir();
+  if (!dir.empty()) {
+    for (size_t k = 0; k < sig.inputs.size(); ++k) {
+      ASSIGN_OR_RETURN(IValue v,
+                       testing::ReadTestValue(absl::StrCat(dir, "/input_", k, ".pb"), nullptr));
+      inputs.push_back(std::move(v));
+    }
+  } else {
+    ASSIGN_OR_RETURN(const std::vector<std::vector<int64_t>> shapes, sig.ExampleShapes());
+    int64_t total_bytes = 0;
+    for (size_t k = 0; k < sig.inputs.size(); ++k) {
+      const std::string name = Printable(sig.inputs[k].name);
+      if (!sig.inputs[k].is_tensor) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", name, "' is an int: pass --inputs DIR"));
+      }
+      ASSIGN_OR_RETURN(IValue v,
+                       GeneratedTensor(name, sig.inputs[k].dtype, shapes[k], &total_bytes));
+      inputs.push_back(std::move(v));
+    }
+  }
+  RETURN_IF_ERROR(sig.CheckInputs(inputs));
+  return inputs;
+}
+
+absl::StatusOr<std::vector<IValue>> ModelInputs(const driver::ImportedModel& m) {
+  if (m.pt2) return Pt2Inputs(*m.pt2);
+  const onnx::ModelProto& model = *m.onnx;
   const auto runtime_inputs = frontend::onnx_import::RuntimeInputs(model);
   std::vector<IValue> inputs;
   const std::string dir = InputsDir();
@@ -122,7 +165,9 @@ absl::StatusOr<std::vector<IValue>> ModelInputs(const onnx::ModelProto& model) {
   return inputs;
 }
 
-std::string OutputName(const onnx::ModelProto& model, size_t k) {
+std::string OutputName(const driver::ImportedModel& m, size_t k) {
+  if (m.pt2) return k < m.pt2->outputs.size() ? m.pt2->outputs[k] : "";
+  const onnx::ModelProto& model = *m.onnx;
   return k < static_cast<size_t>(model.graph().output_size()) ? model.graph().output(k).name() : "";
 }
 
@@ -157,7 +202,7 @@ Check CompareWithInterpreter(const std::vector<IValue>& outs, const std::vector<
 }
 
 // Against DIR/output_K.pb, for each K that exists; nullopt when none does.
-absl::StatusOr<std::optional<Check>> CompareWithExpectedFiles(const onnx::ModelProto& model,
+absl::StatusOr<std::optional<Check>> CompareWithExpectedFiles(const driver::ImportedModel& model,
                                                               const std::vector<IValue>& outs,
                                                               const testing::Tolerance& tolerance) {
   const std::string dir = InputsDir();
@@ -167,9 +212,11 @@ absl::StatusOr<std::optional<Check>> CompareWithExpectedFiles(const onnx::ModelP
     const std::string path = absl::StrCat(dir, "/output_", k, ".pb");
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) continue;
-    const onnx::TypeProto* type = k < static_cast<size_t>(model.graph().output_size())
-                                      ? &model.graph().output(k).type()
-                                      : nullptr;
+    // ONNX types the test data; a .pt2 program's outputs are read as stored.
+    const onnx::TypeProto* type =
+        model.onnx && k < static_cast<size_t>(model.onnx->graph().output_size())
+            ? &model.onnx->graph().output(k).type()
+            : nullptr;
     ASSIGN_OR_RETURN(IValue expected, testing::ReadTestValue(path, type));
     check.outputs.push_back(
         {k, path, testing::CompareValues(outs[k], expected, tolerance)});
@@ -197,7 +244,7 @@ struct RunReport {
   Json compiled = nullptr;           // compiled backend: kernels, islands
 };
 
-absl::Status Finish(const std::string& model_arg, const onnx::ModelProto& model,
+absl::Status Finish(const std::string& model_arg, const driver::ImportedModel& model,
                     const testing::Tolerance& tolerance, RunReport report) {
   ASSIGN_OR_RETURN(std::optional<Check> expected,
                    CompareWithExpectedFiles(model, report.outputs, tolerance));
@@ -278,6 +325,7 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
   StagedCompileOptions options;
   options.model_path = ResolveUserPath(model_arg);
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
+  options.make_inputs = ModelInputs;
   ASSIGN_OR_RETURN(options.max_peak_bytes, MaxMemoryBytes());
   TraceRecorder trace;
   const std::string trace_path = absl::GetFlag(FLAGS_trace);
@@ -290,9 +338,12 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
     }
     return staged.status();
   }
-  const onnx::ModelProto& model = *staged->model.onnx;
+  const driver::ImportedModel& model = staged->model;
   const driver::CompiledGraph& compiled = *staged->compiled;
-  ASSIGN_OR_RETURN(std::vector<IValue> inputs, ModelInputs(model));
+  std::vector<IValue> inputs = staged->inputs;
+  if (!staged->inputs_made) {
+    ASSIGN_OR_RETURN(inputs, ModelInputs(model));
+  }
   std::vector<Tensor> tensors;
   for (const IValue& v : inputs) {
     if (!v.isTensor()) {
@@ -342,9 +393,9 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
   }
   if (absl::GetFlag(FLAGS_check)) {
     // The graph was compiled in place; the interpreter runs a fresh import.
-    ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> fresh, frontend::onnx_import::ImportModel(model));
+    ASSIGN_OR_RETURN(driver::ImportedModel fresh, driver::ImportModelFile(model.path));
     const Clock::time_point start = Clock::now();
-    absl::StatusOr<std::vector<IValue>> want = runtime::RunGraph(*fresh, inputs);
+    absl::StatusOr<std::vector<IValue>> want = runtime::RunGraph(*fresh.graph, inputs);
     trace.Complete("interpreter (check)", "run", start, Clock::now());
     if (!want.ok()) {
       return absl::Status(want.status().code(),
@@ -364,8 +415,7 @@ absl::Status RunInterpreted(const std::string& model_arg, const testing::Toleran
   report.import_ms = imported.import_ms;
   RETURN_IF_ERROR(driver::RunPipeline(*imported.graph, absl::GetFlag(FLAGS_pipeline),
                                       &report.passes_ms));
-  const onnx::ModelProto& model = *imported.onnx;
-  ASSIGN_OR_RETURN(std::vector<IValue> inputs, ModelInputs(model));
+  ASSIGN_OR_RETURN(std::vector<IValue> inputs, ModelInputs(imported));
   runtime::Interpreter interp(*imported.graph);
   RETURN_IF_ERROR(interp.Prepare());
   const auto start = Clock::now();
@@ -376,11 +426,11 @@ absl::Status RunInterpreted(const std::string& model_arg, const testing::Toleran
   report.run_ms.push_back(Ms(start, Clock::now()));
   report.outputs = *std::move(outs);
   report.nodes_executed = interp.stats().nodes_executed;
-  return Finish(model_arg, model, tolerance, std::move(report));
+  return Finish(model_arg, imported, tolerance, std::move(report));
 }
 
 absl::Status RunRun(const std::vector<std::string>& args) {
-  RETURN_IF_ERROR(ExpectArgCount(args, 1, "run", "one ONNX model file"));
+  RETURN_IF_ERROR(ExpectArgCount(args, 1, "run", "one model file (.onnx or .pt2)"));
   const std::string backend = absl::GetFlag(FLAGS_backend);
   if (!absl::GetFlag(FLAGS_trace).empty() && backend != "compiled") {
     return absl::InvalidArgumentError("run: --trace needs --backend compiled");
@@ -397,14 +447,15 @@ absl::Status RunRun(const std::vector<std::string>& args) {
 Command RunCommand() {
   Command command;
   command.name = "run";
-  command.summary = "Run an ONNX model: import, -O2, execute; print outputs and times.";
+  command.summary = "Run a model (ONNX or .pt2): import, -O2, execute; print outputs and times.";
   command.usage =
-      "MODEL.onnx [--inputs DIR] [--backend interpreter|compiled] [--iterations N] [--warmup W]\n"
+      "MODEL.onnx|MODEL.pt2 [--inputs DIR] [--backend interpreter|compiled] [--iterations N] [--warmup W]\n"
       "           [--rtol R] [--atol A] [--max_memory SIZE] [--trace FILE] [--json]";
   command.details =
       "Inputs come from DIR/input_K.pb (backend-test layout) or, without --inputs,\n"
-      "are generated deterministically from the model's static input shapes (refused\n"
-      "when larger than --max_memory). When DIR also holds output_K.pb files, the\n"
+      "are generated deterministically from the model's static input shapes (a .pt2\n"
+      "program's symbolic sizes take the values torch traced it with; refused when\n"
+      "larger than --max_memory). When DIR also holds output_K.pb files, the\n"
       "outputs are compared with them. --backend=compiled compiles for the CPU\n"
       "(lowering, fusion, generated C++), times --iterations calls after --warmup ones\n"
       "(median, min, max) and, with --check, compares the outputs with the\n"
