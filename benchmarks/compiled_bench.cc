@@ -374,7 +374,7 @@ BENCHMARK(BM_CblasSgemm)->Arg(1024)->Unit(benchmark::kMillisecond)->MeasureProce
 // ------------------------------------------------------------ compile latency
 
 absl::StatusOr<std::unique_ptr<ir::Graph>> ImportOptimized(const onnx::ModelProto& model) {
-  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, frontend::onnx_import::ImportModel(model));
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, driver::ImportOnnxModel(model));
   RETURN_IF_ERROR(driver::RunPipeline(*graph, "-O2"));
   return graph;
 }

@@ -9,6 +9,7 @@
 #include "frontend/onnx/importer.h"
 #include "passes/all_passes.h"
 #include "passes/pipeline.h"
+#include "passes/shape_propagation.h"
 #include "support/status.h"
 
 namespace kiln::driver {
@@ -28,6 +29,15 @@ absl::StatusOr<ModelFormat> ModelFormatOf(const std::string& path) {
       absl::StrCat(path, ": unknown model format (kiln reads .onnx models)"));
 }
 
+absl::StatusOr<std::unique_ptr<ir::Graph>> ImportOnnxModel(const onnx::ModelProto& model) {
+  RETURN_IF_ERROR(Initialize());
+  frontend::onnx_import::ImportOptions options;
+  // kiln's shape functions type each converted node, where ONNX's inference
+  // left a rank unknown (issue 12).
+  options.infer_node_types = passes::InferNodeTypes;
+  return frontend::onnx_import::ImportModel(model, options);
+}
+
 absl::StatusOr<ImportedModel> ImportModelFile(const std::string& path) {
   RETURN_IF_ERROR(Initialize());
   ImportedModel m;
@@ -35,7 +45,7 @@ absl::StatusOr<ImportedModel> ImportModelFile(const std::string& path) {
   ASSIGN_OR_RETURN(m.format, ModelFormatOf(path));
   const auto start = Clock::now();
   ASSIGN_OR_RETURN(onnx::ModelProto proto, frontend::onnx_import::LoadModelFile(path));
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = frontend::onnx_import::ImportModel(proto);
+  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ImportOnnxModel(proto);
   if (!graph.ok()) {
     return absl::Status(graph.status().code(), absl::StrCat(path, ": ", graph.status().message()));
   }

@@ -35,6 +35,10 @@ struct ImportedModel {
 // path and the formats kiln reads otherwise.
 absl::StatusOr<ModelFormat> ModelFormatOf(const std::string& path);
 
+// frontend::onnx_import::ImportModel with kiln's shape functions typing each
+// converted node (ranks ONNX's inference left unknown). Calls Initialize().
+absl::StatusOr<std::unique_ptr<ir::Graph>> ImportOnnxModel(const onnx::ModelProto& model);
+
 // Reads and imports a model file. Errors start with the path.
 absl::StatusOr<ImportedModel> ImportModelFile(const std::string& path);
 

@@ -3,6 +3,10 @@
 // declares, and a call whose tensor inputs have other dtypes or sizes
 // compiles (once) a version specialised to them. Up to
 // `max_specializations` versions are kept, least recently used first out.
+// A graph whose declared input shapes are not all static (ONNX dim_params:
+// dynamic batch or sequence axes) compiles nothing up front: each call's
+// concrete shapes compile their own version, where shape arithmetic folds to
+// constants (see CompileGraph).
 //
 //   ASSIGN_OR_RETURN(auto program, SpecializingProgram::Create(graph));
 //   ASSIGN_OR_RETURN(auto outputs, program->RunValues(inputs));
@@ -29,10 +33,22 @@ struct InputGuard {
   std::optional<std::vector<int64_t>> sizes;
 };
 
+// What one compile produced, for reports (a CompiledGraph without the
+// program and the intermediate forms).
+struct CompileSummary {
+  int num_islands = 0;
+  int num_island_nodes = 0;
+  bool whole_graph_interpreted = false;
+  int num_reference_externs = 0;
+  std::vector<NotCompiledNode> not_compiled;
+  std::vector<std::vector<int64_t>> input_sizes;  // the tensor inputs' sizes ({} otherwise)
+};
+
 class SpecializingProgram : public wrapper::CompiledProgram {
  public:
-  // Compiles `graph` (not modified) for its declared input types right away,
-  // so errors show up front; `first` receives that compile's statistics.
+  // Compiles `graph` (not modified) for its declared input types right away
+  // when they are static, so errors show up front; `first` receives that
+  // compile's statistics (left as is when nothing was compiled).
   static absl::StatusOr<std::unique_ptr<SpecializingProgram>> Create(
       const ir::Graph& graph, const CompileOptions& options = {}, int max_specializations = 8,
       CompiledGraph* first = nullptr);
@@ -42,6 +58,8 @@ class SpecializingProgram : public wrapper::CompiledProgram {
 
   // Compiles so far (the first one included).
   int num_compiles() const;
+  // One summary per compile so far, in order (evicted versions included).
+  std::vector<CompileSummary> compile_summaries() const;
 
  private:
   struct Version {
@@ -53,8 +71,8 @@ class SpecializingProgram : public wrapper::CompiledProgram {
   SpecializingProgram(std::unique_ptr<ir::Graph> graph, CompileOptions options, int max_versions);
   // The version whose guards `inputs` pass, compiling one when none does.
   absl::StatusOr<std::shared_ptr<wrapper::CompiledProgram>> Select(const std::vector<ir::IValue>& inputs);
-  absl::StatusOr<Version> Compile(const std::vector<ir::IValue>* inputs,
-                                  CompiledGraph* stats) const;
+  absl::StatusOr<Version> Compile(const std::vector<ir::IValue>* inputs, CompiledGraph* stats,
+                                  CompileSummary* summary) const;
 
   std::unique_ptr<const ir::Graph> graph_;  // as declared, never compiled in place
   CompileOptions options_;
@@ -62,6 +80,7 @@ class SpecializingProgram : public wrapper::CompiledProgram {
   mutable std::mutex mu_;
   std::list<Version> versions_;  // most recently used first
   int compiles_ = 0;
+  std::vector<CompileSummary> summaries_;
 };
 
 }  // namespace kiln::driver

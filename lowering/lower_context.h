@@ -138,7 +138,9 @@ class LowerContext {
 // outputs) when this overload or these arguments are not handled here, so
 // that the caller falls back to an extern call of the reference kernel.
 using LoweringFn = std::function<absl::StatusOr<bool>(LowerContext&)>;
-using LoweringTable = absl::flat_hash_map<std::string, LoweringFn>;  // by op name ("add")
+// By op name: aten ops without namespace ("add"), kiln:: ops qualified
+// ("kiln::reduce").
+using LoweringTable = absl::flat_hash_map<std::string, LoweringFn>;
 
 // t[alias] = t[name], safely: operator[] may rehash while a reference from
 // an earlier operator[] is still in use.
@@ -152,6 +154,8 @@ void AddActivationLowerings(LoweringTable& table);
 void AddReductionLowerings(LoweringTable& table);
 void AddNormLowerings(LoweringTable& table);
 void AddViewLowerings(LoweringTable& table);
+void AddGatherLowerings(LoweringTable& table);  // lower_gather.cc
+void AddOnnxLowerings(LoweringTable& table);    // lower_onnx.cc
 
 // The extern-kernel fallback: the node's registry overload with a kernel.
 absl::Status LowerAsExtern(LowerContext& ctx);

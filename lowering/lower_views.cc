@@ -348,6 +348,13 @@ void AddViewLowerings(LoweringTable& t) {
   AddAlias(t, "concat", "cat");
   AddAlias(t, "concatenate", "cat");
   t["stack"] = [](LowerContext& ctx) { return Concatenate(ctx, true); };
+  // ONNX's shape-taking views: once shapes are resolved, the output type
+  // says the shape (kiln::onnx_slice is in lower_onnx.cc).
+  t["kiln::onnx_reshape"] = Reshape;
+  t["kiln::onnx_flatten"] = Reshape;
+  t["kiln::onnx_squeeze"] = DropOrAddOnes;
+  t["kiln::onnx_unsqueeze"] = DropOrAddOnes;
+  t["kiln::onnx_expand"] = Expand;
 }
 
 }  // namespace kiln::lowering

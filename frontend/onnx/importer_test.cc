@@ -65,8 +65,8 @@ TEST(ImporterTest, ConvertsNodesAndKeepsInferredTypes) {
   EXPECT_TRUE(ir::Verify(**g).ok());
   EXPECT_EQ(ir::PrintGraph(**g),
             "graph(%x : Float(2, *)):\n"
-            "  %t : Float(2, *) = aten::neg(%x)\n"
-            "  %y : Float(2, *) = aten::neg(%t)\n"
+            "  %t : Float(2, *) = aten::neg(%x), scope: first\n"
+            "  %y : Float(2, *) = aten::neg(%t), scope: second\n"
             "  return (%y)\n");
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "driver/model.h"
 #include "frontend/onnx/importer.h"
 #include "ir/verifier.h"
 #include "tools/common_flags.h"
@@ -21,7 +22,7 @@ int RunImport(const std::vector<std::string>& args) {
   if (!format.ok()) return ReportError(format.status());
   absl::StatusOr<onnx::ModelProto> model = frontend::onnx_import::LoadModelFile(ResolveUserPath(args[0]));
   if (!model.ok()) return ReportError(model.status());
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = frontend::onnx_import::ImportModel(*model);
+  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = driver::ImportOnnxModel(*model);
   if (!graph.ok()) return ReportError(graph.status());
   const absl::Status verified = ir::Verify(**graph);
   if (!verified.ok()) return ReportError(verified);

@@ -167,9 +167,12 @@ int RunCompiled(const std::string& path) {
               m->compiled.num_kernels, m->compiled.num_externs, m->compiled.num_islands,
               m->compiled.num_island_nodes, m->compiled.whole_graph_interpreted ? ", whole graph" : "",
               ms[ms.size() / 2], ms.front(), ms.back(), iterations);
+  if (m->compiled.num_islands > 0 || m->compiled.num_reference_externs > 0) {
+    std::printf("%s", driver::NotCompiledReport(m->compiled).c_str());
+  }
   if (absl::GetFlag(FLAGS_check)) {
     // The graph was compiled in place; the interpreter runs a fresh import.
-    absl::StatusOr<std::unique_ptr<ir::Graph>> g = frontend::onnx_import::ImportModel(model);
+    absl::StatusOr<std::unique_ptr<ir::Graph>> g = driver::ImportOnnxModel(model);
     if (!g.ok()) return ReportError(g.status());
     absl::StatusOr<std::vector<IValue>> want = runtime::RunGraph(**g, *inputs);
     if (!want.ok()) return ReportError(want.status());
