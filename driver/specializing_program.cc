@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "driver/value_specialization.h"
 #include "support/status.h"
 
 namespace kiln::driver {
@@ -47,6 +48,14 @@ bool Passes(const std::vector<InputGuard>& guards, const std::vector<ir::IValue>
     const Tensor& t = inputs[i].toTensor();
     if (g.dtype && *g.dtype != t.dtype()) return false;
     if (g.sizes && *g.sizes != t.sizes()) return false;
+    if (g.values) {
+      if (g.values->dtype() != t.dtype() || g.values->sizes() != t.sizes() || !t.has_data()) {
+        return false;
+      }
+      for (int64_t k = 0; k < t.numel(); ++k) {
+        if (g.values->GetInt(k) != t.GetInt(k)) return false;
+      }
+    }
   }
   return true;
 }
@@ -68,8 +77,11 @@ absl::StatusOr<std::unique_ptr<SpecializingProgram>> SpecializingProgram::Create
   }
   std::unique_ptr<SpecializingProgram> p(
       new SpecializingProgram(graph.copy(), options, max_specializations));
-  // Declared dynamic dims: every call specializes (nothing to compile yet).
+  // Declared dynamic dims, or shapes that depend on small integer inputs'
+  // values: every call specializes (nothing to compile yet).
   if (!AllStatic(DeclaredGuards(graph), graph)) return p;
+  ASSIGN_OR_RETURN(std::vector<size_t> by_value, InputsToSpecializeOnValues(graph, nullptr));
+  if (!by_value.empty()) return p;
   CompileSummary summary;
   ASSIGN_OR_RETURN(Version v, p->Compile(nullptr, first, &summary));
   p->versions_.push_front(std::move(v));
@@ -81,9 +93,18 @@ absl::StatusOr<std::unique_ptr<SpecializingProgram>> SpecializingProgram::Create
 absl::StatusOr<SpecializingProgram::Version> SpecializingProgram::Compile(
     const std::vector<ir::IValue>* inputs, CompiledGraph* stats, CompileSummary* summary) const {
   std::unique_ptr<ir::Graph> graph = graph_->copy();
-  if (inputs != nullptr) RETURN_IF_ERROR(SpecializeInputs(*graph, *inputs));
+  std::vector<size_t> by_value;
+  if (inputs != nullptr) {
+    RETURN_IF_ERROR(SpecializeInputs(*graph, *inputs));
+    ASSIGN_OR_RETURN(by_value, InputsToSpecializeOnValues(*graph, inputs));
+  }
   Version v;
   v.guards = DeclaredGuards(*graph);
+  for (size_t i : by_value) {
+    const Tensor& t = (*inputs)[i].toTensor();
+    RETURN_IF_ERROR(BindInputValue(*graph, i, t));
+    v.guards[i].values = t.Contiguous();
+  }
   ASSIGN_OR_RETURN(CompiledGraph compiled, CompileGraph(*graph, options_));
   v.program = std::move(compiled.compiled);
   if (summary != nullptr) {

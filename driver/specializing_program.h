@@ -6,7 +6,9 @@
 // A graph whose declared input shapes are not all static (ONNX dim_params:
 // dynamic batch or sequence axes) compiles nothing up front: each call's
 // concrete shapes compile their own version, where shape arithmetic folds to
-// constants (see CompileGraph).
+// constants (see CompileGraph). Small integer inputs that shapes depend on
+// (an axes or pads tensor, a window's size) are specialized on their values
+// too, guarded by them (driver/value_specialization.h).
 //
 //   ASSIGN_OR_RETURN(auto program, SpecializingProgram::Create(graph));
 //   ASSIGN_OR_RETURN(auto outputs, program->RunValues(inputs));
@@ -31,6 +33,9 @@ namespace kiln::driver {
 struct InputGuard {
   std::optional<DType> dtype;
   std::optional<std::vector<int64_t>> sizes;
+  // Set when the version was compiled for this input's values (a small
+  // integer tensor its shapes depend on; driver/value_specialization.h).
+  std::optional<Tensor> values;
 };
 
 // What one compile produced, for reports (a CompiledGraph without the

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -530,6 +531,27 @@ ShapeImpl SameWithDType(size_t dtype_arg, std::optional<DType> fixed = std::null
   };
 }
 
+// kiln::lstm / gru / rnn (ONNX's recurrent layers): Y and the last states
+// (and the last cell for LSTM), from X's [seq, batch, input] (layout 0) or
+// [batch, seq, input] (layout 1), the direction and hidden_size.
+ShapeImpl Recurrent(size_t outputs, size_t direction_arg, size_t hidden_arg, size_t layout_arg) {
+  return [=](const Args& a) -> absl::StatusOr<Types> {
+    const TensorInfo* x = a.Tensor(0);
+    Types unknown(outputs, x ? TensorOf(x->dtype, std::nullopt, x->device) : Type::Tensor());
+    const std::string* direction = a.Str(direction_arg);
+    Dim hidden = a.Int(hidden_arg), layout = a.Int(layout_arg);
+    if (!x || !x->sizes || x->sizes->size() != 3 || !direction || !hidden || !layout) return unknown;
+    const Dim dirs = *direction == "bidirectional" ? 2 : 1;
+    const bool batch_first = *layout != 0;
+    const Dim seq = (*x->sizes)[batch_first ? 1 : 0], batch = (*x->sizes)[batch_first ? 0 : 1];
+    const Dims y = batch_first ? Dims{batch, seq, dirs, hidden} : Dims{seq, dirs, batch, hidden};
+    const Dims last = batch_first ? Dims{batch, dirs, hidden} : Dims{dirs, batch, hidden};
+    Types out{TensorOf(x->dtype, y, x->device)};
+    while (out.size() < outputs) out.push_back(TensorOf(x->dtype, last, x->device));
+    return out;
+  };
+}
+
 }  // namespace
 
 std::vector<std::pair<const char*, ShapeImpl>> OnnxShapeEntries() {
@@ -573,6 +595,9 @@ std::vector<std::pair<const char*, ShapeImpl>> OnnxShapeEntries() {
   add({"kiln::space_to_depth"}, SpaceDepth(false));
   add({"kiln::random_uniform_like", "kiln::random_normal_like"}, SameWithDType(3));
   add({"kiln::bernoulli"}, SameWithDType(1));
+  add({"kiln::lstm"}, Recurrent(3, 12, 13, 15));
+  add({"kiln::gru"}, Recurrent(2, 10, 11, 13));
+  add({"kiln::rnn"}, Recurrent(2, 10, 11, 12));
   add({"kiln::dropout"}, [](const Args& a) -> absl::StatusOr<Types> {
     const TensorInfo* t = a.Tensor(0);
     if (!t) return Types(2, Type::Tensor());

@@ -94,7 +94,8 @@ TEST(CompiledDifferentialTest, Regressions) {
   SetCacheDir();
   const std::string dir = "testing/testdata/compiled_regressions/";
   for (const char* name :
-       {"long_kernel_names.txt", "unsigned_division_by_max.txt", "wide_row_reductions.txt"}) {
+       {"long_kernel_names.txt", "unsigned_division_by_max.txt", "wide_row_reductions.txt",
+        "onnx_gathers_and_reductions.txt", "onnx_shapes_and_norms.txt"}) {
     ReplayGraphFile(dir + name);
   }
 }

@@ -37,6 +37,15 @@ int main(int argc, char** argv) {
         FlagValue(arg, "backend", &options.backend)) {
       continue;
     }
+    std::string tolerance;
+    if (FlagValue(arg, "atol", &tolerance) || FlagValue(arg, "rtol", &tolerance)) {
+      double* field = arg.rfind("--atol", 0) == 0 ? &options.atol : &options.rtol;
+      if (!absl::SimpleAtod(tolerance, field) || !(*field >= 0)) {
+        std::fprintf(stderr, "bad tolerance %s\n", arg.c_str());
+        return 2;
+      }
+      continue;
+    }
     std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
     return 2;
   }

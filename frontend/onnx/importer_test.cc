@@ -6,6 +6,7 @@
 #include "frontend/onnx/converter.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "gtest/gtest.h"
+#include "ir/text_parser.h"
 #include "ir/text_printer.h"
 #include "ir/verifier.h"
 
@@ -68,6 +69,39 @@ TEST(ImporterTest, ConvertsNodesAndKeepsInferredTypes) {
             "  %t : Float(2, *) = aten::neg(%x), scope: first\n"
             "  %y : Float(2, *) = aten::neg(%t), scope: second\n"
             "  return (%y)\n");
+}
+
+TEST(ImporterTest, NodeNamesBecomeScopesThatPrintAndParseBack) {
+  onnx::ModelProto m = TinyModel();
+  m.mutable_graph()->mutable_node(0)->set_name("line\nbreak #comment");
+  m.mutable_graph()->mutable_node(1)->clear_name();
+  const ConverterRegistry r = NegOnly();
+  auto g = Import(m, r);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::string text = ir::PrintGraph(**g);
+  EXPECT_EQ(text,
+            "graph(%x : Float(2, *)):\n"
+            "  %t : Float(2, *) = aten::neg(%x), scope: line_break _comment\n"
+            "  %y : Float(2, *) = aten::neg(%t), scope: Neg->y\n"
+            "  return (%y)\n");
+  auto parsed = ir::ParseGraph(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(ir::PrintGraph(**parsed), text);
+}
+
+TEST(ImporterTest, NodeTypingHookSeesEveryConvertedNode) {
+  int typed = 0;
+  ImportOptions options;
+  const ConverterRegistry r = NegOnly();
+  options.converters = &r;
+  options.infer_node_types = [&typed](ir::Node& n) {
+    ++typed;
+    EXPECT_FALSE(n.scope().empty());
+    return absl::OkStatus();
+  };
+  auto g = ImportModel(TinyModel(), options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(typed, 2);
 }
 
 TEST(ImporterTest, UnsupportedOpAndOpsetNameTheNode) {
