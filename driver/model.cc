@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "driver/initialize.h"
+#include "driver/value_specialization.h"
 #include "frontend/onnx/importer.h"
 #include "passes/all_passes.h"
 #include "passes/pipeline.h"
@@ -75,6 +76,12 @@ absl::StatusOr<CompiledModel> CompileModelFile(const std::string& path,
   CompiledModel m;
   ASSIGN_OR_RETURN(m.model, ImportModelFile(path));
   RETURN_IF_ERROR(RunPipeline(*m.model.graph, options.pipeline, &m.passes_ms));
+  if (options.inputs_for) {
+    ASSIGN_OR_RETURN(m.inputs, options.inputs_for(*m.model.onnx));
+    RETURN_IF_ERROR(SpecializeInputs(*m.model.graph, m.inputs));
+    ASSIGN_OR_RETURN(std::vector<size_t> by_value, InputsToSpecializeOnValues(*m.model.graph, &m.inputs));
+    for (size_t i : by_value) RETURN_IF_ERROR(BindInputValue(*m.model.graph, i, m.inputs[i].toTensor()));
+  }
   ASSIGN_OR_RETURN(m.compiled, CompileGraph(*m.model.graph, options.compile));
   return m;
 }

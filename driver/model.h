@@ -9,13 +9,16 @@
 #ifndef KILN_DRIVER_MODEL_H_
 #define KILN_DRIVER_MODEL_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "driver/compile_graph.h"
 #include "ir/ir.h"
+#include "ir/ivalue.h"
 #include "onnx/onnx_pb.h"
 
 namespace kiln::driver {
@@ -52,12 +55,19 @@ absl::Status RunPipeline(ir::Graph& graph, const std::string& pipeline, double* 
 struct ModelCompileOptions {
   std::string pipeline = "-O2";
   CompileOptions compile;
+  // When set: the inputs of the call to compile for (read once the model is
+  // parsed). The program is specialised to their shapes (dynamic dims
+  // resolved) and to the values of the small integer inputs its shapes
+  // depend on, as SpecializingProgram does for each call.
+  std::function<absl::StatusOr<std::vector<ir::IValue>>(const onnx::ModelProto&)> inputs_for;
 };
 
 struct CompiledModel {
   ImportedModel model;
   CompiledGraph compiled;
   double passes_ms = 0;
+  // What inputs_for returned (empty without it).
+  std::vector<ir::IValue> inputs;
 };
 
 // ImportModelFile, RunPipeline, then CompileGraph for `options.compile.device`

@@ -27,6 +27,8 @@ bool NeedsAValue(const ir::Node& n) {
       ir::Symbol::FromQualString("aten::Bool"),
       ir::Symbol::FromQualString("aten::IntImplicit"),
       ir::Symbol::FromQualString("aten::item"),
+      // Its length depends on the values (still here: they are not constant).
+      ir::Symbol::FromQualString("kiln::range"),
   };
   for (ir::Symbol k : kinds) {
     if (n.kind() == k) return true;

@@ -29,6 +29,7 @@ const LoweringTable& Table() {
     AddViewLowerings(*t);
     AddGatherLowerings(*t);
     AddOnnxLowerings(*t);
+    AddEinsumLowerings(*t);
     return t;
   }();
   return *table;

@@ -156,6 +156,7 @@ void AddNormLowerings(LoweringTable& table);
 void AddViewLowerings(LoweringTable& table);
 void AddGatherLowerings(LoweringTable& table);  // lower_gather.cc
 void AddOnnxLowerings(LoweringTable& table);    // lower_onnx.cc
+void AddEinsumLowerings(LoweringTable& table);  // lower_einsum.cc
 
 // The extern-kernel fallback: the node's registry overload with a kernel.
 absl::Status LowerAsExtern(LowerContext& ctx);

@@ -77,7 +77,10 @@ absl::StatusOr<bool> OnnxReduce(LowerContext& ctx) {
     spec.prologue = [](const ExprPtr& v) { return Binary(ExprOp::kMul, v, v); };
     if (kind == "l2") epilogue = [](ExprPtr s) { return Unary(ExprOp::kSqrt, s); };
   } else if (kind == "log_sum_exp") {
-    return false;  // two passes with a shift: the aten::logsumexp lowering's job
+    if (!fp) return false;  // integer log_sum_exp: the reference kernel's rounding
+    ASSIGN_OR_RETURN(TensorRef r, AddLogSumExp(ctx, x, spec.dims, keepdims, out));
+    ctx.BindTensor(ctx.node().output(0), r);
+    return true;
   } else {
     return ctx.Invalid(absl::StrCat("unknown reduce kind '", kind, "'"));
   }
@@ -425,17 +428,25 @@ absl::StatusOr<bool> EmitRange(LowerContext& ctx, double start, double step) {
   return true;
 }
 
-// kiln::range(start, limit, delta): 0-dim tensor constants.
+// kiln::range(start, limit, delta): 0-dim tensor constants. (With values
+// known only at run time the length is data-dependent: the reference kernel
+// computes it, and a length that disagrees with the static type is an error
+// there rather than a wrong-sized result here.)
 absl::StatusOr<bool> OnnxRange(LowerContext& ctx) {
-  double values[2];
-  const char* names[2] = {"start", "delta"};
-  for (int i = 0; i < 2; ++i) {
+  double values[3];
+  const char* names[3] = {"start", "limit", "delta"};
+  for (int i = 0; i < 3; ++i) {
     const ir::Value* v = ctx.Input(names[i]);
     std::optional<ir::IValue> c = v ? ir::ConstantValue(v) : std::nullopt;
     if (!c || !c->isTensor() || !c->toTensor().has_data() || c->toTensor().numel() != 1) return false;
     values[i] = c->toTensor().GetDouble(0);
   }
-  return EmitRange(ctx, values[0], values[1]);
+  ASSIGN_OR_RETURN(OutputInfo out, ctx.Output(0));
+  if (values[2] == 0 || out.sizes.size() != 1 ||
+      out.sizes[0] != static_cast<int64_t>(std::max(0.0, std::ceil((values[1] - values[0]) / values[2])))) {
+    return ctx.Invalid("range length disagrees with the output type");
+  }
+  return EmitRange(ctx, values[0], values[2]);
 }
 
 // aten::arange / arange.start / arange.start_step with constant numbers.

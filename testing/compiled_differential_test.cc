@@ -95,7 +95,8 @@ TEST(CompiledDifferentialTest, Regressions) {
   const std::string dir = "testing/testdata/compiled_regressions/";
   for (const char* name :
        {"long_kernel_names.txt", "unsigned_division_by_max.txt", "wide_row_reductions.txt",
-        "onnx_gathers_and_reductions.txt", "onnx_shapes_and_norms.txt"}) {
+        "onnx_gathers_and_reductions.txt", "onnx_shapes_and_norms.txt",
+        "onnx_einsum_and_ranges.txt"}) {
     ReplayGraphFile(dir + name);
   }
 }

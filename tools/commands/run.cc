@@ -130,11 +130,11 @@ void PrintOutputs(const onnx::ModelProto& model, const std::vector<IValue>& outs
 int RunCompiled(const std::string& path) {
   driver::ModelCompileOptions options;
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
+  options.inputs_for = ModelInputs;  // compile for these inputs' shapes (dynamic dims)
   absl::StatusOr<driver::CompiledModel> m = driver::CompileModelFile(path, options);
   if (!m.ok()) return ReportError(m.status());
   const onnx::ModelProto& model = *m->model.onnx;
-  absl::StatusOr<std::vector<IValue>> inputs = ModelInputs(model);
-  if (!inputs.ok()) return ReportError(inputs.status());
+  const absl::StatusOr<std::vector<IValue>> inputs = m->inputs;
   std::vector<Tensor> tensors;
   for (const IValue& v : *inputs) {
     if (!v.isTensor()) return ReportError("run: the compiled backend takes tensor inputs only");
