@@ -74,15 +74,7 @@ void LowerConstant(LowerContext& ctx, const ir::Node& node) {
     ctx.BindConstant(out, *std::move(value));
     return;
   }
-  const Tensor& t = value->toTensor();
-  Buffer b;
-  b.name = ctx.NewConstantName();
-  b.kind = BufferKind::kConstant;
-  b.layout = Layout::Contiguous(t.dtype(), t.sizes());
-  b.constant = t.has_data() ? t.Contiguous() : t;
-  b.origins = {"constant"};
-  ctx.BindTensor(out, TensorRef{b.name, b.name, b.layout});
-  ctx.AddBuffer(std::move(b));
+  ctx.BindTensor(out, ctx.AddConstant(value->toTensor()));
 }
 
 // List and tuple constructs/unpacks of constants or tensors.

@@ -103,6 +103,8 @@ class LowerContext {
   // A view of `base`'s storage with `layout`; InvalidArgument if it leaves
   // the storage.
   absl::StatusOr<TensorRef> AddView(const TensorRef& base, Layout layout);
+  // A kConstant buffer holding `t` (contiguous), with `origin`.
+  TensorRef AddConstant(const Tensor& t, std::string origin = "constant");
   std::string NewBufferName() { return "buf" + std::to_string(next_buffer_++); }
   std::string NewConstantName() { return "const" + std::to_string(next_constant_++); }
   // The node's op name without namespace or in-place underscore ("add").
@@ -157,6 +159,10 @@ void AddViewLowerings(LoweringTable& table);
 void AddGatherLowerings(LoweringTable& table);  // lower_gather.cc
 void AddOnnxLowerings(LoweringTable& table);    // lower_onnx.cc
 void AddEinsumLowerings(LoweringTable& table);  // lower_einsum.cc
+
+// `dim` wrapped into [0, rank) like PyTorch (a 0-dim tensor takes 0 and -1);
+// InvalidArgument naming the node otherwise.
+absl::StatusOr<int64_t> NormalizeDim(const LowerContext& ctx, int64_t dim, int64_t rank);
 
 // The extern-kernel fallback: the node's registry overload with a kernel.
 absl::Status LowerAsExtern(LowerContext& ctx);

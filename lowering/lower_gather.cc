@@ -20,12 +20,6 @@
 namespace kiln::lowering {
 namespace {
 
-absl::StatusOr<int64_t> NormalizeDim(const LowerContext& ctx, int64_t dim, int64_t rank) {
-  const int64_t r = std::max<int64_t>(rank, 1);
-  if (dim < -r || dim >= r) return ctx.Invalid(absl::StrCat("dim ", dim, " out of range"));
-  return dim < 0 ? dim + r : dim;
-}
-
 bool IsIndexDType(DType d) { return IsIntegral(d, /*include_bool=*/false) && d != DType::kUInt8; }
 
 // `raw` (an index read from a tensor) as an in-bounds int64 index into a dim
@@ -50,19 +44,6 @@ ExprPtr IndexAt(const LowerContext& ctx, const TensorRef& idx, const std::vector
                                           : Var(first + static_cast<int>(k + shift)));
   }
   return InBounds(ctx.LoadAt(idx, at, out_sizes), size);
-}
-
-// A constant tensor as a kConstant buffer.
-TensorRef ConstantBuffer(LowerContext& ctx, const Tensor& t) {
-  Buffer b;
-  b.name = ctx.NewConstantName();
-  b.kind = BufferKind::kConstant;
-  b.layout = Layout::Contiguous(t.dtype(), t.sizes());
-  b.constant = t.Contiguous();
-  b.origins = {"constant"};
-  TensorRef ref{b.name, b.name, b.layout};
-  ctx.AddBuffer(std::move(b));
-  return ref;
 }
 
 // Binds the node's output 0 to `self` read at `index` over the output's shape.
@@ -90,7 +71,7 @@ absl::StatusOr<bool> Index(LowerContext& ctx) {
       if (e.isNone()) {
         entries.emplace_back();
       } else if (e.isTensor() && e.toTensor().has_data()) {
-        entries.emplace_back(ConstantBuffer(ctx, e.toTensor()));
+        entries.emplace_back(ctx.AddConstant(e.toTensor()));
       } else {
         return false;
       }

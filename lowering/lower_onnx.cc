@@ -21,12 +21,6 @@
 namespace kiln::lowering {
 namespace {
 
-absl::StatusOr<int64_t> WrapDim(const LowerContext& ctx, int64_t dim, int64_t rank) {
-  const int64_t r = std::max<int64_t>(rank, 1);
-  if (dim < -r || dim >= r) return ctx.Invalid(absl::StrCat("dim ", dim, " out of range"));
-  return dim < 0 ? dim + r : dim;
-}
-
 // ------------------------------------------------------------ kiln::reduce
 
 // kiln::reduce(self, kind, axes?, keepdims, noop_with_empty_axes): ONNX's
@@ -109,7 +103,7 @@ absl::StatusOr<bool> Split(LowerContext& ctx) {
   const int64_t rank = static_cast<int64_t>(self.layout.sizes.size());
   if (rank == 0) return false;
   ASSIGN_OR_RETURN(int64_t d, ctx.IntArg("dim"));
-  ASSIGN_OR_RETURN(int64_t dim, WrapDim(ctx, d, rank));
+  ASSIGN_OR_RETURN(int64_t dim, NormalizeDim(ctx, d, rank));
   const int64_t size = self.layout.sizes[dim];
   std::vector<int64_t> pieces;
   bool drop_dim = false;
@@ -180,7 +174,7 @@ absl::StatusOr<bool> OnnxSlice(LowerContext& ctx) {
   std::vector<int64_t> sizes = self.layout.sizes;
   bool negative = false;
   for (size_t i = 0; i < n; ++i) {
-    ASSIGN_OR_RETURN(int64_t ax, WrapDim(ctx, axes->empty() ? static_cast<int64_t>(i) : (*axes)[i], rank));
+    ASSIGN_OR_RETURN(int64_t ax, NormalizeDim(ctx, axes->empty() ? static_cast<int64_t>(i) : (*axes)[i], rank));
     const int64_t st = steps->empty() ? 1 : (*steps)[i];
     if (st == 0) return ctx.Invalid("slice step 0");
     const int64_t size = self.layout.sizes[ax];
@@ -379,14 +373,7 @@ absl::StatusOr<bool> ShapeQuery(LowerContext& ctx) {
   }
   Tensor t = Tensor::Empty(DType::kInt64, out.sizes);
   for (size_t i = 0; i < values.size(); ++i) t.data<int64_t>()[i] = values[i];
-  Buffer b;
-  b.name = ctx.NewConstantName();
-  b.kind = BufferKind::kConstant;
-  b.layout = Layout::Contiguous(DType::kInt64, out.sizes);
-  b.constant = t;
-  b.origins = {ctx.Origin()};
-  ctx.BindTensor(ctx.node().output(0), TensorRef{b.name, b.name, b.layout});
-  ctx.AddBuffer(std::move(b));
+  ctx.BindTensor(ctx.node().output(0), ctx.AddConstant(t, ctx.Origin()));
   return true;
 }
 
@@ -483,7 +470,7 @@ absl::StatusOr<bool> Flip(LowerContext& ctx) {
   std::vector<ExprPtr> index = Vars(0, static_cast<int>(rank));
   std::vector<bool> flipped(static_cast<size_t>(std::max<int64_t>(rank, 1)), false);
   for (int64_t d : *dims) {
-    ASSIGN_OR_RETURN(int64_t w, WrapDim(ctx, d, rank));
+    ASSIGN_OR_RETURN(int64_t w, NormalizeDim(ctx, d, rank));
     if (rank == 0) continue;
     if (flipped[w]) return ctx.Invalid("repeated dim in flip");
     flipped[w] = true;
@@ -504,7 +491,7 @@ absl::StatusOr<bool> Roll(LowerContext& ctx) {
   const int64_t rank = static_cast<int64_t>(out.sizes.size());
   std::vector<ExprPtr> index = Vars(0, static_cast<int>(rank));
   for (size_t i = 0; i < dims->size(); ++i) {
-    ASSIGN_OR_RETURN(int64_t w, WrapDim(ctx, (*dims)[i], rank));
+    ASSIGN_OR_RETURN(int64_t w, NormalizeDim(ctx, (*dims)[i], rank));
     const int64_t size = out.sizes[w];
     if (size == 0) continue;
     const int64_t shift = (((*shifts)[i] % size) + size) % size;

@@ -12,13 +12,7 @@
 namespace kiln::lowering {
 namespace {
 
-using testing::LowerText;
-
-std::string Dump(const std::string& text) {
-  absl::StatusOr<LoopGraph> g = LowerText(text);
-  if (!g.ok()) return std::string(g.status().message());
-  return g->ToString();
-}
+std::string Dump(const std::string& text) { return testing::LowerTextDump(text); }
 
 TEST(LowerOnnxTest, EmbeddingGatherIsAnIndirectLoad) {
   EXPECT_EQ(Dump(R"(graph(%w : Float(10, 4), %ids : Long(2, 3)):

@@ -15,12 +15,6 @@
 namespace kiln::lowering {
 namespace {
 
-absl::StatusOr<int64_t> NormalizeDim(const LowerContext& ctx, int64_t dim, int64_t rank) {
-  int64_t r = std::max<int64_t>(rank, 1);
-  if (dim < -r || dim >= r) return ctx.Invalid(absl::StrCat("dim ", dim, " out of range"));
-  return dim < 0 ? dim + r : dim;
-}
-
 // `src` as a new contiguous buffer of the same shape, or (when `sizes`
 // differs) reshaped in row-major order.
 TensorRef Copy(LowerContext& ctx, const TensorRef& src, const OutputInfo& out) {

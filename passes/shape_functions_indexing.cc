@@ -165,32 +165,28 @@ absl::StatusOr<Types> Slice(const Args& a) {
   return Types{TensorOf(t->dtype, out, t->device)};
 }
 
-// aten::narrow(self, dim, start, length).
-absl::StatusOr<Types> Narrow(const Args& a) {
+// Input 0's type with the dim that argument `dim_arg` names replaced by
+// `size` (narrow's length, index_select's index length).
+absl::StatusOr<Types> ReplaceDim(const Args& a, size_t dim_arg, Dim size) {
   const TensorInfo* t = a.Tensor(0);
   if (!t) return Types{Type::Tensor()};
   if (!t->sizes) return Types{TensorOf(t->dtype, std::nullopt, t->device)};
   Dims out = *t->sizes;
-  Dim dim = a.Int(1);
-  if (!dim) return Types{TensorOf(t->dtype, Dims(out.size()), t->device)};
-  ASSIGN_OR_RETURN(size_t w, WrapDim(a, *dim, out.size()));
-  out[w] = a.Int(3);
-  return Types{TensorOf(t->dtype, out, t->device)};
-}
-
-// aten::index_select(self, dim, index): the dim takes index's length.
-absl::StatusOr<Types> IndexSelect(const Args& a) {
-  const TensorInfo* t = a.Tensor(0);
-  if (!t) return Types{Type::Tensor()};
-  if (!t->sizes) return Types{TensorOf(t->dtype, std::nullopt, t->device)};
-  Dims out = *t->sizes;
-  Dim dim = a.Int(1);
+  Dim dim = a.Int(dim_arg);
   if (!dim) return Types{TensorOf(t->dtype, Dims(out.size()), t->device)};
   if (out.empty()) return Types{TensorOf(t->dtype, out, t->device)};
   ASSIGN_OR_RETURN(size_t w, WrapDim(a, *dim, out.size()));
-  SymbolicSizes idx = a.Sizes(2);
-  out[w] = idx && idx->size() <= 1 ? (idx->empty() ? Dim(1) : (*idx)[0]) : std::nullopt;
+  out[w] = size;
   return Types{TensorOf(t->dtype, out, t->device)};
+}
+
+// aten::narrow(self, dim, start, length).
+absl::StatusOr<Types> Narrow(const Args& a) { return ReplaceDim(a, 1, a.Int(3)); }
+
+// aten::index_select(self, dim, index): the dim takes index's length.
+absl::StatusOr<Types> IndexSelect(const Args& a) {
+  SymbolicSizes idx = a.Sizes(2);
+  return ReplaceDim(a, 1, idx && idx->size() <= 1 ? (idx->empty() ? Dim(1) : (*idx)[0]) : std::nullopt);
 }
 
 // aten::gather(self, dim, index): index's sizes.

@@ -377,18 +377,6 @@ absl::StatusOr<Types> OnnxLayerNorm(const Args& a) {
                TensorOf(stat, stats, t->device)};
 }
 
-// kiln::eye_like(self, k, dtype?).
-absl::StatusOr<Types> EyeLike(const Args& a) {
-  const TensorInfo* t = a.Tensor(0);
-  if (!t) return Types{Type::Tensor()};
-  std::optional<DType> dtype = t->dtype;
-  if (!a.IsNone(2)) {
-    Dim code = a.Int(2);
-    dtype = code ? DTypeFromCode(*code) : std::nullopt;
-  }
-  return Types{TensorOf(dtype, t->sizes, t->device)};
-}
-
 // kiln::onnx_one_hot(indices, depth, values, axis): a new dim of `depth`.
 absl::StatusOr<Types> OneHot(const Args& a) {
   std::optional<DType> dtype = a.DTypeOf(2);
@@ -517,13 +505,13 @@ ShapeImpl SpaceDepth(bool to_space) {
   };
 }
 
-// Same sizes as input 0, dtype from a ScalarType argument (default: input 0's).
-ShapeImpl SameWithDType(size_t dtype_arg, std::optional<DType> fixed = std::nullopt) {
-  return [dtype_arg, fixed](const Args& a) -> absl::StatusOr<Types> {
+// Same sizes as input 0, dtype from a ScalarType argument (None: input 0's).
+ShapeImpl SameWithDType(size_t dtype_arg) {
+  return [dtype_arg](const Args& a) -> absl::StatusOr<Types> {
     const TensorInfo* t = a.Tensor(0);
     if (!t) return Types{Type::Tensor()};
-    std::optional<DType> dtype = fixed ? fixed : t->dtype;
-    if (!fixed && !a.IsNone(dtype_arg)) {
+    std::optional<DType> dtype = t->dtype;
+    if (!a.IsNone(dtype_arg)) {
       Dim code = a.Int(dtype_arg);
       dtype = code ? DTypeFromCode(*code) : std::nullopt;
     }
@@ -583,7 +571,7 @@ std::vector<std::pair<const char*, ShapeImpl>> OnnxShapeEntries() {
   add({"kiln::reduce"}, OnnxReduce);
   add({"kiln::arg_extreme"}, ArgExtreme);
   add({"kiln::layer_norm"}, OnnxLayerNorm);
-  add({"kiln::eye_like"}, EyeLike);
+  add({"kiln::eye_like"}, SameWithDType(2));
   add({"kiln::onnx_one_hot"}, OneHot);
   add({"kiln::compress"}, Compress);
   add({"kiln::conv_nd"}, ConvNd);
