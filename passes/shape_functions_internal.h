@@ -200,6 +200,9 @@ class Args {
 
 using ShapeImpl = std::function<absl::StatusOr<Types>(const Args&)>;
 
+// The product of `dims`, nullopt when one is unknown.
+std::optional<int64_t> Product(const Dims& dims);
+
 // Normalizes a possibly negative dim against `rank`.
 absl::StatusOr<size_t> WrapDim(const Args& a, int64_t dim, size_t rank);
 

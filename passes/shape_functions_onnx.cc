@@ -27,15 +27,6 @@ std::optional<Tensor> TensorConstant(const Args& a, size_t i) {
   return c->toTensor();
 }
 
-std::optional<int64_t> Product(const Dims& dims) {
-  int64_t p = 1;
-  for (const Dim& d : dims) {
-    if (!d) return std::nullopt;
-    p *= *d;
-  }
-  return p;
-}
-
 Types Same(const Args& a, size_t i = 0) {
   const TensorInfo* t = a.Tensor(i);
   return Types{t ? TensorOf(t->dtype, t->sizes, t->device) : Type::Tensor()};
