@@ -59,13 +59,12 @@ TensorRef AddKept(LowerContext& ctx, const KeptIndex& k, const TensorRef& x, DTy
   return ctx.AddReduction(info, k.reduction_ranges, type, std::move(body));
 }
 
-absl::StatusOr<bool> Softmax(LowerContext& ctx, bool log) {
-  ASSIGN_OR_RETURN(TensorRef x, ctx.TensorArg("self"));
+// softmax / log_softmax of `x` over `dims` (one dim, or the trailing dims of
+// ONNX's opset < 13 Softmax, which normalizes the flattened [axis:] block).
+absl::StatusOr<bool> SoftmaxOver(LowerContext& ctx, const TensorRef& x,
+                                 const std::vector<int64_t>& dims, bool log) {
   ASSIGN_OR_RETURN(OutputInfo out, ctx.Output(0));
   if (!IsFloatingPoint(out.dtype) || out.sizes != x.layout.sizes) return false;
-  ASSIGN_OR_RETURN(int64_t dim_arg, ctx.IntArg("dim"));
-  int64_t rank = static_cast<int64_t>(x.layout.sizes.size());
-  ASSIGN_OR_RETURN(std::vector<int64_t> dims, ReduceDims(ctx, std::vector<int64_t>{dim_arg}, rank));
   DType acc = ComputeDType(out.dtype);
   KeptIndex k = MakeKeptIndex(x.layout.sizes, dims);
   ExprPtr x_red = Cast(ctx.LoadAt(x, k.input_index, k.var_ranges), acc);
@@ -81,6 +80,31 @@ absl::StatusOr<bool> Softmax(LowerContext& ctx, bool log) {
                       : Binary(ExprOp::kDiv, Unary(ExprOp::kExp, shifted), sv);
   ctx.BindTensor(ctx.node().output(0), ctx.AddPointwise(out, value));
   return true;
+}
+
+absl::StatusOr<bool> Softmax(LowerContext& ctx, bool log) {
+  ASSIGN_OR_RETURN(TensorRef x, ctx.TensorArg("self"));
+  ASSIGN_OR_RETURN(int64_t dim_arg, ctx.IntArg("dim"));
+  int64_t rank = static_cast<int64_t>(x.layout.sizes.size());
+  ASSIGN_OR_RETURN(std::vector<int64_t> dims, ReduceDims(ctx, std::vector<int64_t>{dim_arg}, rank));
+  return SoftmaxOver(ctx, x, dims, log);
+}
+
+// kiln::flat_softmax(self, axis, kind): ONNX Softmax / LogSoftmax before
+// opset 13 (kind 0 / 1) over the flattened dims [axis, rank). Hardmax
+// (kind 2) stays with the reference kernel (its NaN ties differ from argmax's).
+absl::StatusOr<bool> FlatSoftmax(LowerContext& ctx) {
+  ASSIGN_OR_RETURN(TensorRef x, ctx.TensorArg("self"));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.IntArg("axis"));
+  ASSIGN_OR_RETURN(int64_t kind, ctx.IntArg("kind"));
+  const int64_t rank = static_cast<int64_t>(x.layout.sizes.size());
+  if (kind != 0 && kind != 1) return false;
+  if (axis < -rank || axis > rank) return ctx.Invalid("axis out of range");
+  if (axis < 0) axis += rank;
+  std::vector<int64_t> dims;
+  for (int64_t d = axis; d < rank; ++d) dims.push_back(d);
+  if (dims.empty()) return false;  // a softmax over one element per row: left to the kernel
+  return SoftmaxOver(ctx, x, dims, kind == 1);
 }
 
 absl::StatusOr<std::optional<ExprPtr>> OptionalTensorLoad(LowerContext& ctx, const char* name,
@@ -206,6 +230,7 @@ absl::StatusOr<bool> BatchNormEval(LowerContext& ctx) {
 void AddNormLowerings(LoweringTable& t) {
   t["softmax"] = [](LowerContext& ctx) { return Softmax(ctx, false); };
   t["log_softmax"] = [](LowerContext& ctx) { return Softmax(ctx, true); };
+  t["kiln::flat_softmax"] = FlatSoftmax;
   t["layer_norm"] = LayerNorm;
   t["native_layer_norm"] = LayerNorm;
   t["kiln::layer_norm"] = OnnxLayerNorm;

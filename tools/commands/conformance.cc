@@ -13,6 +13,8 @@ ABSL_FLAG(std::string, filter, "", "Regex: run only the tests whose name matches
 ABSL_FLAG(std::string, backend, "interpreter", "Execution backend: interpreter or compiled");
 ABSL_FLAG(std::string, report, "", "Write the per-test report (PASS/FAIL with reasons) here");
 ABSL_FLAG(std::string, pipeline, "-O2", "Passes run before execution (preset or pipeline)");
+ABSL_FLAG(double, rtol, 1e-3, "Relative tolerance of the output comparison");
+ABSL_FLAG(double, atol, 1e-7, "Absolute tolerance of the output comparison (real models: 1e-5)");
 // Shared with `kiln compile` (defined in compile.cc): the compiled backend's
 // device, a registered codegen (cpu; cuda where the binary registered it).
 ABSL_DECLARE_FLAG(std::string, device);
@@ -29,6 +31,11 @@ int RunConformanceCommand(const std::vector<std::string>& args) {
   options.backend = absl::GetFlag(FLAGS_backend);
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
   options.device = absl::GetFlag(FLAGS_device);
+  options.rtol = absl::GetFlag(FLAGS_rtol);
+  options.atol = absl::GetFlag(FLAGS_atol);
+  if (!(options.rtol >= 0) || !(options.atol >= 0)) {
+    return ReportError("conformance: --rtol and --atol must be non-negative numbers");
+  }
   absl::StatusOr<testing::ConformanceSummary> summary = testing::RunConformance(options);
   if (!summary.ok()) return ReportError(summary.status());
   const std::string report = summary->Report();
@@ -50,12 +57,13 @@ Command ConformanceCommand() {
   Command command;
   command.name = "conformance";
   command.summary = "Run ONNX backend tests: import, -O2, execute, compare.";
-  command.usage = "--root DIR [--filter REGEX] [--backend interpreter|compiled] [--device cpu|cuda] [--report FILE]";
+  command.usage = "--root DIR [--filter REGEX] [--backend interpreter|compiled] [--device cpu|cuda] [--report FILE] [--rtol R] [--atol A]";
   command.details =
-      "Compares every output with rtol 1e-3, atol 1e-7 (ONNX's runner's tolerance).\n"
+      "Compares every output with rtol 1e-3, atol 1e-7 (ONNX's runner's tolerance;\n"
+      "--rtol/--atol change them).\n"
       "Prints each failure with its reason and 'N passed, M failed'; exits 1 when\n"
       "any test fails. Random-output tests are checked by shape, dtype and range.";
-  command.flags = {"root", "filter", "backend", "device", "report", "pipeline"};
+  command.flags = {"root", "filter", "backend", "device", "report", "pipeline", "rtol", "atol"};
   command.run = RunConformanceCommand;
   return command;
 }
