@@ -110,6 +110,10 @@ absl::StatusOr<bool> Index(LowerContext& ctx) {
     last = i;
   }
   if (!first) return false;  // no tensor index: a copy the reference kernel makes
+  for (size_t i = 0; i < entries.size(); ++i) {
+    // Nothing to read in an empty dim: the reference kernel reports the index.
+    if (entries[i] && in[i] == 0) return false;
+  }
   bool adjacent = true;
   for (size_t i = *first; i <= *last; ++i) adjacent &= entries[i].has_value();
   // Where the broadcast index dims sit in the output.
@@ -153,6 +157,7 @@ absl::StatusOr<bool> IndexSelect(LowerContext& ctx) {
   ASSIGN_OR_RETURN(int64_t d, ctx.IntArg("dim"));
   ASSIGN_OR_RETURN(int64_t dim, NormalizeDim(ctx, d, rank));
   if (out.sizes.size() != self.layout.sizes.size()) return ctx.Invalid("index_select rank");
+  if (self.layout.sizes[dim] == 0) return false;
   std::vector<ExprPtr> index;
   for (int64_t i = 0; i < rank; ++i) {
     if (i != dim) {
@@ -179,6 +184,13 @@ absl::StatusOr<bool> GatherElements(LowerContext& ctx) {
   }
   ASSIGN_OR_RETURN(int64_t d, ctx.IntArg("dim"));
   ASSIGN_OR_RETURN(int64_t dim, NormalizeDim(ctx, d, rank));
+  for (int64_t i = 0; i < rank; ++i) {
+    // Every other dim reads self at the index's position: it must fit.
+    if (i != dim && idx.layout.sizes[i] > self.layout.sizes[i]) {
+      return ctx.Invalid("gather: the index is larger than the input outside the gathered dim");
+    }
+  }
+  if (self.layout.sizes[dim] == 0) return false;
   std::vector<ExprPtr> index = Vars(0, static_cast<int>(rank));
   index[dim] = InBounds(ctx.LoadAt(idx, Vars(0, static_cast<int>(rank)), out.sizes),
                         self.layout.sizes[dim]);
@@ -190,7 +202,10 @@ absl::StatusOr<bool> Embedding(LowerContext& ctx) {
   ASSIGN_OR_RETURN(TensorRef weight, ctx.TensorArg("weight"));
   ASSIGN_OR_RETURN(TensorRef idx, ctx.TensorArg("indices"));
   ASSIGN_OR_RETURN(OutputInfo out, ctx.Output(0));
-  if (!IsIndexDType(idx.layout.dtype) || weight.layout.sizes.size() != 2) return false;
+  if (!IsIndexDType(idx.layout.dtype) || weight.layout.sizes.size() != 2 ||
+      weight.layout.sizes[0] == 0) {
+    return false;
+  }
   const int q = static_cast<int>(idx.layout.sizes.size());
   std::vector<ExprPtr> index{InBounds(ctx.LoadAt(idx, Vars(0, q), out.sizes), weight.layout.sizes[0]),
                              Var(q)};
@@ -207,7 +222,13 @@ absl::StatusOr<bool> GatherNd(LowerContext& ctx) {
   const std::vector<int64_t>& in = self.layout.sizes;
   const int q = static_cast<int>(idx.layout.sizes.size());
   const int64_t k = idx.layout.sizes.back();
-  if (batch < 0 || batch + k > static_cast<int64_t>(in.size())) return false;
+  if (batch < 0 || batch + k > static_cast<int64_t>(in.size()) || batch > q - 1) return false;
+  for (int64_t d = 0; d < batch; ++d) {
+    if (idx.layout.sizes[d] != in[d]) return ctx.Invalid("GatherND: batch dims differ");
+  }
+  for (int64_t j = 0; j < k; ++j) {
+    if (in[batch + j] == 0) return false;
+  }
   std::vector<ExprPtr> index;
   for (int64_t d = 0; d < batch; ++d) index.push_back(Var(static_cast<int>(d)));
   for (int64_t j = 0; j < k; ++j) {
