@@ -111,6 +111,39 @@ TEST(SpecializingProgramTest, DynamicDimsSpecializeWithoutIslands) {
   }
 }
 
+// ReduceSum with its axes as an input (opset 13): the axes' values decide the
+// output's shape, so the program specializes on them (guarded by value).
+TEST(SpecializingProgramTest, SmallIntegerInputsSpecializeOnTheirValues) {
+  RegisterBackends();
+  auto graph = ir::ParseGraph(R"IR(graph(%x : Float(3, 4), %axes : Long(1)):
+  %kind : str = prim::Constant[value="sum"]()
+  %keep : bool = prim::Constant[value=0]()
+  %a : int[] = kiln::tensor_to_int_list(%axes)
+  %y : Tensor = kiln::reduce(%x, %kind, %a, %keep, %keep)
+  return (%y)
+)IR");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto program = driver::SpecializingProgram::Create(**graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ((*program)->num_compiles(), 0);  // the shapes depend on a value
+  const Tensor x = Ramp({3, 4});
+  for (int64_t axis : {1, 0, 1}) {
+    Tensor axes = Tensor::ScalarInt(axis);
+    axes = Tensor::View(axes, {1}, {1}, 0);
+    auto out = (*program)->RunValues({ir::IValue::FromTensor(x), ir::IValue::FromTensor(axes)});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const Tensor& y = (*out)[0].toTensor();
+    ASSERT_EQ(y.sizes(), std::vector<int64_t>{axis == 1 ? 3 : 4});
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      double want = 0;
+      for (int64_t j = 0; j < (axis == 1 ? 4 : 3); ++j) want += x.GetDouble(axis == 1 ? i * 4 + j : j * 4 + i);
+      EXPECT_EQ(y.GetDouble(i), want) << axis << " " << i;
+    }
+  }
+  EXPECT_EQ((*program)->num_compiles(), 2);  // axis 1, axis 0; the third call reuses
+  for (const driver::CompileSummary& s : (*program)->compile_summaries()) EXPECT_EQ(s.num_islands, 0);
+}
+
 // A call whose shapes cannot work is an error naming the node, not a crash.
 TEST(SpecializingProgramTest, ImpossibleShapesAreAClearError) {
   RegisterBackends();
@@ -131,8 +164,10 @@ TEST(SpecializingProgramTest, ImpossibleShapesAreAClearError) {
 // What did not compile is reported: op, node name, reason.
 TEST(SpecializingProgramTest, ReportNamesExternsAndIslands) {
   RegisterBackends();
-  auto graph = ir::ParseGraph(R"IR(graph(%x : Float(4, 5), %kt : Long(1)):
-  %k : int = aten::IntImplicit(%kt), scope: /m/Trilu
+  // A float tensor read as an int is not specialized on its value (only
+  // small integer inputs are): the triu stays an island.
+  auto graph = ir::ParseGraph(R"IR(graph(%x : Float(4, 5), %kt : Float(1)):
+  %k : int = aten::Int(%kt), scope: /m/Trilu
   %t : Float(4, 5) = aten::triu(%x, %k), scope: /m/Trilu
   %s : Float(4, 5), %si : Long(4, 5) = aten::sort(%t), scope: /m/Sort
   return (%s)
@@ -152,7 +187,7 @@ TEST(SpecializingProgramTest, ReportNamesExternsAndIslands) {
             std::string::npos)
       << report;
   EXPECT_EQ(driver::NotCompiledOps(compiled),
-            (std::vector<std::string>{"aten::IntImplicit (island 1)", "aten::sort (extern 1)",
+            (std::vector<std::string>{"aten::Int.Tensor (island 1)", "aten::sort (extern 1)",
                                       "aten::triu (island 1)"}));
 }
 
