@@ -50,6 +50,18 @@ class InterpretedProgram : public wrapper::CompiledProgram {
   runtime::Interpreter interpreter_;
 };
 
+// Whether a device runs this extern call through a library: the GEMM and
+// convolution ops (wrapper's out-variant list) in float32, with the ranks the
+// CPU's OpenBLAS / convolution paths and cuBLAS take (GEMM: 2-D mm, 3-D bmm;
+// convolution: 1 or 2 spatial dims). Anything else runs a reference kernel.
+bool IsLibraryCall(const lowering::Buffer& b) {
+  if (!wrapper::ExternUsesOutVariant(*b.extern_call) || b.layout.dtype != DType::kFloat32) return false;
+  const size_t rank = b.layout.sizes.size();
+  const std::string& op = b.extern_call->op;
+  if (op.find("conv") != std::string::npos) return rank == 3 || rank == 4;
+  return rank == 2 || rank == 3;
+}
+
 // The lowering's notes, with externs sorted into library calls (the ones a
 // device runs through a library: GEMM, convolution) and reference kernels.
 void CollectNotCompiled(CompiledGraph& out) {
@@ -63,7 +75,7 @@ void CollectNotCompiled(CompiledGraph& out) {
       n.kind = NotCompiledNode::Kind::kIsland;
     } else {
       const lowering::Buffer* b = out.loop_graph.Find(note.buffer);
-      const bool library = b != nullptr && b->extern_call && wrapper::ExternUsesOutVariant(*b->extern_call);
+      const bool library = b != nullptr && b->extern_call && IsLibraryCall(*b);
       n.kind = library ? NotCompiledNode::Kind::kLibraryExtern : NotCompiledNode::Kind::kReferenceExtern;
       if (library) n.reason = "library call (GEMM / convolution)";
       if (!library) ++out.num_reference_externs;

@@ -30,6 +30,7 @@ const LoweringTable& Table() {
     AddGatherLowerings(*t);
     AddOnnxLowerings(*t);
     AddEinsumLowerings(*t);
+    AddMatmulLowerings(*t);
     return t;
   }();
   return *table;

@@ -159,10 +159,22 @@ void AddViewLowerings(LoweringTable& table);
 void AddGatherLowerings(LoweringTable& table);  // lower_gather.cc
 void AddOnnxLowerings(LoweringTable& table);    // lower_onnx.cc
 void AddEinsumLowerings(LoweringTable& table);  // lower_einsum.cc
+void AddMatmulLowerings(LoweringTable& table);  // lower_matmul.cc
 
 // `dim` wrapped into [0, rank) like PyTorch (a 0-dim tensor takes 0 and -1);
 // InvalidArgument naming the node otherwise.
 absl::StatusOr<int64_t> NormalizeDim(const LowerContext& ctx, int64_t dim, int64_t rank);
+
+// `t` with `sizes` (same element count, row-major): a view when the strides
+// allow, else a pointwise copy (lower_views.cc).
+absl::StatusOr<TensorRef> ReshapeTo(LowerContext& ctx, const TensorRef& t,
+                                    const std::vector<int64_t>& sizes);
+
+// One extern call of `op` (a qualified overload such as "aten::mm") on
+// buffers, with one output of `out`'s shape; noted in the graph's fallbacks
+// as the current node's (lower_extern.cc).
+TensorRef AddExternCall(LowerContext& ctx, const std::string& op,
+                        const std::vector<TensorRef>& args, const OutputInfo& out);
 
 // The extern-kernel fallback: the node's registry overload with a kernel.
 absl::Status LowerAsExtern(LowerContext& ctx);

@@ -113,5 +113,27 @@ TEST(LowerOnnxTest, ConstantPadSelects) {
             "inputs: arg0\noutputs: buf0\n");
 }
 
+TEST(LowerOnnxTest, BatchedMatmulIsOneLibraryGemm) {
+  EXPECT_EQ(Dump(R"(graph(%x : Float(2, 5, 8), %w : Float(8, 3), %q : Float(2, 4, 5, 8), %k : Float(2, 1, 8, 6)):
+  %y : Tensor = aten::matmul(%x, %w)
+  %s : Tensor = aten::matmul(%q, %k)
+  return (%y, %s))"),
+            "arg0 : Float[2, 5, 8] = input\n"
+            "arg1 : Float[8, 3] = input\n"
+            "arg2 : Float[2, 4, 5, 8] = input\n"
+            "arg3 : Float[2, 1, 8, 6] = input\n"
+            "view0 : Float[10, 8] = view of arg0\n"
+            "buf0 : Float[10, 3] = extern aten::mm(view0, arg1)\n"
+            "view1 : Float[2, 5, 3] = view of buf0\n"
+            "view2 : Float[2, 4, 8, 6] strides [48, 0, 6, 1] offset 0 = view of arg3\n"
+            "view3 : Float[8, 5, 8] = view of arg2\n"
+            // The broadcast batch dim of %k is materialized once for bmm.
+            "buf1 : Float[8, 8, 6] = pointwise [8, 8, 6] load(arg3, v1 * 6 + v2 + (v0 * 48 + v1 * 6 + "
+            "v2) // 192 * 48)\n"
+            "buf2 : Float[8, 5, 6] = extern aten::bmm(view3, buf1)\n"
+            "view4 : Float[2, 4, 5, 6] = view of buf2\n"
+            "inputs: arg0, arg1, arg2, arg3\noutputs: view1, view4\n");
+}
+
 }  // namespace
 }  // namespace kiln::lowering

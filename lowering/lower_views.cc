@@ -314,6 +314,23 @@ absl::StatusOr<bool> Concatenate(LowerContext& ctx, bool stack) {
 
 }  // namespace
 
+absl::StatusOr<TensorRef> ReshapeTo(LowerContext& ctx, const TensorRef& t,
+                                    const std::vector<int64_t>& sizes) {
+  Layout l = Layout::Contiguous(t.layout.dtype, sizes, t.layout.device);
+  if (l.numel() != t.layout.numel()) return ctx.Invalid("reshape changes the element count");
+  if (sizes == t.layout.sizes && t.layout.IsContiguous()) return t;
+  if (std::optional<std::vector<int64_t>> strides = ViewStrides(t.layout, sizes)) {
+    l.strides = *strides;
+    l.offset = t.layout.offset;
+    return ctx.AddView(t, l);
+  }
+  OutputInfo out;
+  out.sizes = sizes;
+  out.dtype = t.layout.dtype;
+  out.device = t.layout.device;
+  return Copy(ctx, t, out);
+}
+
 void AddViewLowerings(LoweringTable& t) {
   for (const char* name : {"view", "reshape", "view_as", "reshape_as", "flatten", "unflatten",
                            "_reshape_alias"}) {

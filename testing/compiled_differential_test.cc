@@ -96,7 +96,7 @@ TEST(CompiledDifferentialTest, Regressions) {
   for (const char* name :
        {"long_kernel_names.txt", "unsigned_division_by_max.txt", "wide_row_reductions.txt",
         "onnx_gathers_and_reductions.txt", "onnx_shapes_and_norms.txt",
-        "onnx_einsum_and_ranges.txt"}) {
+        "onnx_einsum_and_ranges.txt", "onnx_matmuls.txt"}) {
     ReplayGraphFile(dir + name);
   }
 }
