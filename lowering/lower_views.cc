@@ -15,12 +15,6 @@
 namespace kiln::lowering {
 namespace {
 
-absl::StatusOr<int64_t> NormalizeDim(const LowerContext& ctx, int64_t dim, int64_t rank) {
-  int64_t r = std::max<int64_t>(rank, 1);
-  if (dim < -r || dim >= r) return ctx.Invalid(absl::StrCat("dim ", dim, " out of range"));
-  return dim < 0 ? dim + r : dim;
-}
-
 // `src` as a new contiguous buffer of the same shape, or (when `sizes`
 // differs) reshaped in row-major order.
 TensorRef Copy(LowerContext& ctx, const TensorRef& src, const OutputInfo& out) {
@@ -320,6 +314,23 @@ absl::StatusOr<bool> Concatenate(LowerContext& ctx, bool stack) {
 
 }  // namespace
 
+absl::StatusOr<TensorRef> ReshapeTo(LowerContext& ctx, const TensorRef& t,
+                                    const std::vector<int64_t>& sizes) {
+  Layout l = Layout::Contiguous(t.layout.dtype, sizes, t.layout.device);
+  if (l.numel() != t.layout.numel()) return ctx.Invalid("reshape changes the element count");
+  if (sizes == t.layout.sizes && t.layout.IsContiguous()) return t;
+  if (std::optional<std::vector<int64_t>> strides = ViewStrides(t.layout, sizes)) {
+    l.strides = *strides;
+    l.offset = t.layout.offset;
+    return ctx.AddView(t, l);
+  }
+  OutputInfo out;
+  out.sizes = sizes;
+  out.dtype = t.layout.dtype;
+  out.device = t.layout.device;
+  return Copy(ctx, t, out);
+}
+
 void AddViewLowerings(LoweringTable& t) {
   for (const char* name : {"view", "reshape", "view_as", "reshape_as", "flatten", "unflatten",
                            "_reshape_alias"}) {
@@ -348,6 +359,13 @@ void AddViewLowerings(LoweringTable& t) {
   AddAlias(t, "concat", "cat");
   AddAlias(t, "concatenate", "cat");
   t["stack"] = [](LowerContext& ctx) { return Concatenate(ctx, true); };
+  // ONNX's shape-taking views: once shapes are resolved, the output type
+  // says the shape (kiln::onnx_slice is in lower_onnx.cc).
+  t["kiln::onnx_reshape"] = Reshape;
+  t["kiln::onnx_flatten"] = Reshape;
+  t["kiln::onnx_squeeze"] = DropOrAddOnes;
+  t["kiln::onnx_unsqueeze"] = DropOrAddOnes;
+  t["kiln::onnx_expand"] = Expand;
 }
 
 }  // namespace kiln::lowering

@@ -262,6 +262,8 @@ std::vector<Entry> BuildTable() {
        "aten::ge.int", "aten::ge.float", "aten::le.int", "aten::le.float", "aten::eq.int",
        "aten::eq.float", "aten::ne.int", "aten::ne.float"},
       nullptr);
+  for (auto& [name, impl] : OnnxShapeEntries()) t.push_back({name, std::move(impl)});
+  for (auto& [name, impl] : IndexingShapeEntries()) t.push_back({name, std::move(impl)});
   return t;
 }
 
@@ -287,6 +289,11 @@ using shape_internal::Entry;
 using shape_internal::SchemaReturns;
 using shape_internal::ShapeImpl;
 using shape_internal::Table;
+
+std::optional<std::vector<TypePtr>> ListUnpackElementTypes(const Node& unpack) {
+  if (unpack.inputs().size() != 1) return std::nullopt;
+  return shape_internal::ListUnpackTypes(*unpack.input(0)->node(), unpack.outputs().size());
+}
 
 std::vector<std::string> ShapeFunctionOverloads() {
   std::vector<std::string> out;

@@ -28,6 +28,12 @@
 //   softmax/log_softmax (dtype argument), layer_norm, batch_norm,
 //     group_norm, instance_norm, dropout family, contiguous, clone, detach,
 //     to.dtype/to.other/type_as, masked_fill;
+//   kiln:: ops of the ONNX importer (shape_functions_onnx.cc: reshapes,
+//     Expand, Slice, Shape, Range, Reduce*, LayerNormalization, Pad,
+//     GatherND, pooling, conv_nd, ...) and aten indexing / generator ops
+//     (shape_functions_indexing.cc: index.Tensor, slice, gather, embedding,
+//     native_layer_norm, full/zeros/ones/arange, repeat, topk, ...);
+//   prim::ListUnpack of split / chunk / unbind (ListUnpackElementTypes);
 //   scalars: size, len, dim, numel, gt/lt/ge/le/eq/ne on ints and floats
 //     (their schema return types).
 #ifndef KILN_PASSES_SHAPE_FUNCTIONS_H_
@@ -72,6 +78,11 @@ absl::StatusOr<ir::TypePtr> RefineType(const ir::TypePtr& existing, const ir::Ty
 // What two types agree on (a tensor type keeping the facts equal in both;
 // equal types otherwise). Null when two non-tensor types differ.
 ir::TypePtr JoinTypes(const ir::TypePtr& a, const ir::TypePtr& b);
+
+// The types of prim::ListUnpack `unpack`'s outputs when its list comes from
+// split / split_with_sizes / chunk / unbind with constant arguments over an
+// input of known rank; nullopt otherwise.
+std::optional<std::vector<ir::TypePtr>> ListUnpackElementTypes(const ir::Node& unpack);
 
 // "aten::linear node %x.17 (torch/nn/modules/linear.py:114:15)".
 std::string NodeLabel(const ir::Node& node);

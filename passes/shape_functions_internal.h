@@ -200,6 +200,9 @@ class Args {
 
 using ShapeImpl = std::function<absl::StatusOr<Types>(const Args&)>;
 
+// The product of `dims`, nullopt when one is unknown.
+std::optional<int64_t> Product(const Dims& dims);
+
 // Normalizes a possibly negative dim against `rank`.
 absl::StatusOr<size_t> WrapDim(const Args& a, int64_t dim, size_t rank);
 
@@ -298,6 +301,19 @@ absl::StatusOr<Types> Squeeze(const Args& a);
 absl::StatusOr<Types> Select(const Args& a);
 absl::StatusOr<Types> Cat(const Args& a);
 absl::StatusOr<Types> Stack(const Args& a);
+
+// ------------------------------------------------------------ kiln:: ops of
+// the ONNX importer (shape_functions_onnx.cc) and aten indexing, generator
+// and statistics ops (shape_functions_indexing.cc): (overload, impl) rows
+// that BuildTable appends (a null impl: the schema's return types).
+
+std::vector<std::pair<const char*, ShapeImpl>> OnnxShapeEntries();
+std::vector<std::pair<const char*, ShapeImpl>> IndexingShapeEntries();
+
+// The types of prim::ListUnpack's `n` outputs when the list comes from
+// aten::split / split_with_sizes / chunk / unbind with constant arguments
+// over an input of known rank; nullopt otherwise.
+std::optional<std::vector<TypePtr>> ListUnpackTypes(const Node& producer, size_t n);
 
 }  // namespace kiln::passes::shape_internal
 

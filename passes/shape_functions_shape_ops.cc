@@ -6,8 +6,6 @@
 
 namespace kiln::passes::shape_internal {
 
-namespace {
-
 std::optional<int64_t> Product(const Dims& dims) {
   int64_t p = 1;
   for (const Dim& d : dims) {
@@ -16,8 +14,6 @@ std::optional<int64_t> Product(const Dims& dims) {
   }
   return p;
 }
-
-}  // namespace
 
 absl::StatusOr<Types> TransposeLast2(const Args& a) {  // aten::t
   const TensorInfo* t = a.Tensor(0);
