@@ -10,6 +10,7 @@
 #include "passes/peephole.h"
 #include "passes/canonicalize.h"
 #include "passes/decompositions.h"
+#include "passes/fuse_post_ops.h"
 #include "passes/shape_propagation.h"
 #include "support/status.h"
 
@@ -25,6 +26,7 @@
 //   peephole
 //   canonicalize
 //   decompose
+//   fuse_post_ops                    (device-requested, not in -O presets)
 //   shape_propagation                shape_prop
 
 namespace kiln::passes {
@@ -38,6 +40,7 @@ absl::Status RegisterAllPasses(PassRegistry& registry) {
   RETURN_IF_ERROR(RegisterShapePropagationPass(registry));
   RETURN_IF_ERROR(RegisterDecomposePass(registry));
   RETURN_IF_ERROR(RegisterCanonicalizePass(registry));
+  RETURN_IF_ERROR(RegisterFusePostOpsPass(registry));
   return absl::OkStatus();
 }
 

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/kernel_args.h"
+#include "runtime/kernels_math.h"
 #include "runtime/kernels_nn.h"
 #include "runtime/tensor_ops.h"
 #include "support/status.h"
@@ -82,6 +83,17 @@ absl::Status SplitPads(const std::string& op, const std::vector<int64_t>& pads, 
   begin->assign(pads.begin(), pads.begin() + static_cast<int64_t>(n));
   end->assign(pads.begin() + static_cast<int64_t>(n), pads.end());
   return absl::OkStatus();
+}
+
+// The epilogue lists of a fused op (ir/post_ops.h) starting at argument i:
+// post_ops, post_scalars, post_operands.
+absl::StatusOr<std::vector<ir::PostOp>> PostOpsArgs(const std::string& op, Args a, size_t i) {
+  ASSIGN_OR_RETURN(std::vector<std::string> names, StringListArg(op, a, i));
+  ASSIGN_OR_RETURN(std::vector<double> scalars, DoubleListArg(op, a, i + 1));
+  ASSIGN_OR_RETURN(std::vector<Tensor> operands, TensorListArg(op, a, i + 2));
+  absl::StatusOr<std::vector<ir::PostOp>> post = ir::ParsePostOps(names, scalars, operands.size());
+  if (!post.ok()) return Invalid(op, post.status().message());
+  return post;
 }
 
 // ---------------------------------------------------------------- convolution
@@ -199,6 +211,36 @@ void RegisterConvolutions(Registrar& r) {
     ASSIGN_OR_RETURN(o.dilation, PerDim(name, a, 5, n, "dilation"));
     ASSIGN_OR_RETURN(o.groups, IntArg(name, a, 6));
     return One(nn::Convolution(name, x, w, b, o));
+  });
+  // The fused library ops: the op's reference kernel, then its epilogue
+  // through the kernels of the ops it replaced (kernels_post_ops.cc).
+  r.Add("kiln::conv_post_ops", [](Args a) -> Result {
+    const std::string name = "kiln::conv_post_ops";
+    ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
+    ASSIGN_OR_RETURN(Tensor w, TensorArg(name, a, 1));
+    ASSIGN_OR_RETURN(std::optional<Tensor> b, OptionalTensorArg(name, a, 2));
+    if (w.dim() < 3) return Invalid(name, "weight must have at least 3 dims");
+    const size_t n = static_cast<size_t>(w.dim() - 2);
+    nn::ConvOptions o;
+    ASSIGN_OR_RETURN(o.stride, PerDim(name, a, 3, n, "stride"));
+    ASSIGN_OR_RETURN(std::vector<int64_t> pads, IntListArg(name, a, 4));
+    RETURN_IF_ERROR(SplitPads(name, pads, n, &o.pad_begin, &o.pad_end));
+    ASSIGN_OR_RETURN(o.dilation, PerDim(name, a, 5, n, "dilation"));
+    ASSIGN_OR_RETURN(o.groups, IntArg(name, a, 6));
+    ASSIGN_OR_RETURN(std::vector<ir::PostOp> post, PostOpsArgs(name, a, 7));
+    ASSIGN_OR_RETURN(std::vector<Tensor> operands, TensorListArg(name, a, 9));
+    ASSIGN_OR_RETURN(Tensor y, nn::Convolution(name, x, w, b, o));
+    return One(nn::ApplyPostOps(name, std::move(y), post, operands));
+  });
+  r.Add("kiln::linear_post_ops", [](Args a) -> Result {
+    const std::string name = "kiln::linear_post_ops";
+    ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
+    ASSIGN_OR_RETURN(Tensor w, TensorArg(name, a, 1));
+    ASSIGN_OR_RETURN(std::optional<Tensor> b, OptionalTensorArg(name, a, 2));
+    ASSIGN_OR_RETURN(std::vector<ir::PostOp> post, PostOpsArgs(name, a, 3));
+    ASSIGN_OR_RETURN(std::vector<Tensor> operands, TensorListArg(name, a, 5));
+    ASSIGN_OR_RETURN(Tensor y, Linear(x, w, b));
+    return One(nn::ApplyPostOps(name, std::move(y), post, operands));
   });
   r.Add("kiln::conv_transpose_nd", [](Args a) -> Result {
     const std::string name = "kiln::conv_transpose_nd";
