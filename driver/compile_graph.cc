@@ -6,7 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "lowering/lower.h"
 #include "runtime/interpreter.h"
+#include "passes/all_passes.h"
 #include "passes/pass.h"
+#include "passes/pipeline.h"
 #include "passes/shape_propagation.h"
 #include "support/status.h"
 
@@ -59,6 +61,15 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   (void)changed;
   out.times.shapes_ms = MsSince(t);
 
+  ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen, wrapper::CreateDeviceCodegen(options.device));
+  if (options.device_passes && !codegen->PreLoweringPipeline().empty()) {
+    t = Clock::now();
+    ASSIGN_OR_RETURN(std::unique_ptr<passes::Pipeline> device_passes,
+                     passes::Pipeline::Create(codegen->PreLoweringPipeline(), passes::DefaultPassRegistry()));
+    ASSIGN_OR_RETURN(changed, device_passes->Run(graph));
+    out.times.device_passes_ms = MsSince(t);
+  }
+
   t = Clock::now();
   ASSIGN_OR_RETURN(out.loop_graph, lowering::LowerGraph(graph));
   out.times.lower_ms = MsSince(t);
@@ -90,7 +101,6 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   }
 
   t = Clock::now();
-  ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen, wrapper::CreateDeviceCodegen(options.device));
   ASSIGN_OR_RETURN(out.program, wrapper::GenerateWrapper(out.loop_graph, out.schedule, *codegen));
   out.times.wrapper_ms = MsSince(t);
 

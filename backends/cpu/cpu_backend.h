@@ -97,6 +97,9 @@ class CpuCodegen : public wrapper::DeviceCodegen {
   // Returns a CpuProgram (cpu_program.h), whose stats() give the times.
   absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> Compile(
       const wrapper::WrapperProgram& program) override;
+  // Epilogue fusion for the oneDNN library calls (passes/fuse_post_ops.h),
+  // then dead-code elimination of what the fused chains left.
+  std::string PreLoweringPipeline() const override { return "fuse_post_ops,dce"; }
 
  private:
   CpuBackendOptions options_;

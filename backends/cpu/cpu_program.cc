@@ -2,13 +2,19 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/extern_kernels.h"
 #include "backends/cpu/identifiers.h"
 #include "backends/cpu/layout_util.h"
+#include "backends/cpu/threads.h"
 #include "runtime/tensor_ops.h"
 #include "support/status.h"
 #include "wrapper/host_fallback.h"
@@ -64,6 +70,7 @@ absl::StatusOr<Base> BaseFor(const Tensor& t, const Layout& l, const std::string
 
 struct RunContext {
   CpuProgram* program = nullptr;
+  CpuProgram::RunState* run_state = nullptr;
   std::map<const void*, Base> bases;
   std::string error;
 
@@ -115,6 +122,17 @@ int HostExtern(void* ctx_ptr, int64_t index, void* const* buffers) {
     if (index < 0 || static_cast<size_t>(index) >= externs.size()) {
       ctx->error = "extern call index out of range";
       return 1;
+    }
+    if (LibraryCall* call = ctx->program->library_call(static_cast<size_t>(index))) {
+      CpuProgram::RunState& rs = *ctx->run_state;
+      std::unique_ptr<CallState>& state = rs.calls[static_cast<size_t>(index)];
+      if (!state) state = call->NewState();
+      absl::Status s = call->Run(buffers, *state, rs.stream, rs.workspace);
+      if (!s.ok()) {
+        ctx->error = s.ToString();
+        return 1;
+      }
+      return 0;
     }
     const ExternCallSpec& spec = externs[static_cast<size_t>(index)];
     std::vector<Tensor> args, outputs;
@@ -187,7 +205,124 @@ absl::StatusOr<std::unique_ptr<CpuProgram>> CpuProgram::Load(GeneratedProgram ge
     return absl::InternalError(absl::StrCat(library_path, " is not a kiln CPU program of ABI version ",
                                             kHostAbiVersion));
   }
+  const auto t0 = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(program->PrepareLibraryCalls());
+  program->stats_.prepare_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return program;
+}
+
+absl::Status CpuProgram::PrepareLibraryCalls() {
+  const GeneratedProgram& g = generated_;
+  LibraryStats& st = library_stats_;
+  const size_t n = g.externs.size();
+  library_calls_.clear();
+  library_calls_.resize(n);
+  st.calls.assign(n, "");
+  // Primitives are made for the thread count the program runs with.
+  ScopedNumThreads threads(num_threads_ > 0 ? num_threads_ : DefaultNumThreads());
+  for (size_t i = 0; i < n; ++i) {
+    const ExternCallSpec& spec = g.externs[i];
+    std::vector<Tensor> constants(spec.buffer_arg_layouts.size());
+    for (size_t k = 0; k < constants.size() && k < spec.buffer_arg_constants.size(); ++k) {
+      const int c = spec.buffer_arg_constants[k];
+      // The library reads a constant at its storage base, as generated code does.
+      if (c >= 0 && static_cast<size_t>(c) < g.constants.size() &&
+          g.constants[static_cast<size_t>(c)].storage_offset() == g.constant_layouts[static_cast<size_t>(c)].offset) {
+        constants[k] = g.constants[static_cast<size_t>(c)];
+      }
+    }
+    absl::StatusOr<std::unique_ptr<LibraryCall>> call = PrepareLibraryCall(spec, constants);
+    if (!call.ok()) {
+      st.fallbacks.push_back(absl::StrCat("extern ", i, " (", spec.op, "): ", call.status().message()));
+    } else {
+      library_calls_[i] = *std::move(call);
+    }
+  }
+  // The layout plan: a value stays channels-last when a library call that
+  // computes channels-last writes it and only such calls read it.
+  const size_t values = g.value_needs_plain.size();
+  std::vector<int> cl(values, 0);  // 1: written channels-last by a library call
+  for (size_t i = 0; i < n; ++i) {
+    const LibraryCall* call = library_calls_[i].get();
+    for (int v : g.externs[i].output_values) {
+      if (v < 0 || static_cast<size_t>(v) >= values) continue;
+      cl[static_cast<size_t>(v)] = call != nullptr && call->ChannelsLastOutput() && !g.value_needs_plain[static_cast<size_t>(v)] ? 1 : -1;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const LibraryCall* call = library_calls_[i].get();
+    const std::vector<int>& args = g.externs[i].buffer_arg_values;
+    const std::vector<bool> ok = call != nullptr ? call->ChannelsLastArgs() : std::vector<bool>(args.size(), false);
+    for (size_t k = 0; k < args.size(); ++k) {
+      if (args[k] >= 0 && static_cast<size_t>(args[k]) < values && !(k < ok.size() && ok[k])) {
+        cl[static_cast<size_t>(args[k])] = -1;
+      }
+    }
+  }
+  auto format = [&](int v) {
+    return v >= 0 && static_cast<size_t>(v) < values && cl[static_cast<size_t>(v)] == 1 ? ValueFormat::kChannelsLast
+                                                                                         : ValueFormat::kPlain;
+  };
+  for (int v : cl) st.channels_last_values += v == 1;
+  size_t workspace = 0;
+  for (size_t i = 0; i < n; ++i) {
+    LibraryCall* call = library_calls_[i].get();
+    if (call == nullptr) {
+      ++st.reference_externs;
+      continue;
+    }
+    const ExternCallSpec& spec = g.externs[i];
+    std::vector<ValueFormat> arg_formats;
+    for (int v : spec.buffer_arg_values) arg_formats.push_back(format(v));
+    const ValueFormat out = spec.output_values.empty() ? ValueFormat::kPlain : format(spec.output_values[0]);
+    RETURN_IF_ERROR(call->SetFormats(arg_formats, out));
+    ++st.library_calls;
+    st.packed_bytes += call->packed_bytes();
+    workspace = std::max(workspace, call->workspace_bytes());
+    st.calls[i] = call->Describe();
+    st.reorders += static_cast<int>(absl::StrContains(st.calls[i], "reorder in")) +
+                   static_cast<int>(absl::StrContains(st.calls[i], "reorder out"));
+  }
+  st.workspace_bytes = static_cast<int64_t>(workspace);
+  // KILN_CPU_LIBRARY_VERBOSE=1 lists what each extern runs as.
+  static const bool verbose = [] {
+    const char* v = std::getenv("KILN_CPU_LIBRARY_VERBOSE");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  if (verbose) {
+    for (size_t i = 0; i < n; ++i) {
+      std::fprintf(stderr, "kiln cpu: extern %zu %s: %s\n", i, g.externs[i].op.c_str(),
+                   st.calls[i].empty() ? "reference kernel" : st.calls[i].c_str());
+    }
+    for (const std::string& f : st.fallbacks) std::fprintf(stderr, "kiln cpu: fallback: %s\n", f.c_str());
+  }
+  return absl::OkStatus();
+}
+
+std::unique_ptr<CpuProgram::RunState> CpuProgram::TakeRunState() {
+  {
+    std::lock_guard<std::mutex> lock(run_states_mu_);
+    if (!run_states_.empty()) {
+      std::unique_ptr<RunState> s = std::move(run_states_.back());
+      run_states_.pop_back();
+      return s;
+    }
+  }
+  auto s = std::make_unique<RunState>();
+  const size_t bytes = static_cast<size_t>(library_stats_.workspace_bytes);
+  if (bytes > 0) {
+    s->workspace_storage.reset(new char[bytes + 64]);
+    const uintptr_t p = reinterpret_cast<uintptr_t>(s->workspace_storage.get());
+    s->workspace = reinterpret_cast<void*>((p + 63) / 64 * 64);
+  }
+  s->calls.resize(library_calls_.size());
+  return s;
+}
+
+void CpuProgram::ReturnRunState(std::unique_ptr<RunState> state) {
+  std::lock_guard<std::mutex> lock(run_states_mu_);
+  run_states_.push_back(std::move(state));
 }
 
 CpuProgram::~CpuProgram() {
@@ -221,8 +356,11 @@ absl::StatusOr<std::vector<Tensor>> CpuProgram::Run(const std::vector<Tensor>& i
     return absl::InvalidArgumentError(absl::StrCat("compiled program takes ", g.input_layouts.size(),
                                                    " inputs, got ", inputs.size()));
   }
+  ScopedNumThreads threads(num_threads_ > 0 ? num_threads_ : DefaultNumThreads());
+  std::unique_ptr<RunState> run_state = TakeRunState();
   RunContext ctx;
   ctx.program = this;
+  ctx.run_state = run_state.get();
   std::vector<void*> in_ptrs, const_ptrs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     ASSIGN_OR_RETURN(Base b, BaseFor(inputs[i], g.input_layouts[i], absl::StrCat("input ", i)));
@@ -270,6 +408,7 @@ absl::StatusOr<std::vector<Tensor>> CpuProgram::Run(const std::vector<Tensor>& i
   for (auto& [p, b] : ctx.bases) {
     if (b.allocated) ReturnToPool(std::move(b.owner));
   }
+  ReturnRunState(std::move(run_state));
   RETURN_IF_ERROR(status);
   return outputs;
 }

@@ -48,6 +48,7 @@ class WrapperEmitter {
     for (size_t i = 0; i < program_.inputs.size(); ++i) {
       ASSIGN_OR_RETURN(const Layout* l, LayoutOf(program_.inputs[i]));
       out.input_layouts.push_back(*l);
+      MarkPlain(program_.inputs[i]);
       absl::StrAppend(&body, "  ", ids_.Get(program_.inputs[i]), " = inputs[", i, "];\n");
     }
     for (size_t i = 0; i < program_.constants.size(); ++i) {
@@ -58,6 +59,8 @@ class WrapperEmitter {
       }
       out.constants.push_back(tensor);
       out.constant_layouts.push_back(*l);
+      constant_index_[name] = static_cast<int>(i);
+      MarkPlain(name);
       absl::StrAppend(&body, "  ", ids_.Get(name), " = constants[", i, "];\n");
     }
     for (const w::Line& line : program_.lines) {
@@ -66,6 +69,7 @@ class WrapperEmitter {
     for (size_t i = 0; i < program_.outputs.size(); ++i) {
       ASSIGN_OR_RETURN(const Layout* l, LayoutOf(program_.outputs[i]));
       out.output_layouts.push_back(*l);
+      MarkPlain(program_.outputs[i]);
       absl::StrAppend(&body, "  outputs[", i, "] = ", ids_.Get(program_.outputs[i]), ";\n");
     }
     // Declarations of every buffer variable up front: lines may assign a
@@ -79,6 +83,8 @@ class WrapperEmitter {
         "extern \"C\" __attribute__((visibility(\"default\"))) int kiln_run(const KilnHostApi* api, "
         "void* const* inputs, void* const* constants, void** outputs) {\n",
         "  (void)inputs; (void)constants; (void)outputs;\n", decls_, body, "  return 0;\n}\n");
+    out.value_needs_plain.assign(value_ids_.size(), false);
+    for (int v : plain_values_) out.value_needs_plain[static_cast<size_t>(v)] = true;
     out.source = absl::StrCat(kCpuPrelude, "\n// ---- kernels ----\n", kernels, "\n// ---- wrapper ----\n", wrapper);
     out.units = SplitUnits(out.source, wrapper);
     return out;
@@ -116,6 +122,8 @@ class WrapperEmitter {
       return it == roots_.end() ? n : it->second;
     };
     for (const w::Line& line : program_.lines) {
+      if (const auto* r = std::get_if<w::ReinterpretLine>(&line)) content_[r->buffer] = r->base;
+      if (const auto* m = std::get_if<w::MultiOutputLine>(&line)) content_[m->result] = m->source;
       if (const auto* r = std::get_if<w::ReinterpretLine>(&line)) roots_[r->buffer] = root(r->base);
       if (const auto* r = std::get_if<w::ReuseLine>(&line)) roots_[r->new_buffer] = root(r->old_buffer);
       if (const auto* m = std::get_if<w::MultiOutputLine>(&line)) roots_[m->result] = root(m->source);
@@ -123,6 +131,30 @@ class WrapperEmitter {
     for (const std::string& o : program_.outputs) protected_.insert(root(o));
     return absl::OkStatus();
   }
+  // The value a name holds: views and multi-output aliases share their
+  // base's (reuse does not: the reusing buffer is a new value).
+  int ValueOf(const std::string& name) {
+    std::string n = name;
+    for (int hops = 0; hops < 1 << 20; ++hops) {
+      auto it = content_.find(n);
+      if (it == content_.end() || it->second == n) break;
+      n = it->second;
+    }
+    auto [it, inserted] = value_ids_.emplace(n, static_cast<int>(value_ids_.size()));
+    return it->second;
+  }
+  void MarkPlain(const std::string& name) { plain_values_.insert(ValueOf(name)); }
+  int ConstantIndexOf(const std::string& name) {
+    std::string n = name;
+    for (int hops = 0; hops < 1 << 20; ++hops) {
+      auto it = content_.find(n);
+      if (it == content_.end() || it->second == n) break;
+      n = it->second;
+    }
+    auto c = constant_index_.find(n);
+    return c == constant_index_.end() ? -1 : c->second;
+  }
+
   std::string Root(const std::string& n) const {
     auto it = roots_.find(n);
     return it == roots_.end() ? n : it->second;
@@ -168,6 +200,8 @@ class WrapperEmitter {
       for (const std::string& name : names) {
         ASSIGN_OR_RETURN(const Layout* l, LayoutOf(name));
         spec.buffer_arg_layouts.push_back(*l);
+        spec.buffer_arg_constants.push_back(ConstantIndexOf(name));
+        spec.buffer_arg_values.push_back(ValueOf(name));
         ptrs.push_back(ids_.Get(name));
       }
     }
@@ -186,6 +220,7 @@ class WrapperEmitter {
         ASSIGN_OR_RETURN(l, LayoutOf(outputs[i]));
       }
       spec.output_layouts.push_back(*l);
+      spec.output_values.push_back(ValueOf(outputs[i]));
       ptrs.push_back(ids_.Get(outputs[i]));
     }
     const size_t index = out->externs.size();
@@ -230,6 +265,7 @@ class WrapperEmitter {
               RETURN_IF_ERROR(CheckLayout(l.buffer, l.layout));
               layouts_.emplace(l.buffer, l.layout);
               RETURN_IF_ERROR(LayoutOf(l.base).status());
+              MarkPlain(l.base);  // a view reads the storage in its own layout
               absl::StrAppend(body, "  ", ids_.Get(l.buffer), " = ", ids_.Get(l.base), ";\n");
               return absl::OkStatus();
             },
@@ -271,6 +307,7 @@ class WrapperEmitter {
               }
               std::vector<std::string> args;
               for (const std::string& a : l.args) {
+                MarkPlain(a);
                 ASSIGN_OR_RETURN(std::string typed, Typed(a));
                 args.push_back(std::move(typed));
               }
@@ -291,6 +328,7 @@ class WrapperEmitter {
             [&](const w::MultiOutputLine& l) -> absl::Status {
               // Multi-output externs name each output buffer directly; the
               // element is its own buffer unless the line aliases it.
+              MarkPlain(l.source);
               if (l.result != l.source) {
                 RETURN_IF_ERROR(LayoutOf(l.source).status());
                 RETURN_IF_ERROR(LayoutOf(l.result).status());
@@ -371,6 +409,10 @@ class WrapperEmitter {
   std::map<std::string, std::string> same_as_;   // kernel -> the earlier kernel with its text
   std::map<std::string, Layout> layouts_;
   std::map<std::string, std::string> roots_;
+  std::map<std::string, std::string> content_;  // view / alias -> what it shows
+  std::map<std::string, int> value_ids_;
+  std::set<int> plain_values_;
+  std::map<std::string, int> constant_index_;
   std::set<std::string> protected_;
   std::set<std::string> owned_;
   std::set<std::string> defined_;
