@@ -250,7 +250,7 @@ class ConvCall : public LibraryCall {
     for (int64_t d : p_.dilation) dilates.push_back(d - 1);
     const memory::desc w_user = g > 1 ? ContiguousDesc(w_dims) : LayoutDesc(wl);
     if (g > 1 && !IsContiguousLayout(wl)) return absl::UnimplementedError("convolution: strided grouped weights");
-    bias_desc_ = memory::desc({yl.sizes[1]}, memory::data_type::f32, memory::format_tag::x);
+    bias_desc_ = memory::desc();  // none
     if (p_.b >= 0) {
       const lowering::Layout& bl = layouts[static_cast<size_t>(p_.b)];
       if (bl.sizes.size() != 1 || bl.sizes[0] != yl.sizes[1] || bl.dtype != DType::kFloat32) {
