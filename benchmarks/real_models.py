@@ -57,11 +57,23 @@ def save_tensor(path, name, t):
         f.write(numpy_helper.from_array(t.detach().numpy(), name).SerializeToString())
 
 
-def export(name, root):
-    """Exports `name` to root/name; returns (module, input)."""
+def make(name):
+    """The model with random weights (seeded) and its input."""
     torch.manual_seed(0)
     m = MODELS[name]().eval()
+    # torchvision zero-initializes some matrices (vit_b_16's head): their
+    # outputs would be all zeros and check nothing.
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.dim() >= 2 and not p.any():
+                p.normal_(0.0, 0.02)
     x = torch.randn(1, 3, 224, 224)
+    return m, x
+
+
+def export(name, root):
+    """Exports `name` to root/name; returns (module, input)."""
+    m, x = make(name)
     d = os.path.join(root, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     with torch.no_grad():
@@ -118,9 +130,7 @@ def main():
             d = os.path.join(root, name)
             t0 = time.time()
             if args.reuse and os.path.exists(os.path.join(d, "model.onnx")):
-                torch.manual_seed(0)
-                m = MODELS[name]().eval()
-                x = torch.randn(1, 3, 224, 224)
+                m, x = make(name)
             else:
                 m, x = export(name, root)
             emit(step="export", model=name, s=round(time.time() - t0, 1))
