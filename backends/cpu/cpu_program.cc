@@ -1,6 +1,7 @@
 #include "backends/cpu/cpu_program.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/extern_kernels.h"
 #include "backends/cpu/identifiers.h"
 #include "backends/cpu/layout_util.h"
@@ -221,6 +223,11 @@ absl::Status CpuProgram::PrepareLibraryCalls() {
   st.calls.assign(n, "");
   // Primitives are made for the thread count the program runs with.
   ScopedNumThreads threads(num_threads_ > 0 ? num_threads_ : DefaultNumThreads());
+  // The calls are independent: prepared in parallel on the pool (primitive
+  // creation is serial inside oneDNN; packing reorders then run one thread
+  // each).
+  std::vector<absl::StatusOr<std::unique_ptr<LibraryCall>>> prepared(n);
+#pragma omp parallel for schedule(dynamic, 1)
   for (size_t i = 0; i < n; ++i) {
     const ExternCallSpec& spec = g.externs[i];
     std::vector<Tensor> constants(spec.buffer_arg_layouts.size());
@@ -232,13 +239,16 @@ absl::Status CpuProgram::PrepareLibraryCalls() {
         constants[k] = g.constants[static_cast<size_t>(c)];
       }
     }
-    absl::StatusOr<std::unique_ptr<LibraryCall>> call = PrepareLibraryCall(spec, constants);
-    if (!call.ok()) {
-      st.fallbacks.push_back(absl::StrCat("extern ", i, " (", spec.op, "): ", call.status().message()));
+    prepared[i] = PrepareLibraryCall(spec, constants);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!prepared[i].ok()) {
+      st.fallbacks.push_back(absl::StrCat("extern ", i, " (", g.externs[i].op, "): ", prepared[i].status().message()));
     } else {
-      library_calls_[i] = *std::move(call);
+      library_calls_[i] = *std::move(prepared[i]);
     }
   }
+  RETURN_IF_ERROR(PackConstants());
   // The layout plan: a value stays channels-last when a library call that
   // computes channels-last writes it and only such calls read it.
   const size_t values = g.value_needs_plain.size();
@@ -278,7 +288,6 @@ absl::Status CpuProgram::PrepareLibraryCalls() {
     const ValueFormat out = spec.output_values.empty() ? ValueFormat::kPlain : format(spec.output_values[0]);
     RETURN_IF_ERROR(call->SetFormats(arg_formats, out));
     ++st.library_calls;
-    st.packed_bytes += call->packed_bytes();
     workspace = std::max(workspace, call->workspace_bytes());
     st.calls[i] = call->Describe();
     st.reorders += static_cast<int>(absl::StrContains(st.calls[i], "reorder in")) +
@@ -297,6 +306,37 @@ absl::Status CpuProgram::PrepareLibraryCalls() {
     }
     for (const std::string& f : st.fallbacks) std::fprintf(stderr, "kiln cpu: fallback: %s\n", f.c_str());
   }
+  return absl::OkStatus();
+}
+
+absl::Status CpuProgram::PackConstants() {
+  std::vector<dnnl_util::PackedConstant*> constants;
+  for (const std::unique_ptr<LibraryCall>& call : library_calls_) {
+    if (call == nullptr) continue;
+    for (dnnl_util::PackedConstant* c : call->packed_constants()) constants.push_back(c);
+  }
+  dnnl_util::WorkspaceLayout layout;
+  std::vector<size_t> offsets;
+  for (const dnnl_util::PackedConstant* c : constants) offsets.push_back(layout.Add(c->bytes()));
+  library_stats_.packed_bytes = static_cast<int64_t>(layout.total());
+  if (constants.empty()) return absl::OkStatus();
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const bool huge = layout.total() >= kHugePage;
+  const size_t alignment = huge ? kHugePage : 64;
+  const size_t bytes = (layout.total() + alignment - 1) / alignment * alignment;
+  void* block = nullptr;
+  if (posix_memalign(&block, alignment, bytes) != 0) {
+    return absl::ResourceExhaustedError(absl::StrCat("packing constants: ", bytes, " bytes"));
+  }
+  packed_arena_.reset(block);
+  // Transparent huge pages where the kernel allows them (madvise mode).
+  if (huge) (void)madvise(block, bytes, MADV_HUGEPAGE);
+  std::vector<absl::Status> status(constants.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (size_t i = 0; i < constants.size(); ++i) {
+    status[i] = constants[i]->Pack(static_cast<char*>(block) + offsets[i]);
+  }
+  for (const absl::Status& s : status) RETURN_IF_ERROR(s);
   return absl::OkStatus();
 }
 

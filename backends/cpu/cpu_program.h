@@ -81,6 +81,8 @@ class CpuProgram : public wrapper::CompiledProgram {
   CpuProgram() = default;
   // Prepares the library calls and the program's layout plan.
   absl::Status PrepareLibraryCalls();
+  // Packs every call's constants into packed_arena_.
+  absl::Status PackConstants();
   std::unique_ptr<RunState> TakeRunState();
   void ReturnRunState(std::unique_ptr<RunState> state);
 
@@ -91,6 +93,12 @@ class CpuProgram : public wrapper::CompiledProgram {
   LibraryStats library_stats_;
   int num_threads_ = 0;
   std::vector<std::unique_ptr<LibraryCall>> library_calls_;  // by extern index; null: reference
+  // The library calls' packed constants, one block (huge pages when large:
+  // packing 100 MB into fresh 4 KiB pages is mostly page faults).
+  struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, FreeDeleter> packed_arena_;
   std::mutex run_states_mu_;
   std::vector<std::unique_ptr<RunState>> run_states_;
   std::mutex pool_mu_;

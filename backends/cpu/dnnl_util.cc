@@ -193,6 +193,17 @@ std::string PostOpsLabel(const std::vector<ir::PostOp>& post) {
   return absl::StrJoin(names, " ");
 }
 
+absl::Status PackedConstant::Pack(void* slice) {
+  storage = slice;
+  return Guard("packing a constant", [&] {
+    dnnl::stream s(Engine());
+    memory from(user, Engine(), source);
+    memory to(packed, Engine(), storage);
+    dnnl::reorder(from, to).execute(s, from, to);
+    s.wait();
+  });
+}
+
 size_t WorkspaceLayout::Add(size_t bytes) {
   const size_t offset = total_;
   total_ += (bytes + 63) / 64 * 64;

@@ -89,6 +89,17 @@ class WorkspaceLayout {
   size_t total_ = 0;
 };
 
+// A constant a call keeps in its primitive's layout (packed weights): at
+// load, the program gathers every call's packed constants into one arena
+// (PackedConstantArena) and each is reordered into its slice once.
+struct PackedConstant {
+  memory::desc user, packed;
+  void* source = nullptr;  // the constant's element 0 (read only)
+  void* storage = nullptr;  // its slice of the arena, after Pack
+  size_t bytes() const { return packed.get_size(); }
+  absl::Status Pack(void* slice);
+};
+
 // A reorder between a buffer's descriptor and the one a primitive wants,
 // into / out of a workspace slice; a no-op when they are equal.
 struct Reorder {

@@ -31,6 +31,9 @@
 #include "support/tensor.h"
 
 namespace kiln::backends::cpu {
+namespace dnnl_util {
+struct PackedConstant;
+}  // namespace dnnl_util
 
 // How a value is laid out in its buffer.
 enum class ValueFormat : uint8_t {
@@ -70,8 +73,10 @@ class LibraryCall {
 
   // Bytes of workspace Run needs (64-byte aligned by the caller).
   virtual size_t workspace_bytes() const = 0;
-  // Bytes of constants the call keeps in its own layout (packed weights).
-  virtual int64_t packed_bytes() const = 0;
+  // The constants the call keeps in its primitive's layout (packed
+  // weights). The program packs them all into one arena before the first
+  // NewState (CpuProgram::Load), and never again.
+  virtual std::vector<dnnl_util::PackedConstant*> packed_constants() { return {}; }
   // "conv 3x3/1 [1, 64, 56, 56] -> [1, 64, 56, 56] + relu (brgconv:avx512_core)".
   virtual std::string Describe() const = 0;
 

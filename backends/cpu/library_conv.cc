@@ -141,9 +141,9 @@ class ConvCall : public LibraryCall {
   }
 
   size_t workspace_bytes() const override { return ws_.total(); }
-  int64_t packed_bytes() const override {
-    return (weights_ ? static_cast<int64_t>(weights_.get_desc().get_size()) : 0) +
-           (bias_ ? static_cast<int64_t>(bias_.get_desc().get_size()) : 0);
+  std::vector<PackedConstant*> packed_constants() override {
+    if (packed_weights_.source == nullptr) return {};
+    return {&packed_weights_};
   }
   std::string Describe() const override {
     const lowering::Layout& xl = spec_->buffer_arg_layouts[static_cast<size_t>(p_.x)];
@@ -153,7 +153,8 @@ class ConvCall : public LibraryCall {
                                  absl::StrJoin(spec_->output_layouts[0].sizes, ","), "]");
     if (!p_.post.empty()) absl::StrAppend(&s, " + ", PostOpsLabel(p_.post));
     absl::StrAppend(&s, " (", impl_, src_.needed ? ", reorder in" : "", dst_.needed ? ", reorder out" : "",
-                    weights_ ? "" : ", weights per call", ")");
+                    packed_weights_.source != nullptr ? "" : weights_reorder_.needed ? ", weights reordered per call" : "",
+                    ")");
     return s;
   }
 
@@ -170,9 +171,13 @@ class ConvCall : public LibraryCall {
     s->src = src_.needed ? memory(pd_.src_desc(), e, DNNL_MEMORY_NONE) : s->src_user;
     s->dst_user = memory(dst_.user, e, DNNL_MEMORY_NONE);
     s->dst = dst_.needed ? memory(pd_.dst_desc(), e, DNNL_MEMORY_NONE) : s->dst_user;
-    s->weights = weights_ ? weights_ : memory(pd_.weights_desc(), e, DNNL_MEMORY_NONE);
-    if (!weights_) s->weights_user = memory(weights_reorder_.user, e, DNNL_MEMORY_NONE);
-    if (p_.b >= 0) s->bias = bias_ ? bias_ : memory(bias_desc_, e, DNNL_MEMORY_NONE);
+    if (packed_weights_.source != nullptr) {
+      s->weights = memory(pd_.weights_desc(), e, packed_weights_.storage);
+    } else {
+      s->weights_user = memory(weights_reorder_.user, e, DNNL_MEMORY_NONE);
+      s->weights = weights_reorder_.needed ? memory(pd_.weights_desc(), e, DNNL_MEMORY_NONE) : s->weights_user;
+    }
+    if (p_.b >= 0) s->bias = memory(bias_desc_, e, DNNL_MEMORY_NONE);
     s->scratch = memory(pd_.scratchpad_desc(), e, DNNL_MEMORY_NONE);
     s->args = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_WEIGHTS, s->weights}, {DNNL_ARG_DST, s->dst},
                {DNNL_ARG_SCRATCHPAD, s->scratch}};
@@ -200,12 +205,14 @@ class ConvCall : public LibraryCall {
         s.src.set_data_handle(ws + src_.offset);
         src_.prim.execute(strm, s.src_user, s.src);
       }
-      if (!weights_) {
+      if (packed_weights_.source == nullptr) {
         s.weights_user.set_data_handle(DataPointer(buffers[p_.w], layouts[static_cast<size_t>(p_.w)]));
-        s.weights.set_data_handle(ws + weights_reorder_.offset);
-        weights_reorder_.prim.execute(strm, s.weights_user, s.weights);
+        if (weights_reorder_.needed) {
+          s.weights.set_data_handle(ws + weights_reorder_.offset);
+          weights_reorder_.prim.execute(strm, s.weights_user, s.weights);
+        }
       }
-      if (p_.b >= 0 && !bias_) s.bias.set_data_handle(DataPointer(buffers[p_.b], layouts[static_cast<size_t>(p_.b)]));
+      if (p_.b >= 0) s.bias.set_data_handle(DataPointer(buffers[p_.b], layouts[static_cast<size_t>(p_.b)]));
       for (size_t i = 0; i < p_.operands.size(); ++i) {
         const size_t b = static_cast<size_t>(p_.operands[i]);
         s.operand_user[i].set_data_handle(DataPointer(buffers[b], layouts[b]));
@@ -297,34 +304,15 @@ class ConvCall : public LibraryCall {
       impl_ = pd_.impl_info_str();
     }));
     scratch_offset_ = base_ws_.Add(pd_.scratchpad_desc().get_size());
-    // Constant weights (and bias) are packed now, once.
+    // Constant weights are packed at load (packed_constants()); others are
+    // reordered each call when the primitive wants another layout.
     const Tensor& wc = constants[static_cast<size_t>(p_.w)];
-    if (wc.defined() && wc.has_data()) {
-      RETURN_IF_ERROR(Guard("convolution weights", [&] {
-        dnnl::stream s(Engine());
-        memory user(w_user, Engine(), const_cast<void*>(static_cast<const void*>(wc.data<float>())));
-        weights_ = memory(pd_.weights_desc(), Engine());
-        dnnl::reorder(user, weights_).execute(s, user, weights_);
-        s.wait();
-      }));
+    if (wc.defined() && wc.has_data() && !(w_user == pd_.weights_desc())) {
+      packed_weights_.user = w_user;
+      packed_weights_.packed = pd_.weights_desc();
+      packed_weights_.source = DataPointer(const_cast<void*>(wc.storage()->data()), wl);
     } else {
       RETURN_IF_ERROR(weights_reorder_.Prepare(w_user, pd_.weights_desc(), &base_ws_, true));
-      if (!weights_reorder_.needed) {
-        return absl::UnimplementedError("convolution: non-constant weights in the primitive's layout");
-      }
-    }
-    if (p_.b >= 0) {
-      const Tensor& bc = constants[static_cast<size_t>(p_.b)];
-      if (bc.defined() && bc.has_data()) {
-        RETURN_IF_ERROR(Guard("convolution bias", [&] {
-          dnnl::stream s(Engine());
-          memory user(bias_desc_, Engine(), const_cast<void*>(static_cast<const void*>(bc.data<float>())));
-          bias_ = memory(memory::desc({yl.sizes[1]}, memory::data_type::f32, memory::format_tag::x), Engine());
-          dnnl::reorder(user, bias_).execute(s, user, bias_);
-          s.wait();
-        }));
-        bias_desc_ = bias_.get_desc();
-      }
     }
     ws_ = base_ws_;
     return absl::OkStatus();
@@ -335,7 +323,7 @@ class ConvCall : public LibraryCall {
   dnnl::convolution_forward::primitive_desc pd_;
   dnnl::convolution_forward prim_;
   std::string impl_;
-  memory weights_, bias_;  // packed constants (null handles: per call)
+  PackedConstant packed_weights_;  // source null: weights from the buffer
   memory::desc bias_desc_;
   Reorder weights_reorder_;  // non-constant weights, each call
   std::vector<bool> operand_full_;

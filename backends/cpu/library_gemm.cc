@@ -119,9 +119,9 @@ class GemmCall : public LibraryCall {
   bool ChannelsLastOutput() const override { return false; }
   absl::Status SetFormats(const std::vector<ValueFormat>&, ValueFormat) override { return absl::OkStatus(); }
   size_t workspace_bytes() const override { return ws_.total(); }
-  int64_t packed_bytes() const override {
-    return (weights_ ? static_cast<int64_t>(weights_.get_desc().get_size()) : 0) +
-           (bias_ ? static_cast<int64_t>(bias_.get_desc().get_size()) : 0);
+  std::vector<PackedConstant*> packed_constants() override {
+    if (packed_weights_.source == nullptr) return {};
+    return {&packed_weights_};
   }
   std::string Describe() const override {
     const auto& l = spec_->buffer_arg_layouts;
@@ -130,7 +130,7 @@ class GemmCall : public LibraryCall {
                                  " -> [", absl::StrJoin(spec_->output_layouts[0].sizes, ","), "]");
     if (p_.bias >= 0) absl::StrAppend(&s, " + bias");
     if (!p_.post.empty()) absl::StrAppend(&s, " + ", PostOpsLabel(p_.post));
-    absl::StrAppend(&s, " (", impl_, weights_ ? ", packed weights" : "", ")");
+    absl::StrAppend(&s, " (", impl_, packed_weights_.source != nullptr ? ", packed weights" : "", ")");
     return s;
   }
 
@@ -144,13 +144,14 @@ class GemmCall : public LibraryCall {
     auto s = std::make_unique<State>();
     dnnl::engine& e = Engine();
     s->a = memory(pd_.src_desc(), e, DNNL_MEMORY_NONE);
-    s->b = weights_ ? weights_ : memory(pd_.weights_desc(), e, DNNL_MEMORY_NONE);
+    s->b = packed_weights_.source != nullptr ? memory(pd_.weights_desc(), e, packed_weights_.storage)
+                                             : memory(pd_.weights_desc(), e, DNNL_MEMORY_NONE);
     s->dst = memory(pd_.dst_desc(), e, DNNL_MEMORY_NONE);
     s->scratch = memory(pd_.scratchpad_desc(), e, DNNL_MEMORY_NONE);
     s->args = {{DNNL_ARG_SRC, s->a}, {DNNL_ARG_WEIGHTS, s->b}, {DNNL_ARG_DST, s->dst},
                {DNNL_ARG_SCRATCHPAD, s->scratch}};
     if (p_.bias >= 0) {
-      s->bias = bias_ ? bias_ : memory(bias_desc_, e, DNNL_MEMORY_NONE);
+      s->bias = memory(bias_desc_, e, DNNL_MEMORY_NONE);
       s->args[DNNL_ARG_BIAS] = s->bias;
     }
     for (const memory::desc& d : operand_descs_) s->operands.push_back(memory(d, e, DNNL_MEMORY_NONE));
@@ -166,8 +167,10 @@ class GemmCall : public LibraryCall {
     const int nargs = static_cast<int>(layouts.size());
     return Guard("gemm", [&] {
       s.a.set_data_handle(DataPointer(buffers[p_.a], layouts[static_cast<size_t>(p_.a)]));
-      if (!weights_) s.b.set_data_handle(DataPointer(buffers[p_.b], layouts[static_cast<size_t>(p_.b)]));
-      if (p_.bias >= 0 && !bias_) {
+      if (packed_weights_.source == nullptr) {
+        s.b.set_data_handle(DataPointer(buffers[p_.b], layouts[static_cast<size_t>(p_.b)]));
+      }
+      if (p_.bias >= 0) {
         s.bias.set_data_handle(DataPointer(buffers[p_.bias], layouts[static_cast<size_t>(p_.bias)]));
       }
       for (size_t i = 0; i < p_.operands.size(); ++i) {
@@ -273,32 +276,9 @@ class GemmCall : public LibraryCall {
     }));
     scratch_offset_ = ws_.Add(pd_.scratchpad_desc().get_size());
     if (pack) {
-      RETURN_IF_ERROR(Guard("gemm weights", [&] {
-        dnnl::stream s(Engine());
-        // The constant's storage base; its layout's offset applies.
-        memory user(b_user, Engine(),
-                     DataPointer(const_cast<void*>(static_cast<const void*>(wc.data<float>())), bl));
-        weights_ = memory(pd_.weights_desc(), Engine());
-        dnnl::reorder(user, weights_).execute(s, user, weights_);
-        s.wait();
-      }));
-    }
-    if (p_.bias >= 0) {
-      const Tensor& bc = constants[static_cast<size_t>(p_.bias)];
-      const lowering::Layout& l = layouts[static_cast<size_t>(p_.bias)];
-      if (bc.defined() && bc.has_data()) {
-        RETURN_IF_ERROR(Guard("gemm bias", [&] {
-          dnnl::stream s(Engine());
-          memory user(bias_desc_, Engine(), DataPointer(const_cast<void*>(static_cast<const void*>(bc.data<float>())), l));
-          bias_ = memory(ContiguousDesc(bias_dims), Engine());
-          dnnl::reorder(user, bias_).execute(s, user, bias_);
-          s.wait();
-        }));
-        if (!(bias_.get_desc() == bias_desc_)) {
-          // The primitive was made for the constant's own strides.
-          bias_ = memory();
-        }
-      }
+      packed_weights_.user = b_user;
+      packed_weights_.packed = pd_.weights_desc();
+      packed_weights_.source = DataPointer(const_cast<void*>(wc.storage()->data()), bl);
     }
     return absl::OkStatus();
   }
@@ -308,7 +288,7 @@ class GemmCall : public LibraryCall {
   dnnl::matmul::primitive_desc pd_;
   dnnl::matmul prim_;
   std::string impl_;
-  memory weights_, bias_;
+  PackedConstant packed_weights_;  // source null: the right operand from its buffer
   memory::desc bias_desc_;
   std::vector<memory::desc> operand_descs_;
   std::vector<std::pair<int, int>> binary_positions_;

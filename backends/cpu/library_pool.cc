@@ -37,7 +37,6 @@ class PoolCall : public LibraryCall {
     return dst_.Prepare(UserDesc(spec_->output_layouts[0], output), pd_.dst_desc(), &ws_, false);
   }
   size_t workspace_bytes() const override { return ws_.total(); }
-  int64_t packed_bytes() const override { return 0; }
   std::string Describe() const override {
     return absl::StrCat("max_pool [", absl::StrJoin(spec_->buffer_arg_layouts[0].sizes, ","), "] -> [",
                         absl::StrJoin(spec_->output_layouts[0].sizes, ","), "] (", impl_,
