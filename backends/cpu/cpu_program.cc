@@ -214,20 +214,31 @@ absl::StatusOr<std::unique_ptr<CpuProgram>> CpuProgram::Load(GeneratedProgram ge
   return program;
 }
 
+absl::Status CpuProgram::SetNumThreads(int n) {
+  if (n <= 0 || n > 4096) return absl::InvalidArgumentError(absl::StrCat("thread count ", n, " out of range"));
+  if (n == num_threads_) return absl::OkStatus();
+  num_threads_ = n;
+  {
+    std::lock_guard<std::mutex> lock(run_states_mu_);
+    run_states_.clear();  // their call states belong to the old primitives
+  }
+  return PrepareLibraryCalls();
+}
+
 absl::Status CpuProgram::PrepareLibraryCalls() {
   const GeneratedProgram& g = generated_;
+  library_stats_ = LibraryStats();
   LibraryStats& st = library_stats_;
   const size_t n = g.externs.size();
   library_calls_.clear();
   library_calls_.resize(n);
   st.calls.assign(n, "");
   // Primitives are made for the thread count the program runs with.
-  ScopedNumThreads threads(num_threads_ > 0 ? num_threads_ : DefaultNumThreads());
-  // The calls are independent: prepared in parallel on the pool (primitive
-  // creation is serial inside oneDNN; packing reorders then run one thread
-  // each).
+  if (num_threads_ <= 0) num_threads_ = DefaultNumThreads();
+  ScopedNumThreads threads(num_threads_);
+  // Primitives are made outside parallel regions: oneDNN sizes their
+  // thread partitioning from the pool it sees when they are made.
   std::vector<absl::StatusOr<std::unique_ptr<LibraryCall>>> prepared(n);
-#pragma omp parallel for schedule(dynamic, 1)
   for (size_t i = 0; i < n; ++i) {
     const ExternCallSpec& spec = g.externs[i];
     std::vector<Tensor> constants(spec.buffer_arg_layouts.size());
@@ -396,7 +407,7 @@ absl::StatusOr<std::vector<Tensor>> CpuProgram::Run(const std::vector<Tensor>& i
     return absl::InvalidArgumentError(absl::StrCat("compiled program takes ", g.input_layouts.size(),
                                                    " inputs, got ", inputs.size()));
   }
-  ScopedNumThreads threads(num_threads_ > 0 ? num_threads_ : DefaultNumThreads());
+  ScopedNumThreads threads(num_threads_);
   std::unique_ptr<RunState> run_state = TakeRunState();
   RunContext ctx;
   ctx.program = this;

@@ -56,8 +56,10 @@ class CpuProgram : public wrapper::CompiledProgram {
   const LibraryStats& library_stats() const { return library_stats_; }
   const GeneratedProgram& generated() const { return generated_; }
 
-  // Threads each Run uses (threads.h); 0: DefaultNumThreads().
-  void set_num_threads(int n) { num_threads_ = n; }
+  // The threads each Run uses (threads.h): DefaultNumThreads() at Load.
+  // Library primitives are made for the pool they run on, so changing it
+  // prepares them again (not while a Run is in progress).
+  absl::Status SetNumThreads(int n);
   int num_threads() const { return num_threads_; }
 
   // Host API plumbing (called through function pointers from generated code).

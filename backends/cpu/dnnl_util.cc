@@ -1,5 +1,8 @@
 #include "backends/cpu/dnnl_util.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -202,6 +205,12 @@ absl::Status PackedConstant::Pack(void* slice) {
     dnnl::reorder(from, to).execute(s, from, to);
     s.wait();
   });
+}
+
+int ThreadsForWork(double work) {
+  const int pool = omp_get_max_threads();
+  const double wanted = std::ceil(work / kWorkPerThread);
+  return wanted >= pool ? pool : std::max(1, static_cast<int>(wanted));
 }
 
 size_t WorkspaceLayout::Add(size_t bytes) {

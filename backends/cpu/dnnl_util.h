@@ -79,6 +79,13 @@ absl::Status AppendPostOps(const std::vector<ir::PostOp>& post, const std::vecto
                            dnnl::post_ops* ops);
 std::string PostOpsLabel(const std::vector<ir::PostOp>& post);
 
+// Threads a call of `work` flop-equivalents gets at batch 1: the pool's
+// size (the calling thread's OpenMP count), or fewer when the work would
+// leave each thread less than kWorkPerThread (a squeeze-excite 1x1
+// convolution runs on one thread instead of waking sixteen).
+inline constexpr double kWorkPerThread = 1e6;
+int ThreadsForWork(double work);
+
 // Slices of one workspace block, 64-byte aligned.
 class WorkspaceLayout {
  public:

@@ -14,6 +14,7 @@
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/layout_util.h"
 #include "backends/cpu/library_ops.h"
+#include "backends/cpu/threads.h"
 #include "support/status.h"
 
 namespace kiln::backends::cpu {
@@ -152,7 +153,7 @@ class ConvCall : public LibraryCall {
                                  "] /", absl::StrJoin(p_.stride, ","), " g", p_.groups, " -> [",
                                  absl::StrJoin(spec_->output_layouts[0].sizes, ","), "]");
     if (!p_.post.empty()) absl::StrAppend(&s, " + ", PostOpsLabel(p_.post));
-    absl::StrAppend(&s, " (", impl_, src_.needed ? ", reorder in" : "", dst_.needed ? ", reorder out" : "",
+    absl::StrAppend(&s, " (", impl_, ", ", threads_, "T", src_.needed ? ", reorder in" : "", dst_.needed ? ", reorder out" : "",
                     packed_weights_.source != nullptr ? "" : weights_reorder_.needed ? ", weights reordered per call" : "",
                     ")");
     return s;
@@ -199,6 +200,7 @@ class ConvCall : public LibraryCall {
     dnnl::stream& strm = StreamOf(stream);
     const auto& layouts = spec_->buffer_arg_layouts;
     const int nargs = static_cast<int>(layouts.size());
+    ScopedNumThreads threads(threads_);
     return Guard("convolution", [&] {
       s.src_user.set_data_handle(DataPointer(buffers[p_.x], layouts[static_cast<size_t>(p_.x)]));
       if (src_.needed) {
@@ -291,6 +293,11 @@ class ConvCall : public LibraryCall {
       if (ir::IsBinaryPostOp(post.kind)) binary_positions_.emplace_back(position, post.operand);
       position += post.kind == ir::PostOpKind::kHardsigmoid ? 2 : 1;
     }
+    double flops = 2.0 * static_cast<double>(wl.sizes[1]);
+    for (int64_t v : yl.sizes) flops *= static_cast<double>(v);
+    for (size_t i = 2; i < wl.sizes.size(); ++i) flops *= static_cast<double>(wl.sizes[i]);
+    threads_ = ThreadsForWork(flops);
+    ScopedNumThreads threads(threads_);
     RETURN_IF_ERROR(Guard("convolution", [&] {
       dnnl::convolution_forward::desc d(
           dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, ChannelsLastDesc(x_dims),
@@ -333,6 +340,7 @@ class ConvCall : public LibraryCall {
   std::vector<Reorder> operand_reorders_;
   WorkspaceLayout base_ws_, ws_;
   size_t scratch_offset_ = 0;
+  int threads_ = 1;
 };
 
 }  // namespace

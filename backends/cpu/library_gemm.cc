@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/library_ops.h"
+#include "backends/cpu/threads.h"
 #include "support/status.h"
 
 namespace kiln::backends::cpu {
@@ -130,7 +131,7 @@ class GemmCall : public LibraryCall {
                                  " -> [", absl::StrJoin(spec_->output_layouts[0].sizes, ","), "]");
     if (p_.bias >= 0) absl::StrAppend(&s, " + bias");
     if (!p_.post.empty()) absl::StrAppend(&s, " + ", PostOpsLabel(p_.post));
-    absl::StrAppend(&s, " (", impl_, packed_weights_.source != nullptr ? ", packed weights" : "", ")");
+    absl::StrAppend(&s, " (", impl_, ", ", threads_, "T", packed_weights_.source != nullptr ? ", packed weights" : "", ")");
     return s;
   }
 
@@ -165,6 +166,7 @@ class GemmCall : public LibraryCall {
     State& s = static_cast<State&>(state);
     const auto& layouts = spec_->buffer_arg_layouts;
     const int nargs = static_cast<int>(layouts.size());
+    ScopedNumThreads threads(threads_);
     return Guard("gemm", [&] {
       s.a.set_data_handle(DataPointer(buffers[p_.a], layouts[static_cast<size_t>(p_.a)]));
       if (packed_weights_.source == nullptr) {
@@ -263,6 +265,12 @@ class GemmCall : public LibraryCall {
     }
     const Tensor& wc = constants[static_cast<size_t>(p_.b)];
     const bool pack = wc.defined() && wc.has_data();
+    // Flops, plus the weights' bytes (a batch-1 GEMV is bound by reading them).
+    double batch = 1;
+    for (size_t i = 0; i + 2 < y_dims.size(); ++i) batch *= static_cast<double>(y_dims[i]);
+    const double rows = static_cast<double>(y_dims[y_dims.size() - 2]);
+    threads_ = ThreadsForWork(batch * (2.0 * rows * k * n + 32.0 * k * n));
+    ScopedNumThreads threads(threads_);
     RETURN_IF_ERROR(Guard("gemm", [&] {
       const memory::desc b_core = pack ? memory::desc(b_dims, memory::data_type::f32, memory::format_tag::any) : b_user;
       const memory::desc bias = p_.bias >= 0 ? bias_desc_ : memory::desc();
@@ -294,6 +302,7 @@ class GemmCall : public LibraryCall {
   std::vector<std::pair<int, int>> binary_positions_;
   WorkspaceLayout ws_;
   size_t scratch_offset_ = 0;
+  int threads_ = 1;
 };
 
 }  // namespace

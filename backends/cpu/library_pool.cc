@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/library_ops.h"
+#include "backends/cpu/threads.h"
 #include "support/status.h"
 
 namespace kiln::backends::cpu {
@@ -39,7 +40,7 @@ class PoolCall : public LibraryCall {
   size_t workspace_bytes() const override { return ws_.total(); }
   std::string Describe() const override {
     return absl::StrCat("max_pool [", absl::StrJoin(spec_->buffer_arg_layouts[0].sizes, ","), "] -> [",
-                        absl::StrJoin(spec_->output_layouts[0].sizes, ","), "] (", impl_,
+                        absl::StrJoin(spec_->output_layouts[0].sizes, ","), "] (", impl_, ", ", threads_, "T",
                         src_.needed ? ", reorder in" : "", dst_.needed ? ", reorder out" : "", ")");
   }
 
@@ -62,6 +63,7 @@ class PoolCall : public LibraryCall {
     State& s = static_cast<State&>(state);
     char* ws = static_cast<char*>(workspace);
     dnnl::stream& strm = StreamOf(stream);
+    ScopedNumThreads threads(threads_);
     return Guard("max_pool", [&] {
       s.src_user.set_data_handle(DataPointer(buffers[0], spec_->buffer_arg_layouts[0]));
       if (src_.needed) {
@@ -117,6 +119,11 @@ class PoolCall : public LibraryCall {
       pad_r.push_back(right);
       dilates.push_back((*dilation)[i] - 1);
     }
+    double work = 1;
+    for (int64_t v : yl.sizes) work *= static_cast<double>(v);
+    for (int64_t v : *kernel) work *= static_cast<double>(v);
+    threads_ = ThreadsForWork(work);
+    ScopedNumThreads threads(threads_);
     RETURN_IF_ERROR(Guard("max_pool", [&] {
       dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max,
                                        ChannelsLastDesc(Dims(xl.sizes)), ChannelsLastDesc(Dims(yl.sizes)),
@@ -139,6 +146,7 @@ class PoolCall : public LibraryCall {
   Reorder src_, dst_;
   WorkspaceLayout ws_;
   size_t scratch_offset_ = 0;
+  int threads_ = 1;
 };
 
 }  // namespace
