@@ -18,10 +18,17 @@
 
 namespace kiln::backends::cpu {
 
+// The compiler configuration generated programs build with: the cache's
+// defaults plus -mprefer-vector-width=512, so that on AVX-512 hosts gcc
+// vectorizes (and calls libmvec's) 16-wide instead of its default 8-wide:
+// tanhf 0.72 -> 0.33 ns per element, expf 0.36 -> 0.29 (README.md). A
+// no-op where 512-bit vectors do not exist.
+CompilerConfig DefaultCpuCompilerConfig();
+
 struct CpuBackendOptions {
   // Empty: CompileCache::DefaultDirectory().
   std::string cache_dir;
-  CompilerConfig compiler;
+  CompilerConfig compiler = DefaultCpuCompilerConfig();
 };
 
 // The host as a device: one index, synchronous streams (everything queued
