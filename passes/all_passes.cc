@@ -10,6 +10,7 @@
 #include "passes/peephole.h"
 #include "passes/canonicalize.h"
 #include "passes/decompositions.h"
+#include "passes/fuse_attention.h"
 #include "passes/fuse_post_ops.h"
 #include "passes/shape_propagation.h"
 #include "support/status.h"
@@ -26,7 +27,7 @@
 //   peephole
 //   canonicalize
 //   decompose
-//   fuse_post_ops                    (device-requested, not in -O presets)
+//   fuse_post_ops, fuse_attention    (device-requested, not in -O presets)
 //   shape_propagation                shape_prop
 
 namespace kiln::passes {
@@ -41,6 +42,7 @@ absl::Status RegisterAllPasses(PassRegistry& registry) {
   RETURN_IF_ERROR(RegisterDecomposePass(registry));
   RETURN_IF_ERROR(RegisterCanonicalizePass(registry));
   RETURN_IF_ERROR(RegisterFusePostOpsPass(registry));
+  RETURN_IF_ERROR(RegisterFuseAttentionPass(registry));
   return absl::OkStatus();
 }
 

@@ -1,5 +1,7 @@
 #include "passes/fuse_post_ops.h"
 
+#include "passes/fusion_match.h"
+
 #include <cmath>
 #include <optional>
 #include <string>
@@ -22,90 +24,14 @@ using ir::PostOp;
 using ir::PostOpKind;
 using ir::Type;
 using ir::Value;
-
-// ------------------------------------------------------------ value helpers
-
-// A float32 tensor value with a complete static shape.
-const ir::TensorInfo* StaticFloat(const Value* v) {
-  const ir::TypePtr& t = v->type();
-  if (!t || !t->is_tensor()) return nullptr;
-  const ir::TensorInfo& info = t->tensor();
-  if (!info.dtype || *info.dtype != DType::kFloat32 || !info.HasCompleteSizes()) return nullptr;
-  return &info;
-}
-
-// A number known at compile time: an int/float/bool constant or a constant
-// tensor of one element (ONNX's scalars are tensors).
-std::optional<double> Number(const Value* v) {
-  std::optional<IValue> c = ir::ConstantValue(v);
-  if (!c) return std::nullopt;
-  if (c->isTensor()) {
-    const Tensor& t = c->toTensor();
-    if (!t.has_data() || t.numel() != 1 || !IsFloatingPoint(t.dtype())) return std::nullopt;
-    return t.GetDouble(0);
-  }
-  if (c->isNumber()) return c->toNumberAsDouble();
-  return std::nullopt;
-}
-
-bool IsNone(const Value* v) {
-  std::optional<IValue> c = ir::ConstantValue(v);
-  return c && c->isNone();
-}
-
-// An int[] known at compile time (a constant or a ListConstruct of them).
-std::optional<std::vector<int64_t>> IntList(const Value* v) {
-  if (v->node()->kind() == ir::sym::kListConstruct) {
-    std::vector<int64_t> out;
-    for (const Value* e : v->node()->inputs()) {
-      std::optional<IValue> c = ir::ConstantValue(e);
-      if (!c || !c->isInt()) return std::nullopt;
-      out.push_back(c->toInt());
-    }
-    return out;
-  }
-  std::optional<IValue> c = ir::ConstantValue(v);
-  if (!c) return std::nullopt;
-  if (c->isInt()) return std::vector<int64_t>{c->toInt()};
-  if (!c->isList()) return std::nullopt;
-  std::vector<int64_t> out;
-  for (const IValue& e : c->elements()) {
-    if (!e.isInt()) return std::nullopt;
-    out.push_back(e.toInt());
-  }
-  return out;
-}
-
-std::optional<int64_t> Int(const Value* v) {
-  std::optional<IValue> c = ir::ConstantValue(v);
-  if (!c || !c->isInt()) return std::nullopt;
-  return c->toInt();
-}
-
-// A float32 constant tensor with data.
-std::optional<Tensor> FloatConstant(const Value* v) {
-  std::optional<IValue> c = ir::ConstantValue(v);
-  if (!c || !c->isTensor()) return std::nullopt;
-  const Tensor& t = c->toTensor();
-  if (!t.has_data() || t.dtype() != DType::kFloat32) return std::nullopt;
-  return t.Contiguous();
-}
-
-// `v`'s only use is by `user` (and it is not a block output).
-bool OnlyUsedBy(const Value* v, const Node* user) {
-  return v->uses().size() == 1 && v->uses()[0].user == user;
-}
-
-// `t` broadcasts to `sizes` without changing them.
-bool BroadcastsTo(const ir::TensorInfo& t, const std::vector<int64_t>& sizes) {
-  if (!t.HasCompleteSizes() || t.sizes->size() > sizes.size()) return false;
-  const std::vector<int64_t> ts = t.ConcreteSizes();
-  const size_t shift = sizes.size() - ts.size();
-  for (size_t i = 0; i < ts.size(); ++i) {
-    if (ts[i] != 1 && ts[i] != sizes[shift + i]) return false;
-  }
-  return true;
-}
+using fusion_match::BroadcastsTo;
+using fusion_match::FloatConstant;
+using fusion_match::Int;
+using fusion_match::IntList;
+using fusion_match::IsNone;
+using fusion_match::Number;
+using fusion_match::OnlyUsedBy;
+using fusion_match::StaticFloat;
 
 // The dim of `sizes` along which constant `t` varies, when it varies along
 // at most that one dim (right-aligned broadcasting); -1 otherwise.

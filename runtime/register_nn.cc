@@ -242,6 +242,24 @@ void RegisterConvolutions(Registrar& r) {
     ASSIGN_OR_RETURN(Tensor y, Linear(x, w, b));
     return One(nn::ApplyPostOps(name, std::move(y), post, operands));
   });
+  // Attention as the chain it replaces (passes/fuse_attention.h).
+  r.Add("kiln::attention", [](Args a) -> Result {
+    const std::string name = "kiln::attention";
+    ASSIGN_OR_RETURN(Tensor q, TensorArg(name, a, 0));
+    ASSIGN_OR_RETURN(Tensor kt, TensorArg(name, a, 1));
+    ASSIGN_OR_RETURN(Tensor v, TensorArg(name, a, 2));
+    ASSIGN_OR_RETURN(std::optional<Tensor> mask, OptionalTensorArg(name, a, 3));
+    ASSIGN_OR_RETURN(double scale, NumberArg(name, a, 4));
+    ASSIGN_OR_RETURN(Tensor s, Matmul(q, kt));
+    if (scale != 1.0) {
+      ASSIGN_OR_RETURN(s, Binary(BinaryOp::kMul, Operand::FromTensor(s), Operand::Double(scale)));
+    }
+    if (mask) {
+      ASSIGN_OR_RETURN(s, Binary(BinaryOp::kAdd, Operand::FromTensor(s), Operand::FromTensor(*mask)));
+    }
+    ASSIGN_OR_RETURN(Tensor p, Softmax(s, -1, std::nullopt, /*log=*/false));
+    return One(Matmul(p, v));
+  });
   r.Add("kiln::conv_transpose_nd", [](Args a) -> Result {
     const std::string name = "kiln::conv_transpose_nd";
     ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));

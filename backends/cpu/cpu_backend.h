@@ -105,8 +105,9 @@ class CpuCodegen : public wrapper::DeviceCodegen {
   absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> Compile(
       const wrapper::WrapperProgram& program) override;
   // Epilogue fusion for the oneDNN library calls (passes/fuse_post_ops.h),
-  // then dead-code elimination of what the fused chains left.
-  std::string PreLoweringPipeline() const override { return "fuse_post_ops,dce"; }
+  // attention for the generated attention kernel (fuse_attention.h), then
+  // dead-code elimination of what the fused chains left.
+  std::string PreLoweringPipeline() const override { return "fuse_post_ops,fuse_attention,dce"; }
 
  private:
   CpuBackendOptions options_;

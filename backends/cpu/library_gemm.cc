@@ -73,15 +73,16 @@ std::optional<GemmParams> ReadParams(const ExternCallSpec& spec, const Args& a) 
   return p;
 }
 
-// A [..., R, C] layout as a 2-D (or, with `batched`, 3-D) matrix
-// descriptor; the leading dims fold into the rows when their strides allow.
+// A [..., R, C] layout as a 2-D matrix descriptor whose rows fold the
+// leading dims (when their strides allow), or with `batched` as it is.
 std::optional<memory::desc> MatrixDesc(const lowering::Layout& l, bool batched) {
   const size_t r = l.sizes.size();
   if (r < 2) return std::nullopt;
   auto stride = [&](size_t i) { return l.sizes[i] == 1 ? int64_t{1} : l.strides[i]; };
   if (batched) {
-    if (r != 3) return std::nullopt;
-    return memory::desc(Dims(l.sizes), memory::data_type::f32, {stride(0), stride(1), stride(2)});
+    memory::dims strides;
+    for (size_t i = 0; i < r; ++i) strides.push_back(stride(i));
+    return memory::desc(Dims(l.sizes), memory::data_type::f32, strides);
   }
   int64_t rows = 1;
   for (size_t i = 0; i + 1 < r; ++i) rows *= l.sizes[i];
@@ -196,8 +197,10 @@ class GemmCall : public LibraryCall {
     for (const lowering::Layout* l : {&al, &bl, &yl}) {
       if (l->dtype != DType::kFloat32) return absl::InvalidArgumentError("gemm: not float32");
     }
-    const bool batched = al.sizes.size() == 3 && bl.sizes.size() == 3;
-    if (!batched && bl.sizes.size() != 2) return absl::UnimplementedError("gemm: broadcast batch dims");
+    // Equal ranks above 2: batched, as N-D descriptors (oneDNN broadcasts
+    // size-1 batch dims). A 2-D right operand: rows of any rank fold.
+    const bool batched = al.sizes.size() >= 3 && bl.sizes.size() == al.sizes.size();
+    if (!batched && bl.sizes.size() != 2) return absl::UnimplementedError("gemm: operands of different ranks");
     std::optional<memory::desc> a = MatrixDesc(al, batched);
     std::optional<memory::desc> y = MatrixDesc(yl, batched);
     if (!a || !y) return absl::UnimplementedError("gemm: rows that do not fold");

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backends/cpu/attention_codegen.h"
 #include "backends/cpu/expr_emitter.h"
 #include "backends/cpu/host_api.h"
 #include "backends/cpu/identifiers.h"
@@ -232,6 +233,81 @@ class WrapperEmitter {
     return absl::OkStatus();
   }
 
+  // Adds a generated kernel definition, `text` defining `static void fn(`,
+  // and returns the function to call: an earlier kernel with the same text
+  // up to its name, or `fn`, compiled once.
+  absl::StatusOr<std::string> DefineKernel(const std::string& fn, const std::string& text, std::string* kernels) {
+    if (!defined_.insert(fn).second) {
+      return Error(absl::StrCat("kernel '", SanitizeComment(fn), "' is defined twice"));
+    }
+    const std::string head = absl::StrCat("static void ", fn, "(");
+    const size_t at = text.find(head);
+    const size_t params_end = at == std::string::npos ? at : text.find(") {\n", at);
+    if (params_end == std::string::npos) {
+      return Error(absl::StrCat("kernel body does not define ", SanitizeComment(fn)));
+    }
+    std::string canonical = text;
+    canonical.replace(at + 12, fn.size(), "@");
+    auto [first, inserted] = distinct_.emplace(std::move(canonical), fn);
+    if (!inserted) return first->second;
+    const size_t params_begin = at + head.size();
+    kernel_defs_.push_back({fn, text, at, text.substr(params_begin, params_end - params_begin)});
+    absl::StrAppend(kernels, text, "\n");
+    return fn;
+  }
+
+  // kiln::attention as a generated kernel (attention_codegen.h); false when
+  // the kernel does not take the call's shapes (it then runs as an extern).
+  absl::StatusOr<bool> EmitAttention(const std::vector<lowering::ExternArg>& args,
+                                     const std::vector<std::string>& outputs, std::string* kernels,
+                                     std::string* body) {
+    if (args.size() != 5 || outputs.size() != 1 || args[0].buffer.empty() || args[1].buffer.empty() ||
+        args[2].buffer.empty() || !args[4].constant || !args[4].constant->isNumber()) {
+      return false;
+    }
+    const bool has_mask = !args[3].buffer.empty();
+    if (!has_mask && !(args[3].constant && args[3].constant->isNone())) return false;
+    AttentionShape shape;
+    ASSIGN_OR_RETURN(const Layout* q, LayoutOf(args[0].buffer));
+    ASSIGN_OR_RETURN(const Layout* kt, LayoutOf(args[1].buffer));
+    ASSIGN_OR_RETURN(const Layout* v, LayoutOf(args[2].buffer));
+    ASSIGN_OR_RETURN(const Layout* o, LayoutOf(outputs[0]));
+    shape.q = *q;
+    shape.kt = *kt;
+    shape.v = *v;
+    shape.out = *o;
+    if (has_mask) {
+      ASSIGN_OR_RETURN(const Layout* m, LayoutOf(args[3].buffer));
+      shape.mask = *m;
+    }
+    shape.scale = args[4].constant->toNumberAsDouble();
+    const std::string fn = KernelFunctionName(absl::StrCat("cpp_attention_", attention_kernels_++));
+    absl::StatusOr<std::string> text = AttentionKernelSource(fn, shape);
+    if (!text.ok()) {
+      if (absl::IsUnimplemented(text.status())) return false;
+      return text.status();
+    }
+    ASSIGN_OR_RETURN(std::string callee, DefineKernel(fn, *text, kernels));
+    std::vector<std::string> call_args;
+    for (const std::string& name : {args[0].buffer, args[1].buffer, args[2].buffer}) {
+      MarkPlain(name);
+      ASSIGN_OR_RETURN(std::string typed, Typed(name));
+      call_args.push_back(std::move(typed));
+    }
+    if (has_mask) {
+      MarkPlain(args[3].buffer);
+      ASSIGN_OR_RETURN(std::string typed, Typed(args[3].buffer));
+      call_args.push_back(std::move(typed));
+    } else {
+      call_args.push_back("nullptr");
+    }
+    MarkPlain(outputs[0]);
+    ASSIGN_OR_RETURN(std::string typed, Typed(outputs[0]));
+    call_args.push_back(std::move(typed));
+    absl::StrAppend(body, "  ", callee, "(", absl::StrJoin(call_args, ", "), ");  // kiln::attention\n");
+    return true;
+  }
+
   absl::Status EmitLine(const w::Line& line, std::string* kernels, std::string* body, GeneratedProgram* out) {
     return std::visit(
         Overloaded{
@@ -270,34 +346,14 @@ class WrapperEmitter {
               return absl::OkStatus();
             },
             [&](const w::KernelDefinitionLine& l) -> absl::Status {
-              const std::string fn = KernelFunctionName(l.kernel_name);
-              if (!defined_.insert(fn).second) {
-                return Error(absl::StrCat("kernel '", SanitizeComment(l.kernel_name), "' is defined twice"));
-              }
               // The body is this backend's own KernelSource output; it must
-              // define exactly the sanitized name.
-              const std::string head = absl::StrCat("static void ", fn, "(");
-              const size_t at = l.kernel_body.find(head);
-              const size_t params_end = at == std::string::npos ? at : l.kernel_body.find(") {\n", at);
-              if (params_end == std::string::npos) {
-                return Error(absl::StrCat("kernel '", SanitizeComment(l.kernel_name),
-                                          "' body does not define ", fn));
-              }
-              // Kernels name their parameters by position, so a kernel with
-              // the text of an earlier one (up to its name) computes the same
-              // function of its arguments: calls go to the earlier one, and
-              // the compiler sees each distinct kernel once.
-              std::string canonical = l.kernel_body;
-              canonical.replace(at + 12, fn.size(), "@");
-              auto [first, inserted] = distinct_.emplace(std::move(canonical), fn);
-              if (!inserted) {
-                same_as_[fn] = first->second;
-                return absl::OkStatus();
-              }
-              const size_t params_begin = at + head.size();
-              kernel_defs_.push_back({fn, l.kernel_body, at,
-                                      l.kernel_body.substr(params_begin, params_end - params_begin)});
-              absl::StrAppend(kernels, l.kernel_body, "\n");
+              // define exactly the sanitized name. Kernels name their
+              // parameters by position, so a kernel with the text of an
+              // earlier one (up to its name) computes the same function of
+              // its arguments: calls go to the earlier one.
+              const std::string fn = KernelFunctionName(l.kernel_name);
+              ASSIGN_OR_RETURN(std::string callee, DefineKernel(fn, l.kernel_body, kernels));
+              if (callee != fn) same_as_[fn] = callee;
               return absl::OkStatus();
             },
             [&](const w::KernelCallLine& l) -> absl::Status {
@@ -320,6 +376,10 @@ class WrapperEmitter {
               return absl::OkStatus();
             },
             [&](const w::ExternKernelLine& l) -> absl::Status {
+              if (l.op == "kiln::attention" && l.island < 0) {
+                ASSIGN_OR_RETURN(bool emitted, EmitAttention(l.args, l.outputs, kernels, body));
+                if (emitted) return absl::OkStatus();
+              }
               return EmitExtern(l.op, l.args, l.outputs, nullptr, body, out, l.island);
             },
             [&](const w::ExternKernelAllocLine& l) -> absl::Status {
@@ -416,6 +476,7 @@ class WrapperEmitter {
   std::set<std::string> protected_;
   std::set<std::string> owned_;
   std::set<std::string> defined_;
+  int attention_kernels_ = 0;
   IdentifierTable ids_;
   std::string decls_;
 };
