@@ -14,13 +14,19 @@ using lowering::Layout;
 
 constexpr int64_t kMaxHeadDim = 512;
 constexpr int64_t kQueryBlock = 32;
-// Floats of the packed key tile (D x key block): 64 KB.
-constexpr int64_t kKeyTileFloats = 16384;
+// Keys per block: a whole row of scores up to here (one pass of the
+// softmax), online rescaling across blocks beyond.
+constexpr int64_t kKeyBlock = 512;
 
 std::string I(int64_t v) { return IntLiteral(v); }
 
-// The body's template; @NAME@-style holes are filled with constants.
-constexpr char kTemplate[] = R"KILN(static void @FN@(const float* q, const float* kt, const float* v, const float* mask, float* out) {
+// The body's template; @NAME@-style holes are filled with constants. The
+// block products go to oneDNN's sgemm, which the host process exports
+// (inside the parallel region it runs on the calling thread).
+constexpr char kTemplate[] = R"KILN(extern "C" int dnnl_sgemm(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha,
+                           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                           int64_t ldc);
+static void @FN@(const float* q, const float* kt, const float* v, const float* mask, float* out) {
   (void)mask;
   const int64_t kBatches = @B@, kQueryBlocks = @QB@;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) num_threads(kiln_threads(@B@ * @QB@))
@@ -30,7 +36,6 @@ constexpr char kTemplate[] = R"KILN(static void @FN@(const float* q, const float
 @UNRAVEL@      (void)rem; (void)mo;
       const int64_t i0 = qb * @BQ@;
       const int64_t ni = @S@ - i0 < @BQ@ ? @S@ - i0 : @BQ@;
-      alignas(64) float kt_tile[@D@ * @BK@];
       alignas(64) float s_tile[@BQ@ * @BK@];
       alignas(64) float acc[@BQ@ * @DV@];
       float row_max[@BQ@], row_sum[@BQ@];
@@ -39,30 +44,23 @@ constexpr char kTemplate[] = R"KILN(static void @FN@(const float* q, const float
         row_sum[i] = 0.0f;
       }
       for (int64_t e = 0; e < @BQ@ * @DV@; ++e) acc[e] = 0.0f;
+      int failed = 0;  // sgemm rejects only malformed sizes, which the generator rules out
       for (int64_t j0 = 0; j0 < @T@; j0 += @BK@) {
         const int64_t nj = @T@ - j0 < @BK@ ? @T@ - j0 : @BK@;
-        // The key block, packed [D][BK] (zeros past the last key).
-        for (int64_t d = 0; d < @D@; ++d) {
-          const float* src = kt + ko + d * @KSD@ + j0 * @KST@;
-          float* dst = kt_tile + d * @BK@;
-#pragma omp simd
-          for (int64_t jj = 0; jj < @BK@; ++jj) dst[jj] = jj < nj ? src[jj * @KST@] : 0.0f;
-        }
+        // Scores of the block: scale * q[i0.., :] @ kt[:, j0..].
+        failed |= dnnl_sgemm('N', @KT_TRANS@, ni, nj, @D@, @SCALE@, q + qo + i0 * @QSS@, @QSS@,
+                             kt + ko + j0 * @KST@, @KLD@, 0.0f, s_tile, @BK@);
         for (int64_t i = 0; i < ni; ++i) {
           float* srow = s_tile + i * @BK@;
-#pragma omp simd
-          for (int64_t jj = 0; jj < @BK@; ++jj) srow[jj] = 0.0f;
-          const float* qrow = q + qo + (i0 + i) * @QSS@;
-          for (int64_t d = 0; d < @D@; ++d) {
-            const float qv = qrow[d * @QSD@] * @SCALE@;
-            const float* krow = kt_tile + d * @BK@;
-#pragma omp simd
-            for (int64_t jj = 0; jj < @BK@; ++jj) srow[jj] += qv * krow[jj];
-          }
 @MASK@          // Online softmax: rescale what is accumulated to the new row max.
+          // (A NaN score may be skipped here; it still makes the sum NaN.)
           float mx = row_max[i];
+#pragma omp simd reduction(max : mx)
           for (int64_t jj = 0; jj < nj; ++jj) mx = srow[jj] > mx ? srow[jj] : mx;
-          if (mx == -__builtin_inff()) continue;  // every score so far is -inf (masked)
+          if (mx == -__builtin_inff()) {  // every score so far is -inf (masked)
+            for (int64_t jj = 0; jj < nj; ++jj) srow[jj] = 0.0f;
+            continue;
+          }
           const float corr = expf(row_max[i] - mx);
           float psum = 0.0f;
 #pragma omp simd reduction(+ : psum)
@@ -73,21 +71,18 @@ constexpr char kTemplate[] = R"KILN(static void @FN@(const float* q, const float
           }
           row_sum[i] = row_sum[i] * corr + psum;
           row_max[i] = mx;
-          float* arow = acc + i * @DV@;
           if (corr != 1.0f) {
+            float* arow = acc + i * @DV@;
 #pragma omp simd
             for (int64_t dd = 0; dd < @DV@; ++dd) arow[dd] *= corr;
           }
-          for (int64_t jj = 0; jj < nj; ++jj) {
-            const float p = srow[jj];
-            const float* vrow = v + vo + (j0 + jj) * @VST@;
-#pragma omp simd
-            for (int64_t dd = 0; dd < @DV@; ++dd) arow[dd] += p * vrow[dd * @VSD@];
-          }
         }
+        // acc += p @ v[j0.., :].
+        failed |= dnnl_sgemm('N', @V_TRANS@, ni, @DV@, nj, 1.0f, s_tile, @BK@, v + vo + j0 * @VST@, @VLD@, 1.0f,
+                             acc, @DV@);
       }
       for (int64_t i = 0; i < ni; ++i) {
-        const float inv = 1.0f / row_sum[i];
+        const float inv = failed ? __builtin_nanf("") : 1.0f / row_sum[i];
         float* orow = out + oo + (i0 + i) * @OSS@;
 #pragma omp simd
         for (int64_t dd = 0; dd < @DV@; ++dd) orow[dd * @OSD@] = acc[i * @DV@ + dd] * inv;
@@ -137,9 +132,19 @@ absl::StatusOr<std::string> AttentionKernelSource(const std::string& function, c
       if (mask.sizes[i] != 1 && mask.sizes[i] != want) return bad("mask does not broadcast");
     }
   }
+  // sgemm reads row-major operands, or transposed ones: each matrix needs a
+  // unit stride along one of its two dims (q: along D).
+  auto unit = [](const Layout& l, size_t dim) { return l.sizes[dim] == 1 || l.strides[dim] == 1; };
+  if (!unit(a.q, r - 1)) return bad("q is not contiguous along its head dim");
+  const bool kt_rows = unit(a.kt, r - 1), v_rows = unit(a.v, r - 1);
+  if (!kt_rows && !unit(a.kt, r - 2)) return bad("keys have no unit stride");
+  if (!v_rows && !unit(a.v, r - 2)) return bad("values have no unit stride");
+  // Leading dimensions (at least the row length, as sgemm checks).
+  const int64_t kt_ld = std::max<int64_t>(Stride(a.kt, r - 2), t);
+  const int64_t v_ld = std::max<int64_t>(Stride(a.v, r - 2), dv);
   const int64_t bq = std::min<int64_t>(kQueryBlock, s);
   const int64_t t16 = (t + 15) / 16 * 16;
-  const int64_t bk = std::min<int64_t>(t16, std::clamp<int64_t>(kKeyTileFloats / d / 16 * 16, 16, 256));
+  const int64_t bk = std::min<int64_t>(t16, kKeyBlock);
   // The batch index unravelled into the leading dims (last fastest).
   std::string unravel;
   for (size_t i = r - 2; i-- > 0;) {
@@ -173,12 +178,13 @@ absl::StatusOr<std::string> AttentionKernelSource(const std::string& function, c
        {"@MOFF@", I(a.mask ? mask.offset : 0)},
        {"@OOFF@", I(a.out.offset)},
        {"@UNRAVEL@", unravel},
-       {"@QSS@", I(Stride(a.q, r - 2))},
-       {"@QSD@", I(Stride(a.q, r - 1))},
-       {"@KSD@", I(Stride(a.kt, r - 2))},
-       {"@KST@", I(Stride(a.kt, r - 1))},
+       {"@QSS@", I(std::max<int64_t>(Stride(a.q, r - 2), d))},
+              {"@KST@", I(Stride(a.kt, r - 1))},
+       {"@KT_TRANS@", kt_rows ? "'N'" : "'T'"},
+       {"@KLD@", I(kt_rows ? kt_ld : std::max<int64_t>(Stride(a.kt, r - 1), d))},
        {"@VST@", I(Stride(a.v, r - 2))},
-       {"@VSD@", I(Stride(a.v, r - 1))},
+       {"@V_TRANS@", v_rows ? "'N'" : "'T'"},
+       {"@VLD@", I(v_rows ? v_ld : std::max<int64_t>(Stride(a.v, r - 1), t))},
        {"@OSS@", I(Stride(a.out, r - 2))},
        {"@OSD@", I(Stride(a.out, r - 1))},
        {"@SCALE@", FloatLiteral(a.scale, DType::kFloat32)},

@@ -1,11 +1,12 @@
 // kiln::attention (passes/fuse_attention.h) as a generated kernel: the
 // program's own C++ (so -march=native and 16-wide libmvec exp apply), with
-// every shape and stride a constant. Per (batch, block of query rows) it
-// streams blocks of keys: a scores tile (query block x key block) from a
-// packed key tile, an online softmax (running max and sum, FlashAttention's
-// rescaling) and the product with the value rows accumulated in place, so
-// no [.., S, T] scores or probabilities ever exist; the blocks run in
-// parallel on the pool.
+// every shape and stride a constant. Per (batch, block of 32 query rows) it
+// streams blocks of up to 512 keys: the scores tile by oneDNN's sgemm (the
+// host exports it; inside the parallel region it runs on one thread), an
+// online softmax over it (running max and sum, FlashAttention's rescaling)
+// and the product with the value rows, accumulated in a [32, Dv] tile, so no
+// [.., S, T] scores or probabilities ever exist; the blocks run in parallel
+// on the pool.
 #ifndef KILN_BACKENDS_CPU_ATTENTION_CODEGEN_H_
 #define KILN_BACKENDS_CPU_ATTENTION_CODEGEN_H_
 
@@ -26,8 +27,9 @@ struct AttentionShape {
 // The kernel `static void <function>(const float* q, const float* kt,
 // const float* v, const float* mask, float* out)` (buffer bases; mask may
 // be null when there is none). Unimplemented for shapes it does not take
-// (not float32, head dims above 512, mismatched dims): the caller then runs
-// the reference kernel.
+// (not float32, head dims above 512, mismatched dims, operands without a
+// unit stride in their last two dims): the caller then runs the reference
+// kernel.
 absl::StatusOr<std::string> AttentionKernelSource(const std::string& function, const AttentionShape& shape);
 
 }  // namespace kiln::backends::cpu
