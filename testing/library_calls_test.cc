@@ -196,6 +196,33 @@ TEST_F(LibraryCallsTest, ResidualBlock) {
   EXPECT_EQ(st.reorders, 2);               // the input in, the block's result out
 }
 
+// A program's thread count changes after load: the primitives are made
+// again for the new pool and compute the same values.
+TEST_F(LibraryCallsTest, ThreadCountChangeKeepsResults) {
+  Case c;
+  c.ir = std::string(R"IR(graph(%x : Float(1, 8, 12, 12), %w : Float(16, 8, 3, 3)):)IR") + kConvConstants + R"IR(
+  %y : Float(1, 16, 12, 12) = aten::convolution(%x, %w, %n, %s1, %p1, %s1, %f, %p0, %g1)
+  %r : Float(1, 16, 12, 12) = aten::relu(%y)
+  return (%r))IR";
+  c.constants = {{1, Random({16, 8, 3, 3}, 71, 0.3)}};
+  c.inputs = {Random({1, 8, 12, 12}, 72)};
+  std::unique_ptr<ir::Graph> g = Build(c);
+  absl::StatusOr<driver::CompiledGraph> compiled = driver::CompileGraph(*g);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  auto* program = dynamic_cast<CpuProgram*>(compiled->compiled.get());
+  ASSERT_NE(program, nullptr);
+  absl::StatusOr<std::vector<Tensor>> before = program->Run(c.inputs);
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_TRUE(program->SetNumThreads(1).ok());
+  EXPECT_EQ(program->num_threads(), 1);
+  EXPECT_NE(program->library_stats().calls[0].find(", 1T"), std::string::npos) << program->library_stats().calls[0];
+  absl::StatusOr<std::vector<Tensor>> after = program->Run(c.inputs);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ExpectClose(*after, *before, "one thread");
+  ExpectClose(*after, Interpret(c), "interpreter");
+  EXPECT_FALSE(program->SetNumThreads(0).ok());
+}
+
 // Depthwise 5x5 stride 2 with hardswish, a squeeze-excite gate (mean, two
 // 1x1 convolutions, ONNX's HardSigmoid as mul/add/clamp, the gate multiply
 // as a generated kernel) and a projection: boundaries at the gate.
