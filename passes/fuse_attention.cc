@@ -13,6 +13,7 @@ namespace kiln::passes {
 namespace {
 
 using fusion_match::BroadcastsTo;
+using fusion_match::DestroyWithUnusedConstants;
 using fusion_match::Int;
 using fusion_match::IsNone;
 using fusion_match::Number;
@@ -132,14 +133,7 @@ absl::Status Rewrite(ir::Graph& g, const Match& m) {
   fused->output()->setType(last->output()->type());
   const std::string name = last->output()->hasDebugName() ? last->output()->debugName() : "";
   last->output()->replaceAllUsesWith(fused->output());
-  std::vector<Value*> inputs;
-  for (auto it = m.nodes.rbegin(); it != m.nodes.rend(); ++it) {
-    for (Value* v : (*it)->inputs()) inputs.push_back(v);
-    (*it)->destroy();
-  }
-  for (Value* v : inputs) {
-    if (v->node() != nullptr && v->node()->kind() == ir::sym::kConstant) ir::DestroyIfUnusedConstant(v);
-  }
+  DestroyWithUnusedConstants(std::vector<Node*>(m.nodes.rbegin(), m.nodes.rend()));
   if (!name.empty()) fused->output()->setDebugName(name);
   return absl::OkStatus();
 }

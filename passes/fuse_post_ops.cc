@@ -25,6 +25,7 @@ using ir::PostOpKind;
 using ir::Type;
 using ir::Value;
 using fusion_match::BroadcastsTo;
+using fusion_match::DestroyWithUnusedConstants;
 using fusion_match::FloatConstant;
 using fusion_match::Int;
 using fusion_match::IntList;
@@ -536,16 +537,9 @@ absl::Status Rewrite(ir::Graph& g, Chain& c) {
   const std::string name = c.result->hasDebugName() ? c.result->debugName() : "";
   c.result->replaceAllUsesWith(fused->output());
   // The steps (last first), then the anchor; their constants if now unused.
-  std::vector<Value*> dropped_inputs;
   std::vector<Node*> doomed(c.consumed.rbegin(), c.consumed.rend());
   doomed.push_back(c.anchor);
-  for (Node* n : doomed) {
-    for (Value* v : n->inputs()) dropped_inputs.push_back(v);
-    n->destroy();
-  }
-  for (Value* v : dropped_inputs) {
-    if (v->node() != nullptr && v->node()->kind() == ir::sym::kConstant) ir::DestroyIfUnusedConstant(v);
-  }
+  DestroyWithUnusedConstants(doomed);
   // The fused value takes the chain's last name (its value is gone).
   if (!name.empty()) fused->output()->setDebugName(name);
   return absl::OkStatus();

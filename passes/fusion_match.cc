@@ -1,5 +1,7 @@
 #include "passes/fusion_match.h"
 
+#include <algorithm>
+
 #include "ir/constants.h"
 #include "ir/ivalue.h"
 
@@ -80,6 +82,21 @@ bool BroadcastsTo(const ir::TensorInfo& t, const std::vector<int64_t>& sizes) {
     if (ts[i] != 1 && ts[i] != sizes[shift + i]) return false;
   }
   return true;
+}
+
+void DestroyWithUnusedConstants(const std::vector<ir::Node*>& nodes) {
+  // Constants only (collected before anything is destroyed), each once.
+  std::vector<ir::Value*> constants;
+  for (ir::Node* n : nodes) {
+    for (ir::Value* v : n->inputs()) {
+      if (v->node()->kind() == ir::sym::kConstant &&
+          std::find(constants.begin(), constants.end(), v) == constants.end()) {
+        constants.push_back(v);
+      }
+    }
+  }
+  for (ir::Node* n : nodes) n->destroy();
+  for (ir::Value* v : constants) ir::DestroyIfUnusedConstant(v);
 }
 
 }  // namespace kiln::passes::fusion_match

@@ -29,6 +29,10 @@ std::optional<Tensor> FloatConstant(const ir::Value* v);
 bool OnlyUsedBy(const ir::Value* v, const ir::Node* user);
 // `t` broadcasts to `sizes` without changing them.
 bool BroadcastsTo(const ir::TensorInfo& t, const std::vector<int64_t>& sizes);
+// Destroys `nodes` (users before producers: each node's outputs must have
+// no uses left by then), then the prim::Constant nodes they read that no
+// longer have a use.
+void DestroyWithUnusedConstants(const std::vector<ir::Node*>& nodes);
 
 }  // namespace kiln::passes::fusion_match
 
