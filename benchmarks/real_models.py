@@ -16,8 +16,11 @@ model and on the same input:
     empty cache, warm compile on the same cache, the median call, the planned
     peak and the resident memory, and the error against PyTorch's output.
 
-Prints one JSON line per measurement and a table with the speed-up
-(eager / kiln). Build BIN first:
+Eager and kiln alternate over --rounds rounds (so both see the same load on
+a shared machine); each figure is the median over rounds of per-round
+medians, the cold compile is round 0's (empty cache), the warm one round 0's
+second compile. Prints one JSON line per measurement and a table with the
+speed-up (eager / kiln). Build BIN first:
   ./bazelw build -c opt //benchmarks:real_models_bench
   BIN=$(./bazelw info -c opt bazel-bin)/benchmarks/real_models_bench
 """
@@ -88,6 +91,7 @@ def export(name, root):
 
 
 def eager_ms(m, x, iterations, warmup=2):
+    """(median, min) of `iterations` calls, in ms."""
     with torch.no_grad():
         for _ in range(warmup):
             m(x)
@@ -96,7 +100,7 @@ def eager_ms(m, x, iterations, warmup=2):
             t = time.perf_counter()
             m(x)
             times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+    return statistics.median(times), min(times)
 
 
 def run_kiln(bin_path, d, threads, iterations, cache_dir):
@@ -115,6 +119,7 @@ def main():
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3, help="eager/kiln rounds, alternating (medians over rounds)")
     ap.add_argument("--dir", default="", help="export here (kept) instead of a temporary directory")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     ap.add_argument("--reuse", action="store_true", help="with --dir: reuse models already exported there")
@@ -134,24 +139,49 @@ def main():
             else:
                 m, x = export(name, root)
             emit(step="export", model=name, s=round(time.time() - t0, 1))
-            e = eager_ms(m, x, args.iterations)
+            # Rounds alternate eager and kiln, so both see the same load on
+            # a shared machine; the cache persists across rounds (round 0
+            # compiles cold).
             cache = tempfile.mkdtemp(prefix="kiln_cache_")
+            eager, eager_min, kiln, kiln_min = [], [], [], []
+            k = {}
             try:
-                k = run_kiln(args.kiln_bench, d, args.threads, args.iterations, cache)
+                for r in range(args.rounds):
+                    e_med, e_min = eager_ms(m, x, args.iterations)
+                    eager.append(e_med)
+                    eager_min.append(e_min)
+                    kr = run_kiln(args.kiln_bench, d, args.threads, args.iterations, cache)
+                    if "median_ms" not in kr:
+                        k = kr
+                        break
+                    emit(step="round", model=name, round=r, eager_ms=round(e_med, 2), kiln_ms=kr["median_ms"],
+                         ratio=round(e_med / kr["median_ms"], 2), eager_min_ms=round(e_min, 2),
+                         kiln_min_ms=kr["min_ms"])
+                    if r == 0:
+                        k = kr
+                    kiln.append(kr["median_ms"])
+                    kiln_min.append(kr["min_ms"])
             finally:
                 shutil.rmtree(cache, ignore_errors=True)
-            k.update(model=name, eager_ms=round(e, 2))
-            if "median_ms" in k:
-                k["speedup"] = round(e / k["median_ms"], 2)
+            k.update(model=name, eager_ms=round(statistics.median(eager), 2))
+            if kiln:
+                k["median_ms"] = round(statistics.median(kiln), 3)
+                k["speedup"] = round(k["eager_ms"] / k["median_ms"], 2)
+                # Best calls of each side: what the machine can do when the
+                # other jobs of a shared host leave it alone.
+                k["eager_min_ms"] = round(min(eager_min), 2)
+                k["min_ms"] = round(min(kiln_min), 3)
+                k["speedup_min"] = round(k["eager_min_ms"] / k["min_ms"], 2)
             emit(step="model", **k)
             rows.append(k)
     finally:
         if not args.dir and not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     print()
-    print(f"| model | eager {args.threads}T ms | kiln ms | speed-up (goal) | cold compile s | warm compile ms "
-          "| rel L2 vs torch | max abs | planned peak MB | RSS MB | kernels/externs/islands |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| model | eager {args.threads}T ms | kiln ms | speed-up (goal) | best: eager / kiln ms, speed-up "
+          "| cold compile s | warm compile ms | rel L2 vs torch | max abs | planned peak MB | RSS MB "
+          "| kernels/externs/islands |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "median_ms" not in r:
             print(f"| {r['model']} | {r['eager_ms']} | error: {r.get('error', '?')[:200]} |")
@@ -159,6 +189,7 @@ def main():
         goal = GOALS[r["model"]]
         ok = "met" if r["speedup"] >= goal else "MISSED"
         print(f"| {r['model']} | {r['eager_ms']} | {r['median_ms']} | {r['speedup']}x ({goal}x {ok}) "
+              f"| {r['eager_min_ms']} / {r['min_ms']}, {r['speedup_min']}x "
               f"| {r['cold_compile_s']} | {r['warm_compile_ms']} | {r['rel_l2']:.2e} | {r['max_abs']:.2e} "
               f"| {r['planned_peak_mb']} | {r['rss_mb']} | {r['kernels']}/{r['externs']}/{r['islands']} |")
 

@@ -87,6 +87,34 @@ struct RunContext {
   }
 };
 
+// KILN_CPU_PROFILE=1: time of each extern call, summed per extern and
+// printed (most expensive first) when the program is destroyed; the rest of
+// a run is generated kernels and the wrapper.
+bool ProfileEnabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("KILN_CPU_PROFILE");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return enabled;
+}
+
+class CallProfile {
+ public:
+  CallProfile(CpuProgram* program, size_t index) : program_(ProfileEnabled() ? program : nullptr), index_(index) {
+    if (program_ != nullptr) start_ = std::chrono::steady_clock::now();
+  }
+  ~CallProfile() {
+    if (program_ != nullptr) {
+      program_->AddExternTime(index_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    }
+  }
+
+ private:
+  CpuProgram* program_;
+  size_t index_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 void* HostAlloc(void* ctx_ptr, int64_t nbytes, int64_t dtype_code) {
   auto* ctx = static_cast<RunContext*>(ctx_ptr);
   try {
@@ -129,6 +157,7 @@ int HostExtern(void* ctx_ptr, int64_t index, void* const* buffers) {
       CpuProgram::RunState& rs = *ctx->run_state;
       std::unique_ptr<CallState>& state = rs.calls[static_cast<size_t>(index)];
       if (!state) state = call->NewState();
+      CallProfile profile(ctx->program, static_cast<size_t>(index));
       absl::Status s = call->Run(buffers, *state, rs.stream, rs.workspace);
       if (!s.ok()) {
         ctx->error = s.ToString();
@@ -155,6 +184,7 @@ int HostExtern(void* ctx_ptr, int64_t index, void* const* buffers) {
       }
       outputs.push_back(*t);
     }
+    CallProfile profile(ctx->program, static_cast<size_t>(index));
     absl::Status s = spec.island ? wrapper::RunHostIsland(*spec.island, args, outputs)
                                  : RunExternKernel(spec.op, spec.args, args, outputs);
     if (!s.ok()) {
@@ -377,7 +407,30 @@ void CpuProgram::ReturnRunState(std::unique_ptr<RunState> state) {
 }
 
 CpuProgram::~CpuProgram() {
+  if (ProfileEnabled() && runs_ > 0) {
+    std::vector<size_t> order;
+    double total = 0;
+    for (size_t i = 0; i < extern_seconds_.size(); ++i) {
+      if (extern_seconds_[i] > 0) order.push_back(i);
+      total += extern_seconds_[i];
+    }
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return extern_seconds_[a] > extern_seconds_[b]; });
+    std::fprintf(stderr, "kiln cpu profile: %lld runs, %.3f ms per run, externs %.3f ms per run\n",
+                 static_cast<long long>(runs_), run_seconds_ / runs_ * 1e3, total / runs_ * 1e3);
+    for (size_t i : order) {
+      const std::string& what = i < library_stats_.calls.size() && !library_stats_.calls[i].empty()
+                                    ? library_stats_.calls[i]
+                                    : generated_.externs[i].op + " (reference)";
+      std::fprintf(stderr, "  %8.3f ms  extern %zu %s\n", extern_seconds_[i] / runs_ * 1e3, i, what.c_str());
+    }
+  }
   if (handle_ != nullptr) ::dlclose(handle_);
+}
+
+void CpuProgram::AddExternTime(size_t index, double seconds) {
+  std::lock_guard<std::mutex> lock(run_states_mu_);
+  if (extern_seconds_.size() <= index) extern_seconds_.resize(index + 1, 0.0);
+  extern_seconds_[index] += seconds;
 }
 
 Tensor CpuProgram::TakeFromPool(DType dtype, int64_t elements) {
@@ -428,7 +481,13 @@ absl::StatusOr<std::vector<Tensor>> CpuProgram::Run(const std::vector<Tensor>& i
   }
   std::vector<void*> out_ptrs(g.output_layouts.size(), nullptr);
   KilnHostApi api{kHostAbiVersion, &ctx, &HostAlloc, &HostRelease, &HostExtern, &HostFail};
+  const auto run_start = std::chrono::steady_clock::now();
   const int rc = run_(&api, in_ptrs.data(), const_ptrs.data(), out_ptrs.data());
+  if (ProfileEnabled()) {
+    std::lock_guard<std::mutex> lock(run_states_mu_);
+    ++runs_;
+    run_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  }
   absl::Status status = absl::OkStatus();
   std::vector<Tensor> outputs;
   if (rc != 0) {

@@ -65,6 +65,8 @@ class CpuProgram : public wrapper::CompiledProgram {
   // Host API plumbing (called through function pointers from generated code).
   Tensor TakeFromPool(DType dtype, int64_t elements);
   void ReturnToPool(Tensor base);
+  // KILN_CPU_PROFILE=1 (cpu_program.cc): seconds spent in extern `index`.
+  void AddExternTime(size_t index, double seconds);
   LibraryCall* library_call(size_t extern_index) const {
     return extern_index < library_calls_.size() ? library_calls_[extern_index].get() : nullptr;
   }
@@ -101,7 +103,10 @@ class CpuProgram : public wrapper::CompiledProgram {
     void operator()(void* p) const { std::free(p); }
   };
   std::unique_ptr<void, FreeDeleter> packed_arena_;
-  std::mutex run_states_mu_;
+  std::mutex run_states_mu_;  // also guards the profile below
+  std::vector<double> extern_seconds_;
+  double run_seconds_ = 0;
+  int64_t runs_ = 0;
   std::vector<std::unique_ptr<RunState>> run_states_;
   std::mutex pool_mu_;
   std::multimap<std::pair<int, int64_t>, Tensor> pool_;
