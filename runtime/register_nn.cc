@@ -98,6 +98,23 @@ absl::StatusOr<std::vector<ir::PostOp>> PostOpsArgs(const std::string& op, Args 
 
 // ---------------------------------------------------------------- convolution
 
+// (input, weight, bias, stride, pads, dilation, groups) with ONNX-style pads
+// (begins then ends): kiln::conv_nd and kiln::conv_post_ops.
+absl::StatusOr<Tensor> OnnxConvolution(const std::string& name, Args a) {
+  ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
+  ASSIGN_OR_RETURN(Tensor w, TensorArg(name, a, 1));
+  ASSIGN_OR_RETURN(std::optional<Tensor> b, OptionalTensorArg(name, a, 2));
+  if (w.dim() < 3) return Invalid(name, "weight must have at least 3 dims");
+  const size_t n = static_cast<size_t>(w.dim() - 2);
+  nn::ConvOptions o;
+  ASSIGN_OR_RETURN(o.stride, PerDim(name, a, 3, n, "stride"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> pads, IntListArg(name, a, 4));
+  RETURN_IF_ERROR(SplitPads(name, pads, n, &o.pad_begin, &o.pad_end));
+  ASSIGN_OR_RETURN(o.dilation, PerDim(name, a, 5, n, "dilation"));
+  ASSIGN_OR_RETURN(o.groups, IntArg(name, a, 6));
+  return nn::Convolution(name, x, w, b, o);
+}
+
 // aten::convolution-style (input, weight, bias, stride, padding, dilation,
 // transposed, output_padding, groups) starting at argument 0.
 Result RunConvolution(const std::string& name, Args a) {
@@ -197,39 +214,14 @@ void RegisterConvolutions(Registrar& r) {
   AddConvTransposeNd(r, "aten::conv_transpose2d.input", 2);
   AddConvTransposeNd(r, "aten::conv_transpose3d.input", 3);
 
-  r.Add("kiln::conv_nd", [](Args a) -> Result {
-    const std::string name = "kiln::conv_nd";
-    ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
-    ASSIGN_OR_RETURN(Tensor w, TensorArg(name, a, 1));
-    ASSIGN_OR_RETURN(std::optional<Tensor> b, OptionalTensorArg(name, a, 2));
-    if (w.dim() < 3) return Invalid(name, "weight must have at least 3 dims");
-    const size_t n = static_cast<size_t>(w.dim() - 2);
-    nn::ConvOptions o;
-    ASSIGN_OR_RETURN(o.stride, PerDim(name, a, 3, n, "stride"));
-    ASSIGN_OR_RETURN(std::vector<int64_t> pads, IntListArg(name, a, 4));
-    RETURN_IF_ERROR(SplitPads(name, pads, n, &o.pad_begin, &o.pad_end));
-    ASSIGN_OR_RETURN(o.dilation, PerDim(name, a, 5, n, "dilation"));
-    ASSIGN_OR_RETURN(o.groups, IntArg(name, a, 6));
-    return One(nn::Convolution(name, x, w, b, o));
-  });
+  r.Add("kiln::conv_nd", [](Args a) -> Result { return One(OnnxConvolution("kiln::conv_nd", a)); });
   // The fused library ops: the op's reference kernel, then its epilogue
   // through the kernels of the ops it replaced (kernels_post_ops.cc).
   r.Add("kiln::conv_post_ops", [](Args a) -> Result {
     const std::string name = "kiln::conv_post_ops";
-    ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
-    ASSIGN_OR_RETURN(Tensor w, TensorArg(name, a, 1));
-    ASSIGN_OR_RETURN(std::optional<Tensor> b, OptionalTensorArg(name, a, 2));
-    if (w.dim() < 3) return Invalid(name, "weight must have at least 3 dims");
-    const size_t n = static_cast<size_t>(w.dim() - 2);
-    nn::ConvOptions o;
-    ASSIGN_OR_RETURN(o.stride, PerDim(name, a, 3, n, "stride"));
-    ASSIGN_OR_RETURN(std::vector<int64_t> pads, IntListArg(name, a, 4));
-    RETURN_IF_ERROR(SplitPads(name, pads, n, &o.pad_begin, &o.pad_end));
-    ASSIGN_OR_RETURN(o.dilation, PerDim(name, a, 5, n, "dilation"));
-    ASSIGN_OR_RETURN(o.groups, IntArg(name, a, 6));
     ASSIGN_OR_RETURN(std::vector<ir::PostOp> post, PostOpsArgs(name, a, 7));
     ASSIGN_OR_RETURN(std::vector<Tensor> operands, TensorListArg(name, a, 9));
-    ASSIGN_OR_RETURN(Tensor y, nn::Convolution(name, x, w, b, o));
+    ASSIGN_OR_RETURN(Tensor y, OnnxConvolution(name, a));
     return One(nn::ApplyPostOps(name, std::move(y), post, operands));
   });
   r.Add("kiln::linear_post_ops", [](Args a) -> Result {

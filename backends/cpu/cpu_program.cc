@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/dnnl_util.h"
+#include "backends/cpu/env.h"
 #include "backends/cpu/extern_kernels.h"
 #include "backends/cpu/identifiers.h"
 #include "backends/cpu/layout_util.h"
@@ -87,20 +88,12 @@ struct RunContext {
   }
 };
 
-// KILN_CPU_PROFILE=1: time of each extern call, summed per extern and
-// printed (most expensive first) when the program is destroyed; the rest of
-// a run is generated kernels and the wrapper.
-bool ProfileEnabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("KILN_CPU_PROFILE");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return enabled;
-}
-
+// KILN_CPU_PROFILE=1 (env.h): each extern call's time, summed per extern
+// and printed (most expensive first) when the program is destroyed; the
+// rest of a run is generated kernels and the wrapper.
 class CallProfile {
  public:
-  CallProfile(CpuProgram* program, size_t index) : program_(ProfileEnabled() ? program : nullptr), index_(index) {
+  CallProfile(CpuProgram* program, size_t index) : program_(env::Profile() ? program : nullptr), index_(index) {
     if (program_ != nullptr) start_ = std::chrono::steady_clock::now();
   }
   ~CallProfile() {
@@ -335,12 +328,7 @@ absl::Status CpuProgram::PrepareLibraryCalls() {
                    static_cast<int>(absl::StrContains(st.calls[i], "reorder out"));
   }
   st.workspace_bytes = static_cast<int64_t>(workspace);
-  // KILN_CPU_LIBRARY_VERBOSE=1 lists what each extern runs as.
-  static const bool verbose = [] {
-    const char* v = std::getenv("KILN_CPU_LIBRARY_VERBOSE");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  if (verbose) {
+  if (env::LibraryVerbose()) {
     for (size_t i = 0; i < n; ++i) {
       std::fprintf(stderr, "kiln cpu: extern %zu %s: %s\n", i, g.externs[i].op.c_str(),
                    st.calls[i].empty() ? "reference kernel" : st.calls[i].c_str());
@@ -407,7 +395,7 @@ void CpuProgram::ReturnRunState(std::unique_ptr<RunState> state) {
 }
 
 CpuProgram::~CpuProgram() {
-  if (ProfileEnabled() && runs_ > 0) {
+  if (env::Profile() && runs_ > 0) {
     std::vector<size_t> order;
     double total = 0;
     for (size_t i = 0; i < extern_seconds_.size(); ++i) {
@@ -483,7 +471,7 @@ absl::StatusOr<std::vector<Tensor>> CpuProgram::Run(const std::vector<Tensor>& i
   KilnHostApi api{kHostAbiVersion, &ctx, &HostAlloc, &HostRelease, &HostExtern, &HostFail};
   const auto run_start = std::chrono::steady_clock::now();
   const int rc = run_(&api, in_ptrs.data(), const_ptrs.data(), out_ptrs.data());
-  if (ProfileEnabled()) {
+  if (env::Profile()) {
     std::lock_guard<std::mutex> lock(run_states_mu_);
     ++runs_;
     run_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();

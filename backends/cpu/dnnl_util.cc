@@ -8,19 +8,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backends/cpu/env.h"
 
 namespace kiln::backends::cpu {
 
 RunStream::RunStream() : stream_(new dnnl::stream(dnnl_util::Engine())) {}
 RunStream::~RunStream() { delete static_cast<dnnl::stream*>(stream_); }
 
-bool LibraryCallsDisabled() {
-  static const bool disabled = [] {
-    const char* v = std::getenv("KILN_CPU_LIBRARY");
-    return v != nullptr && std::string(v) == "0";
-  }();
-  return disabled;
-}
+bool LibraryCallsDisabled() { return env::LibraryDisabled(); }
 
 namespace dnnl_util {
 
@@ -145,7 +140,7 @@ void* DataPointer(void* base, const lowering::Layout& l) {
 }
 
 absl::Status AppendPostOps(const std::vector<ir::PostOp>& post, const std::vector<memory::desc>& operand_descs,
-                           dnnl::post_ops* ops) {
+                           dnnl::post_ops* ops, std::vector<std::pair<int, int>>* binary) {
   using ir::PostOpKind;
   using dnnl::algorithm;
   auto eltwise = [&](algorithm alg, double alpha = 0, double beta = 0) {
@@ -182,12 +177,32 @@ absl::Status AppendPostOps(const std::vector<ir::PostOp>& post, const std::vecto
         if (p.operand < 0 || static_cast<size_t>(p.operand) >= operand_descs.size()) {
           return absl::InvalidArgumentError("post-op operand out of range");
         }
+        binary->emplace_back(ops->len(), p.operand);
         ops->append_binary(p.kind == PostOpKind::kAdd ? algorithm::binary_add : algorithm::binary_mul,
                            operand_descs[static_cast<size_t>(p.operand)]);
         break;
     }
   }
   return absl::OkStatus();
+}
+
+void Reorder::Bind(memory& core_memory, char* workspace) const {
+  if (needed) core_memory.set_data_handle(workspace + offset);
+}
+
+void Reorder::In(dnnl::stream& s, memory& user_memory, memory& core_memory, char* workspace) const {
+  if (!needed) return;
+  Bind(core_memory, workspace);
+  prim.execute(s, user_memory, core_memory);
+}
+
+void Reorder::Out(dnnl::stream& s, memory& core_memory, memory& user_memory) const {
+  if (needed) prim.execute(s, core_memory, user_memory);
+}
+
+std::pair<memory, memory> ReorderMemories(const Reorder& r) {
+  memory user(r.user, Engine(), DNNL_MEMORY_NONE);
+  return {user, r.needed ? memory(r.core, Engine(), DNNL_MEMORY_NONE) : user};
 }
 
 std::string PostOpsLabel(const std::vector<ir::PostOp>& post) {

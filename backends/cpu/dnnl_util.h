@@ -11,6 +11,7 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -74,9 +75,12 @@ memory::desc UserDesc(const lowering::Layout& layout, ValueFormat format);
 void* DataPointer(void* base, const lowering::Layout& l);
 
 // Appends `post` to `ops` (hardsigmoid as linear + clip, clamps as clip_v2);
-// operand i's descriptor is operand_descs[i].
+// operand i's descriptor is operand_descs[i]. `binary` receives, per binary
+// step, (its index among oneDNN's post-ops, its operand): where the operand
+// goes in the execute arguments.
 absl::Status AppendPostOps(const std::vector<ir::PostOp>& post, const std::vector<memory::desc>& operand_descs,
-                           dnnl::post_ops* ops);
+                           dnnl::post_ops* ops, std::vector<std::pair<int, int>>* binary);
+
 std::string PostOpsLabel(const std::vector<ir::PostOp>& post);
 
 // Threads a call of `work` flop-equivalents gets at batch 1: the pool's
@@ -116,7 +120,16 @@ struct Reorder {
   size_t offset = 0;  // the core-side temporary in the workspace
   absl::Status Prepare(const memory::desc& user_desc, const memory::desc& core_desc, WorkspaceLayout* ws,
                        bool into_core);
+  // At run time: points `core` at its workspace slice (when needed), then
+  // In reorders user -> core before the primitive, Out core -> user after.
+  void In(dnnl::stream& s, memory& user, memory& core, char* workspace) const;
+  void Bind(memory& core, char* workspace) const;
+  void Out(dnnl::stream& s, memory& core, memory& user) const;
 };
+
+// A reorder's two memories for a call's state: the buffer's, and the
+// primitive's side (the same memory when no reorder is needed).
+std::pair<memory, memory> ReorderMemories(const Reorder& r);
 
 }  // namespace kiln::backends::cpu::dnnl_util
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -168,10 +169,8 @@ class ConvCall : public LibraryCall {
   std::unique_ptr<CallState> NewState() const override {
     auto s = std::make_unique<State>();
     dnnl::engine& e = Engine();
-    s->src_user = memory(src_.user, e, DNNL_MEMORY_NONE);
-    s->src = src_.needed ? memory(pd_.src_desc(), e, DNNL_MEMORY_NONE) : s->src_user;
-    s->dst_user = memory(dst_.user, e, DNNL_MEMORY_NONE);
-    s->dst = dst_.needed ? memory(pd_.dst_desc(), e, DNNL_MEMORY_NONE) : s->dst_user;
+    std::tie(s->src_user, s->src) = ReorderMemories(src_);
+    std::tie(s->dst_user, s->dst) = ReorderMemories(dst_);
     if (packed_weights_.source != nullptr) {
       s->weights = memory(pd_.weights_desc(), e, packed_weights_.storage);
     } else {
@@ -183,10 +182,10 @@ class ConvCall : public LibraryCall {
     s->args = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_WEIGHTS, s->weights}, {DNNL_ARG_DST, s->dst},
                {DNNL_ARG_SCRATCHPAD, s->scratch}};
     if (p_.b >= 0) s->args[DNNL_ARG_BIAS] = s->bias;
-    for (size_t i = 0; i < p_.operands.size(); ++i) {
-      s->operand_user.push_back(memory(operand_reorders_[i].user, e, DNNL_MEMORY_NONE));
-      s->operands.push_back(operand_reorders_[i].needed ? memory(operand_descs_[i], e, DNNL_MEMORY_NONE)
-                                                        : s->operand_user.back());
+    for (const Reorder& r : operand_reorders_) {
+      auto [user, core] = ReorderMemories(r);
+      s->operand_user.push_back(user);
+      s->operands.push_back(core);
     }
     for (const auto& [position, operand] : binary_positions_) {
       s->args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(position) | DNNL_ARG_SRC_1] = s->operands[static_cast<size_t>(operand)];
@@ -203,31 +202,22 @@ class ConvCall : public LibraryCall {
     ScopedNumThreads threads(threads_);
     return Guard("convolution", [&] {
       s.src_user.set_data_handle(DataPointer(buffers[p_.x], layouts[static_cast<size_t>(p_.x)]));
-      if (src_.needed) {
-        s.src.set_data_handle(ws + src_.offset);
-        src_.prim.execute(strm, s.src_user, s.src);
-      }
+      src_.In(strm, s.src_user, s.src, ws);
       if (packed_weights_.source == nullptr) {
         s.weights_user.set_data_handle(DataPointer(buffers[p_.w], layouts[static_cast<size_t>(p_.w)]));
-        if (weights_reorder_.needed) {
-          s.weights.set_data_handle(ws + weights_reorder_.offset);
-          weights_reorder_.prim.execute(strm, s.weights_user, s.weights);
-        }
+        weights_reorder_.In(strm, s.weights_user, s.weights, ws);
       }
       if (p_.b >= 0) s.bias.set_data_handle(DataPointer(buffers[p_.b], layouts[static_cast<size_t>(p_.b)]));
       for (size_t i = 0; i < p_.operands.size(); ++i) {
         const size_t b = static_cast<size_t>(p_.operands[i]);
         s.operand_user[i].set_data_handle(DataPointer(buffers[b], layouts[b]));
-        if (operand_reorders_[i].needed) {
-          s.operands[i].set_data_handle(ws + operand_reorders_[i].offset);
-          operand_reorders_[i].prim.execute(strm, s.operand_user[i], s.operands[i]);
-        }
+        operand_reorders_[i].In(strm, s.operand_user[i], s.operands[i], ws);
       }
       s.dst_user.set_data_handle(DataPointer(buffers[nargs], spec_->output_layouts[0]));
-      if (dst_.needed) s.dst.set_data_handle(ws + dst_.offset);
+      dst_.Bind(s.dst, ws);
       s.scratch.set_data_handle(ws + scratch_offset_);
       prim_.execute(strm, s.args);
-      if (dst_.needed) dst_.prim.execute(strm, s.dst, s.dst_user);
+      dst_.Out(strm, s.dst, s.dst_user);
     });
   }
 
@@ -287,12 +277,7 @@ class ConvCall : public LibraryCall {
       operand_descs_.push_back(full ? ChannelsLastDesc(y_dims) : LayoutDesc(padded));
     }
     dnnl::post_ops ops;
-    RETURN_IF_ERROR(AppendPostOps(p_.post, operand_descs_, &ops));
-    int position = 0;
-    for (const ir::PostOp& post : p_.post) {
-      if (ir::IsBinaryPostOp(post.kind)) binary_positions_.emplace_back(position, post.operand);
-      position += post.kind == ir::PostOpKind::kHardsigmoid ? 2 : 1;
-    }
+    RETURN_IF_ERROR(AppendPostOps(p_.post, operand_descs_, &ops, &binary_positions_));
     double flops = 2.0 * static_cast<double>(wl.sizes[1]);
     for (int64_t v : yl.sizes) flops *= static_cast<double>(v);
     for (size_t i = 2; i < wl.sizes.size(); ++i) flops *= static_cast<double>(wl.sizes[i]);

@@ -260,12 +260,7 @@ class GemmCall : public LibraryCall {
       }
     }
     dnnl::post_ops ops;
-    RETURN_IF_ERROR(AppendPostOps(p_.post, operand_descs_, &ops));
-    int position = 0;
-    for (const ir::PostOp& post : p_.post) {
-      if (ir::IsBinaryPostOp(post.kind)) binary_positions_.emplace_back(position, post.operand);
-      position += post.kind == ir::PostOpKind::kHardsigmoid ? 2 : 1;
-    }
+    RETURN_IF_ERROR(AppendPostOps(p_.post, operand_descs_, &ops, &binary_positions_));
     const Tensor& wc = constants[static_cast<size_t>(p_.b)];
     const bool pack = wc.defined() && wc.has_data();
     // Flops, plus the weights' bytes (a batch-1 GEMV is bound by reading them).

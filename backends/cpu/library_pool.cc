@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -51,10 +52,8 @@ class PoolCall : public LibraryCall {
   std::unique_ptr<CallState> NewState() const override {
     auto s = std::make_unique<State>();
     dnnl::engine& e = Engine();
-    s->src_user = memory(src_.user, e, DNNL_MEMORY_NONE);
-    s->src = src_.needed ? memory(pd_.src_desc(), e, DNNL_MEMORY_NONE) : s->src_user;
-    s->dst_user = memory(dst_.user, e, DNNL_MEMORY_NONE);
-    s->dst = dst_.needed ? memory(pd_.dst_desc(), e, DNNL_MEMORY_NONE) : s->dst_user;
+    std::tie(s->src_user, s->src) = ReorderMemories(src_);
+    std::tie(s->dst_user, s->dst) = ReorderMemories(dst_);
     s->scratch = memory(pd_.scratchpad_desc(), e, DNNL_MEMORY_NONE);
     s->args = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_DST, s->dst}, {DNNL_ARG_SCRATCHPAD, s->scratch}};
     return s;
@@ -66,15 +65,12 @@ class PoolCall : public LibraryCall {
     ScopedNumThreads threads(threads_);
     return Guard("max_pool", [&] {
       s.src_user.set_data_handle(DataPointer(buffers[0], spec_->buffer_arg_layouts[0]));
-      if (src_.needed) {
-        s.src.set_data_handle(ws + src_.offset);
-        src_.prim.execute(strm, s.src_user, s.src);
-      }
+      src_.In(strm, s.src_user, s.src, ws);
       s.dst_user.set_data_handle(DataPointer(buffers[1], spec_->output_layouts[0]));
-      if (dst_.needed) s.dst.set_data_handle(ws + dst_.offset);
+      dst_.Bind(s.dst, ws);
       s.scratch.set_data_handle(ws + scratch_offset_);
       prim_.execute(strm, s.args);
-      if (dst_.needed) dst_.prim.execute(strm, s.dst, s.dst_user);
+      dst_.Out(strm, s.dst, s.dst_user);
     });
   }
 

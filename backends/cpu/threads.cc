@@ -2,21 +2,12 @@
 
 #include <omp.h>
 
-#include <cstdlib>
-#include <string>
+#include "backends/cpu/env.h"
 
 namespace kiln::backends::cpu {
 
 int DefaultNumThreads() {
-  static const int threads = [] {
-    const char* v = std::getenv("KILN_NUM_THREADS");
-    if (v != nullptr && *v != '\0') {
-      char* end = nullptr;
-      const long n = std::strtol(v, &end, 10);
-      if (*end == '\0' && n > 0 && n <= 4096) return static_cast<int>(n);
-    }
-    return omp_get_max_threads();
-  }();
+  static const int threads = env::NumThreads().value_or(omp_get_max_threads());
   return threads;
 }
 

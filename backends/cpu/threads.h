@@ -4,9 +4,9 @@
 // agree on the pool and its size. The size is the calling thread's OpenMP
 // thread count, which CpuProgram::Run sets for the duration of a call:
 //
-//   KILN_NUM_THREADS=N        the default for every program (else libgomp's
-//                             default: OMP_NUM_THREADS, or the CPUs the
-//                             process may run on)
+//   KILN_NUM_THREADS=N        the default for every program (env.h; else
+//                             libgomp's default: OMP_NUM_THREADS, or the
+//                             CPUs the process may run on)
 //   CpuProgram::set_num_threads(n)   per program (0: the default)
 #ifndef KILN_BACKENDS_CPU_THREADS_H_
 #define KILN_BACKENDS_CPU_THREADS_H_

@@ -134,25 +134,23 @@ class WrapperEmitter {
   }
   // The value a name holds: views and multi-output aliases share their
   // base's (reuse does not: the reusing buffer is a new value).
-  int ValueOf(const std::string& name) {
+  std::string ContentRoot(const std::string& name) const {
     std::string n = name;
-    for (int hops = 0; hops < 1 << 20; ++hops) {
+    for (int hops = 0; hops < 1 << 20; ++hops) {  // bounded: a cycle is malformed input
       auto it = content_.find(n);
       if (it == content_.end() || it->second == n) break;
       n = it->second;
     }
-    auto [it, inserted] = value_ids_.emplace(n, static_cast<int>(value_ids_.size()));
+    return n;
+  }
+  int ValueOf(const std::string& name) {
+    auto [it, inserted] = value_ids_.emplace(ContentRoot(name), static_cast<int>(value_ids_.size()));
     return it->second;
   }
   void MarkPlain(const std::string& name) { plain_values_.insert(ValueOf(name)); }
-  int ConstantIndexOf(const std::string& name) {
-    std::string n = name;
-    for (int hops = 0; hops < 1 << 20; ++hops) {
-      auto it = content_.find(n);
-      if (it == content_.end() || it->second == n) break;
-      n = it->second;
-    }
-    auto c = constant_index_.find(n);
+  // The program constant a name shows (directly or through views), or -1.
+  int ConstantIndexOf(const std::string& name) const {
+    auto c = constant_index_.find(ContentRoot(name));
     return c == constant_index_.end() ? -1 : c->second;
   }
 
