@@ -153,6 +153,15 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   (void)changed;
   out.times.shapes_ms = StageDone(options, "shape propagation", t);
 
+  ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen, wrapper::CreateDeviceCodegen(options.device));
+  if (options.device_passes && !codegen->PreLoweringPipeline().empty()) {
+    t = Clock::now();
+    ASSIGN_OR_RETURN(std::unique_ptr<passes::Pipeline> device_passes,
+                     passes::Pipeline::Create(codegen->PreLoweringPipeline(), passes::DefaultPassRegistry()));
+    ASSIGN_OR_RETURN(changed, device_passes->Run(graph));
+    out.times.device_passes_ms = StageDone(options, "device passes", t);
+  }
+
   t = Clock::now();
   ASSIGN_OR_RETURN(out.loop_graph, lowering::LowerGraph(graph));
   out.times.lower_ms = StageDone(options, "lowering", t);
@@ -185,7 +194,6 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   }
 
   t = Clock::now();
-  ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen, wrapper::CreateDeviceCodegen(options.device));
   ASSIGN_OR_RETURN(out.program, wrapper::GenerateWrapper(out.loop_graph, out.schedule, *codegen));
   out.times.wrapper_ms = StageDone(options, "wrapper", t);
 

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/kernel_args.h"
+#include "runtime/kernels_math.h"
 #include "runtime/kernels_nn.h"
 #include "runtime/tensor_ops.h"
 #include "support/status.h"
@@ -84,7 +85,35 @@ absl::Status SplitPads(const std::string& op, const std::vector<int64_t>& pads, 
   return absl::OkStatus();
 }
 
+// The epilogue lists of a fused op (ir/post_ops.h) starting at argument i:
+// post_ops, post_scalars, post_operands.
+absl::StatusOr<std::vector<ir::PostOp>> PostOpsArgs(const std::string& op, Args a, size_t i) {
+  ASSIGN_OR_RETURN(std::vector<std::string> names, StringListArg(op, a, i));
+  ASSIGN_OR_RETURN(std::vector<double> scalars, DoubleListArg(op, a, i + 1));
+  ASSIGN_OR_RETURN(std::vector<Tensor> operands, TensorListArg(op, a, i + 2));
+  absl::StatusOr<std::vector<ir::PostOp>> post = ir::ParsePostOps(names, scalars, operands.size());
+  if (!post.ok()) return Invalid(op, post.status().message());
+  return post;
+}
+
 // ---------------------------------------------------------------- convolution
+
+// (input, weight, bias, stride, pads, dilation, groups) with ONNX-style pads
+// (begins then ends): kiln::conv_nd and kiln::conv_post_ops.
+absl::StatusOr<Tensor> OnnxConvolution(const std::string& name, Args a) {
+  ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
+  ASSIGN_OR_RETURN(Tensor w, TensorArg(name, a, 1));
+  ASSIGN_OR_RETURN(std::optional<Tensor> b, OptionalTensorArg(name, a, 2));
+  if (w.dim() < 3) return Invalid(name, "weight must have at least 3 dims");
+  const size_t n = static_cast<size_t>(w.dim() - 2);
+  nn::ConvOptions o;
+  ASSIGN_OR_RETURN(o.stride, PerDim(name, a, 3, n, "stride"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> pads, IntListArg(name, a, 4));
+  RETURN_IF_ERROR(SplitPads(name, pads, n, &o.pad_begin, &o.pad_end));
+  ASSIGN_OR_RETURN(o.dilation, PerDim(name, a, 5, n, "dilation"));
+  ASSIGN_OR_RETURN(o.groups, IntArg(name, a, 6));
+  return nn::Convolution(name, x, w, b, o);
+}
 
 // aten::convolution-style (input, weight, bias, stride, padding, dilation,
 // transposed, output_padding, groups) starting at argument 0.
@@ -185,20 +214,43 @@ void RegisterConvolutions(Registrar& r) {
   AddConvTransposeNd(r, "aten::conv_transpose2d.input", 2);
   AddConvTransposeNd(r, "aten::conv_transpose3d.input", 3);
 
-  r.Add("kiln::conv_nd", [](Args a) -> Result {
-    const std::string name = "kiln::conv_nd";
+  r.Add("kiln::conv_nd", [](Args a) -> Result { return One(OnnxConvolution("kiln::conv_nd", a)); });
+  // The fused library ops: the op's reference kernel, then its epilogue
+  // through the kernels of the ops it replaced (kernels_post_ops.cc).
+  r.Add("kiln::conv_post_ops", [](Args a) -> Result {
+    const std::string name = "kiln::conv_post_ops";
+    ASSIGN_OR_RETURN(std::vector<ir::PostOp> post, PostOpsArgs(name, a, 7));
+    ASSIGN_OR_RETURN(std::vector<Tensor> operands, TensorListArg(name, a, 9));
+    ASSIGN_OR_RETURN(Tensor y, OnnxConvolution(name, a));
+    return One(nn::ApplyPostOps(name, std::move(y), post, operands));
+  });
+  r.Add("kiln::linear_post_ops", [](Args a) -> Result {
+    const std::string name = "kiln::linear_post_ops";
     ASSIGN_OR_RETURN(Tensor x, TensorArg(name, a, 0));
     ASSIGN_OR_RETURN(Tensor w, TensorArg(name, a, 1));
     ASSIGN_OR_RETURN(std::optional<Tensor> b, OptionalTensorArg(name, a, 2));
-    if (w.dim() < 3) return Invalid(name, "weight must have at least 3 dims");
-    const size_t n = static_cast<size_t>(w.dim() - 2);
-    nn::ConvOptions o;
-    ASSIGN_OR_RETURN(o.stride, PerDim(name, a, 3, n, "stride"));
-    ASSIGN_OR_RETURN(std::vector<int64_t> pads, IntListArg(name, a, 4));
-    RETURN_IF_ERROR(SplitPads(name, pads, n, &o.pad_begin, &o.pad_end));
-    ASSIGN_OR_RETURN(o.dilation, PerDim(name, a, 5, n, "dilation"));
-    ASSIGN_OR_RETURN(o.groups, IntArg(name, a, 6));
-    return One(nn::Convolution(name, x, w, b, o));
+    ASSIGN_OR_RETURN(std::vector<ir::PostOp> post, PostOpsArgs(name, a, 3));
+    ASSIGN_OR_RETURN(std::vector<Tensor> operands, TensorListArg(name, a, 5));
+    ASSIGN_OR_RETURN(Tensor y, Linear(x, w, b));
+    return One(nn::ApplyPostOps(name, std::move(y), post, operands));
+  });
+  // Attention as the chain it replaces (passes/fuse_attention.h).
+  r.Add("kiln::attention", [](Args a) -> Result {
+    const std::string name = "kiln::attention";
+    ASSIGN_OR_RETURN(Tensor q, TensorArg(name, a, 0));
+    ASSIGN_OR_RETURN(Tensor kt, TensorArg(name, a, 1));
+    ASSIGN_OR_RETURN(Tensor v, TensorArg(name, a, 2));
+    ASSIGN_OR_RETURN(std::optional<Tensor> mask, OptionalTensorArg(name, a, 3));
+    ASSIGN_OR_RETURN(double scale, NumberArg(name, a, 4));
+    ASSIGN_OR_RETURN(Tensor s, Matmul(q, kt));
+    if (scale != 1.0) {
+      ASSIGN_OR_RETURN(s, Binary(BinaryOp::kMul, Operand::FromTensor(s), Operand::Double(scale)));
+    }
+    if (mask) {
+      ASSIGN_OR_RETURN(s, Binary(BinaryOp::kAdd, Operand::FromTensor(s), Operand::FromTensor(*mask)));
+    }
+    ASSIGN_OR_RETURN(Tensor p, Softmax(s, -1, std::nullopt, /*log=*/false));
+    return One(Matmul(p, v));
   });
   r.Add("kiln::conv_transpose_nd", [](Args a) -> Result {
     const std::string name = "kiln::conv_transpose_nd";

@@ -466,7 +466,7 @@ bool ExternUsesOutVariant(const lowering::ExternCall& call) {
   static const char* const kOutOps[] = {
       "aten::mm",     "aten::bmm",         "aten::addmm",  "aten::matmul", "aten::linear",
       "aten::conv1d", "aten::conv2d",      "aten::conv3d", "aten::convolution",
-      "aten::_convolution",
+      "aten::_convolution", "kiln::conv_post_ops", "kiln::linear_post_ops", "kiln::attention",
   };
   for (const char* out_op : kOutOps) {
     if (op == out_op) return true;

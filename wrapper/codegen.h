@@ -35,6 +35,11 @@ class DeviceCodegen {
   // the on-disk cache and loaded with dlopen.
   virtual absl::StatusOr<std::unique_ptr<class CompiledProgram>> Compile(
       const WrapperProgram& program) = 0;
+  // Graph passes (a pipeline spec, passes/pipeline_spec.h) the driver runs
+  // after shape propagation and before lowering, for ops this device runs
+  // in a library: the CPU's "fuse_post_ops" (convolution/GEMM epilogues
+  // for oneDNN). Empty: none.
+  virtual std::string PreLoweringPipeline() const { return ""; }
 };
 
 // A compiled program ready to run.

@@ -380,6 +380,12 @@ absl::StatusOr<std::string> CpuCodegen::KernelSource(const lowering::LoopGraph& 
   return CpuKernelSource(graph, kernel);
 }
 
+CompilerConfig DefaultCpuCompilerConfig() {
+  CompilerConfig c;
+  c.flags.push_back("-mprefer-vector-width=512");
+  return c;
+}
+
 absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CpuCodegen::Compile(
     const wrapper::WrapperProgram& program) {
   auto t0 = std::chrono::steady_clock::now();

@@ -75,6 +75,8 @@ double log1p(double);
 #pragma omp declare simd notinbranch
 double pow(double, double);
 
+int omp_get_max_threads(void);
+
 struct KilnHostApi {
   int64_t abi_version;
   void* ctx;
@@ -86,6 +88,13 @@ struct KilnHostApi {
 }
 
 #define KILN_INLINE static inline __attribute__((always_inline))
+
+// Threads for a parallel loop of `chunks` scheduling chunks: no more than
+// the pool has (the caller's OpenMP thread count) nor than there is work for.
+KILN_INLINE int kiln_threads(int64_t chunks) {
+  const int pool = omp_get_max_threads();
+  return chunks < pool ? static_cast<int>(chunks < 1 ? 1 : chunks) : pool;
+}
 
 // Range limits of the integer element types (floats use literals).
 template <typename T> struct kiln_limits {
