@@ -73,7 +73,7 @@ absl::StatusOr<std::string> CudaCodegen::KernelSource(const lowering::LoopGraph&
 }
 
 std::vector<CudaCodegen::Unit> CudaCodegen::MakeUnits(const std::vector<CudaKernelSource>& kernels) const {
-  const std::string prelude = kCudaKernelPrelude;
+  const std::string prelude = CudaKernelPrelude();
   std::vector<Unit> units;
   std::vector<const CudaKernelSource*> shared;
   for (const CudaKernelSource& k : kernels) {

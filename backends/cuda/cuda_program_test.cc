@@ -105,16 +105,16 @@ TEST(CudaCodegenTest, MergesKernelsSharingThePreludeIntoUnits) {
     kernels[static_cast<size_t>(i)].name = absl::StrCat("k", i);
     kernels[static_cast<size_t>(i)].source =
         i == 4 ? "extern \"C\" __global__ void k4() {}\n"
-               : absl::StrCat(std::string(kCudaKernelPrelude), "extern \"C\" __global__ void k", i, "() {}\n");
+               : absl::StrCat(CudaKernelPrelude(), "extern \"C\" __global__ void k", i, "() {}\n");
   }
   std::vector<CudaCodegen::Unit> units = codegen.MakeUnits(kernels);
   ASSERT_EQ(units.size(), 3u);  // k4 alone, {k0,k1}, {k2,k3}
   EXPECT_EQ(units[0].kernels, std::vector<std::string>{"k4"});
   EXPECT_EQ(units[1].kernels, (std::vector<std::string>{"k0", "k1"}));
   EXPECT_EQ(units[2].kernels, (std::vector<std::string>{"k2", "k3"}));
-  EXPECT_TRUE(absl::StartsWith(units[1].source, std::string(kCudaKernelPrelude)));
+  EXPECT_TRUE(absl::StartsWith(units[1].source, CudaKernelPrelude()));
   // The prelude appears once per unit.
-  const std::string prelude = std::string(kCudaKernelPrelude);
+  const std::string prelude = CudaKernelPrelude();
   EXPECT_EQ(units[1].source.find(prelude, 1), std::string::npos);
   EXPECT_EQ(codegen.NvrtcOptions()[0].rfind("--gpu-architecture=sm_", 0), 0u);
 }

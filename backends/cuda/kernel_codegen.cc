@@ -220,7 +220,7 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
     }
   }
 
-  std::string source = kCudaKernelPrelude;
+  std::string source = CudaKernelPrelude();
   absl::StrAppend(&source, "\n// kiln kernel ", CudaSafeText(kernel.name), "\n");
   absl::StrAppend(&source, "extern \"C\" __global__ void __launch_bounds__(", threads, ") ", ctx.name, "(",
                   absl::StrJoin(params, ", "), ") {\n");

@@ -44,7 +44,7 @@ TEST_P(CorpusTest, EveryKernelGeneratesAndCompiles) {
   auto schedule = lowering::ScheduleGraph(*loop_graph, "cuda");
   ASSERT_TRUE(schedule.ok()) << schedule.status();
 
-  const std::string prelude = kCudaKernelPrelude;
+  const std::string prelude = CudaKernelPrelude();
   std::string unit = prelude;
   int kernels = 0;
   const auto start = std::chrono::steady_clock::now();
