@@ -1,9 +1,11 @@
 #include "driver/compile_graph.h"
 
 #include <chrono>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "devices/device_guard.h"
 #include "lowering/lower.h"
 #include "runtime/interpreter.h"
 #include "passes/pass.h"
@@ -90,6 +92,13 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   }
 
   t = Clock::now();
+  // "cuda:1": the codegen and the program it compiles belong to the index
+  // current when the codegen is made.
+  std::optional<devices::DeviceGuard> guard;
+  if (options.device.find(':') != std::string::npos) {
+    ASSIGN_OR_RETURN(devices::DeviceGuard g, devices::DeviceGuard::Create(options.device));
+    guard.emplace(std::move(g));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen, wrapper::CreateDeviceCodegen(options.device));
   ASSIGN_OR_RETURN(out.program, wrapper::GenerateWrapper(out.loop_graph, out.schedule, *codegen));
   out.times.wrapper_ms = MsSince(t);

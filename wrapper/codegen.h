@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -15,6 +16,7 @@
 #include "lowering/loop_ir.h"
 #include "lowering/schedule.h"
 #include "support/tensor.h"
+#include "wrapper/program_session.h"
 #include "wrapper/wrapper_ir.h"
 
 namespace kiln::wrapper {
@@ -47,6 +49,16 @@ class CompiledProgram {
   // interpreted_graph) takes and returns sequences, strings, optionals. By
   // default the values must be tensors and go through Run.
   virtual absl::StatusOr<std::vector<ir::IValue>> RunValues(const std::vector<ir::IValue>& inputs);
+  // Repeated calls on `inputs` (program_session.h): placed on the device
+  // once, timed and profiled there. By default a host session over Run.
+  virtual absl::StatusOr<std::unique_ptr<ProgramSession>> NewSession(std::vector<Tensor> inputs) {
+    return MakeHostSession(*this, std::move(inputs));
+  }
+  // Generated source a `kiln compile -o DIR` writes: file name -> text
+  // (the CPU's program.cpp, CUDA's kernels.cu).
+  virtual std::vector<std::pair<std::string, std::string>> SourceFiles() const { return {}; }
+  // Device-specific lines of the compile report (caches, compiler time).
+  virtual std::vector<std::string> ReportLines() const { return {}; }
 };
 
 // Device name -> codegen. devices/<impl> registers itself at start-up

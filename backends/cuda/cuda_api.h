@@ -24,6 +24,12 @@ using CUstream = CUstream_st*;
 using CUevent = CUevent_st*;
 using CUmodule = CUmod_st*;
 using CUfunction = CUfunc_st*;
+struct CUgraph_st;
+struct CUgraphExec_st;
+struct CUgraphNode_st;
+using CUgraph = CUgraph_st*;
+using CUgraphExec = CUgraphExec_st*;
+using CUgraphNode = CUgraphNode_st*;
 
 inline constexpr CUresult kCudaSuccess = 0;
 inline constexpr CUresult kCudaErrorNotReady = 600;
@@ -45,6 +51,10 @@ inline constexpr unsigned kStreamNonBlocking = 0x1;       // CU_STREAM_NON_BLOCK
 inline constexpr unsigned kEventDefault = 0x0;            // CU_EVENT_DEFAULT
 inline constexpr unsigned kEventDisableTiming = 0x2;      // CU_EVENT_DISABLE_TIMING
 inline constexpr int kFuncAttrMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+// CUstreamCaptureMode: the capturing thread may still call cuMemAlloc (the
+// caching allocator grows during a capture; kiln keeps those blocks alive
+// for the graph's lifetime).
+inline constexpr int kStreamCaptureModeRelaxed = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED
 
 // ---- NVRTC (libnvrtc.so.N)
 using nvrtcResult = int;

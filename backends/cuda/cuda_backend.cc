@@ -206,6 +206,9 @@ absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
   const double load_seconds = Since(t2);
   ASSIGN_OR_RETURN(std::unique_ptr<CudaProgram> p,
                    CudaProgram::Create(std::move(resolved), index_, std::move(loaded), std::move(modules)));
+  std::vector<std::string> unit_sources;
+  for (Unit& u : units) unit_sources.push_back(std::move(u.source));
+  p->set_sources(std::move(unit_sources));
   CudaProgramStats& stats = p->stats();
   stats.codegen_seconds = codegen_seconds;
   stats.nvrtc_seconds = nvrtc_seconds;

@@ -73,10 +73,12 @@ void* OpenFirst(std::initializer_list<const char*> sonames, std::initializer_lis
 }
 
 void LoadDriver(CudaLibraries& libs) {
-  void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  const char* override_path = std::getenv("KILN_CUDA_DRIVER_LIB");
+  const char* path = override_path != nullptr && *override_path != '\0' ? override_path : "libcuda.so.1";
+  void* h = ::dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
     libs.driver_status = absl::UnavailableError(
-        absl::StrCat("CUDA driver libcuda.so.1 not found (no NVIDIA driver on this machine): ", DlError()));
+        absl::StrCat("CUDA driver ", path, " not found (no NVIDIA driver on this machine): ", DlError()));
     return;
   }
   CudaDriverApi& d = libs.driver;
@@ -117,7 +119,14 @@ void LoadDriver(CudaLibraries& libs) {
   Resolve(h, &d.cuModuleGetFunction, {"cuModuleGetFunction"}, &missing);
   Resolve(h, &d.cuFuncSetAttribute, {"cuFuncSetAttribute"}, &missing);
   Resolve(h, &d.cuLaunchKernel, {"cuLaunchKernel"}, &missing);
-  libs.driver_status = MissingSymbols("libcuda.so.1", missing);
+  Resolve(h, &d.cuStreamBeginCapture, {"cuStreamBeginCapture_v2"}, &missing);
+  Resolve(h, &d.cuStreamEndCapture, {"cuStreamEndCapture"}, &missing);
+  Resolve(h, &d.cuGraphInstantiateWithFlags, {"cuGraphInstantiateWithFlags"}, &missing);
+  Resolve(h, &d.cuGraphLaunch, {"cuGraphLaunch"}, &missing);
+  Resolve(h, &d.cuGraphExecDestroy, {"cuGraphExecDestroy"}, &missing);
+  Resolve(h, &d.cuGraphDestroy, {"cuGraphDestroy"}, &missing);
+  Resolve(h, &d.cuGraphGetNodes, {"cuGraphGetNodes"}, &missing);
+  libs.driver_status = MissingSymbols(path, missing);
   if (!libs.driver_status.ok()) return;
   const CUresult init = d.cuInit(0);
   if (init != kCudaSuccess) {

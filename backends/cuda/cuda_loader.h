@@ -8,7 +8,9 @@
 //
 // Each library loads independently (NVRTC works without a GPU). Search
 // order for NVRTC and cuBLAS: $KILN_CUDA_LIB_DIR, the default loader path,
-// $CUDA_HOME/lib64, /usr/local/cuda/lib64 (sonames .13 then .12).
+// $CUDA_HOME/lib64, /usr/local/cuda/lib64 (sonames .13 then .12). The
+// driver is libcuda.so.1 from the loader path, or $KILN_CUDA_DRIVER_LIB
+// (tests resolve the toolkit's stub with it).
 #ifndef KILN_BACKENDS_CUDA_CUDA_LOADER_H_
 #define KILN_BACKENDS_CUDA_CUDA_LOADER_H_
 
@@ -57,6 +59,14 @@ struct CudaDriverApi {
   CUresult (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void**, void**) = nullptr;
+  // CUDA graphs (stream capture, replay).
+  CUresult (*cuStreamBeginCapture)(CUstream, int) = nullptr;
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph*) = nullptr;
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;  // NOLINT
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
+  CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
+  CUresult (*cuGraphGetNodes)(CUgraph, CUgraphNode*, size_t*) = nullptr;
 };
 
 struct NvrtcApi {

@@ -8,7 +8,9 @@
 // arguments (counted in stats()).
 //
 // Run() takes and returns host tensors (copies around the device run);
-// RunDevice() takes and returns device-resident tensors (benchmarks).
+// RunDevice() takes and returns device-resident tensors (benchmarks);
+// NewSession() uploads inputs once and runs calls on its own stream,
+// replaying them as one CUDA graph after a warm-up call (cuda_session.h).
 #ifndef KILN_BACKENDS_CUDA_CUDA_PROGRAM_H_
 #define KILN_BACKENDS_CUDA_CUDA_PROGRAM_H_
 
@@ -17,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,6 +28,7 @@
 #include "lowering/loop_ir.h"
 #include "support/tensor.h"
 #include "wrapper/codegen.h"
+#include "wrapper/program_session.h"
 #include "wrapper/wrapper_ir.h"
 
 namespace kiln::backends::cuda {
@@ -87,6 +91,14 @@ struct ResolvedProgram {
 };
 absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program);
 
+// How an extern step ran.
+enum class ExternPath { kCublas, kCudnn, kConv, kHost };
+const char* ExternPathName(ExternPath path);  // "cublas", "cudnn", "conv", "host"
+
+// Per-step device timing of calls (CudaProgram::Profile): events recorded
+// around every launch and extern step.
+struct StepTimer;
+
 struct CudaProgramStats {
   // Compile (seconds).
   double codegen_seconds = 0;  // kernel sources already generated: assembly of the translation units
@@ -122,6 +134,28 @@ class CudaProgram : public wrapper::CompiledProgram {
 
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
   absl::StatusOr<std::vector<DeviceTensor>> RunDevice(const std::vector<DeviceTensor>& inputs);
+  absl::StatusOr<std::unique_ptr<wrapper::ProgramSession>> NewSession(std::vector<Tensor> inputs) override;
+  // kernels.cu: the NVRTC translation units as compiled.
+  std::vector<std::pair<std::string, std::string>> SourceFiles() const override;
+  // NVRTC units, cubin cache hits, compiler and module-load time.
+  std::vector<std::string> ReportLines() const override;
+
+  // What a call may be asked to do besides running (cuda_session.h).
+  struct CallHooks {
+    // Every storage the call allocates is also appended here: a captured
+    // CUDA graph keeps using those addresses on every replay.
+    std::vector<std::shared_ptr<DeviceStorage>>* keep_alive = nullptr;
+    // Events around each launch and extern step (Profile).
+    StepTimer* timer = nullptr;
+  };
+  // One call on `stream` (which must be the device's current stream for
+  // the calling thread: allocations are cached per stream).
+  absl::StatusOr<std::vector<DeviceTensor>> Execute(const std::vector<DeviceTensor>& inputs, CUstream stream,
+                                                    const CallHooks& hooks);
+  // `iterations` eager calls with every step timed by events on `stream`;
+  // the steps in program order.
+  absl::StatusOr<std::vector<wrapper::StepProfile>> Profile(const std::vector<DeviceTensor>& inputs,
+                                                            CUstream stream, int iterations);
 
   // Host tensors -> device tensors in the layouts the program expects.
   absl::StatusOr<std::vector<DeviceTensor>> Upload(const std::vector<Tensor>& inputs);
@@ -131,6 +165,8 @@ class CudaProgram : public wrapper::CompiledProgram {
   int device_index() const { return device_index_; }
   const ResolvedProgram& resolved() const { return resolved_; }
   CudaProgramStats& stats() { return stats_; }
+  // The translation units' sources (for SourceFiles), set by the codegen.
+  void set_sources(std::vector<std::string> units) { unit_sources_ = std::move(units); }
 
  private:
   CudaProgram() = default;
@@ -138,8 +174,11 @@ class CudaProgram : public wrapper::CompiledProgram {
     std::shared_ptr<DeviceStorage> storage;
     int64_t byte_offset = 0;
   };
-  absl::Status RunExtern(const ExternStep& e, std::vector<Slot>& slots, CUstream stream);
-  absl::StatusOr<CUdeviceptr> Ones(int64_t n, CUstream stream);
+  // `bytes` of storage on the current stream, recorded in hooks.keep_alive.
+  absl::StatusOr<std::shared_ptr<DeviceStorage>> Allocate(int64_t bytes, const CallHooks& hooks);
+  absl::Status RunExtern(const ExternStep& e, std::vector<Slot>& slots, CUstream stream, const CallHooks& hooks,
+                         ExternPath* path);
+  absl::StatusOr<CUdeviceptr> Ones(int64_t n, CUstream stream, const CallHooks& hooks);
 
   ResolvedProgram resolved_;
   int device_index_ = 0;
@@ -150,6 +189,7 @@ class CudaProgram : public wrapper::CompiledProgram {
   std::shared_ptr<DeviceStorage> ones_;
   int64_t ones_count_ = 0;
   CudaProgramStats stats_;
+  std::vector<std::string> unit_sources_;
 };
 
 }  // namespace kiln::backends::cuda

@@ -10,6 +10,7 @@
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/cuda_program.h"
+#include "backends/cuda/cuda_session.h"
 #include "backends/cuda/kernel_prelude.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
@@ -188,6 +189,101 @@ TEST(CudaProgramGpuTest, MixedGraphMatchesTheInterpreter) {
   ASSERT_NE(program, nullptr);
   EXPECT_EQ(program->stats().cublas_calls.load(), 2);
   EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+}
+
+// Expects `got` to match the interpreter's outputs of `graph` on `inputs`.
+void ExpectMatchesInterpreter(const ir::Graph& graph, const std::vector<Tensor>& inputs,
+                              const std::vector<Tensor>& got, double tol) {
+  std::vector<ir::IValue> args;
+  for (const Tensor& t : inputs) args.push_back(ir::IValue::FromTensor(t));
+  absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(graph, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(got.size(), want->size());
+  for (size_t o = 0; o < got.size(); ++o) {
+    const Tensor& w = (*want)[o].toTensor();
+    ASSERT_EQ(got[o].sizes(), w.sizes());
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      ASSERT_NEAR(got[o].GetDouble(i), w.GetDouble(i), tol) << "output " << o << " element " << i;
+    }
+  }
+}
+
+// Sessions: inputs uploaded once, the second call captured as a CUDA graph
+// and replayed; every replay's outputs match the interpreter, also after
+// other work reused the allocator's blocks in between.
+TEST(CudaProgramGpuTest, SessionCapturesAGraphAndReplaysIt) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(kMixed);
+  ASSERT_TRUE(graph.ok());
+  driver::CompileOptions options;
+  options.device = "cuda";
+  absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
+  std::vector<Tensor> inputs = {Random({8, 16}, 3), Random({16, 4}, 4)};
+  absl::StatusOr<std::unique_ptr<CudaSession>> session =
+      CudaSession::Create(*program, inputs, CudaSessionOptions{/*cuda_graphs=*/true});
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (int call = 0; call < 4; ++call) {
+    ASSERT_TRUE((*session)->Run().ok());
+    EXPECT_EQ((*session)->replaying_graph(), call >= 1) << "call " << call;
+    // Unrelated work between replays takes blocks from the allocator.
+    ASSERT_TRUE(program->Run({Random({8, 16}, 100 + call), Random({16, 4}, 200 + call)}).ok());
+    absl::StatusOr<std::vector<Tensor>> got = (*session)->FetchOutputs();
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectMatchesInterpreter(**graph, inputs, *got, 1e-4);
+  }
+  ASSERT_FALSE((*session)->Notes().empty());
+  EXPECT_TRUE(absl::StrContains((*session)->Notes()[0], "captured")) << (*session)->Notes()[0];
+  absl::StatusOr<std::vector<double>> ms = (*session)->Time(5);
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  EXPECT_EQ(ms->size(), 5u);
+  absl::StatusOr<std::vector<wrapper::StepProfile>> profile = (*session)->Profile(2);
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  int kernels = 0, cublas = 0;
+  for (const wrapper::StepProfile& p : *profile) {
+    EXPECT_EQ(p.calls, 2) << p.name;
+    kernels += p.kind == std::string("kernel");
+    cublas += p.kind == std::string("cublas");
+  }
+  EXPECT_EQ(cublas, 1);
+  EXPECT_EQ(kernels, c->num_kernels);
+}
+
+// A host fallback inside the program: no capture, and the note says why.
+TEST(CudaProgramGpuTest, SessionWithAHostFallbackStaysEager) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  // cumsum has no GPU kernel: it runs on the host through its reference kernel.
+  constexpr char kText[] = R"(graph(%x : Float(4, 8)):
+  %d : int = prim::Constant[value=1]()
+  %n : NoneType = prim::Constant()
+  %c : Tensor = aten::cumsum(%x, %d, %n)
+  %t : Tensor = aten::tanh(%c)
+  return (%t))";
+  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(kText);
+  ASSERT_TRUE(graph.ok());
+  driver::CompileOptions options;
+  options.device = "cuda";
+  absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
+  std::vector<Tensor> inputs = {Random({4, 8}, 5)};
+  absl::StatusOr<std::unique_ptr<CudaSession>> session =
+      CudaSession::Create(*program, inputs, CudaSessionOptions{/*cuda_graphs=*/true});
+  ASSERT_TRUE(session.ok()) << session.status();
+  absl::StatusOr<std::vector<double>> ms = (*session)->Time(3);
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  EXPECT_FALSE((*session)->replaying_graph());
+  ASSERT_FALSE((*session)->Notes().empty());
+  EXPECT_TRUE(absl::StrContains((*session)->Notes()[0], "host fallback inside (aten::cumsum"))
+      << (*session)->Notes()[0];
+  absl::StatusOr<std::vector<Tensor>> got = (*session)->FetchOutputs();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectMatchesInterpreter(**graph, inputs, *got, 1e-4);
 }
 
 }  // namespace

@@ -10,14 +10,12 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/cpu_program.h"
 #include "tools/common_flags.h"
 #include "tools/file_io.h"
 #include "wrapper/proto_convert.h"
 #include "wrapper/python_printer.h"
 
-ABSL_FLAG(std::string, device, "cpu", "Device to compile for (cpu)");
+ABSL_FLAG(std::string, device, "cpu", "Device to compile for and run on: cpu, cuda or cuda:N");
 ABSL_DECLARE_FLAG(std::string, pipeline);
 
 namespace kiln::tools {
@@ -34,8 +32,7 @@ std::string IslandSummary(const driver::CompiledGraph& c) {
                       c.num_island_nodes, " nodes interpreted");
 }
 
-std::string Report(const driver::CompiledGraph& c, double import_ms, double passes_ms,
-                   const backends::cpu::CompileStats* cpu) {
+std::string Report(const driver::CompiledGraph& c, double import_ms, double passes_ms) {
   std::string r = "# kiln compile report\n\n## Kernels\n";
   for (const lowering::ScheduleStep& step : c.schedule.steps) {
     if (step.kind == lowering::ScheduleStep::Kind::kKernel) {
@@ -57,10 +54,8 @@ std::string Report(const driver::CompiledGraph& c, double import_ms, double pass
                         import_ms, passes_ms, c.times.shapes_ms, c.times.lower_ms,
                         c.times.schedule_ms, c.times.wrapper_ms, c.times.plan_ms,
                         c.times.compile_ms);
-  if (cpu != nullptr) {
-    absl::StrAppendFormat(&r, "  (C++ cache %s: %.2f ms; dlopen %.2f ms)\n",
-                          cpu->cache_hit ? "hit" : "miss", cpu->cache_seconds * 1e3,
-                          cpu->load_seconds * 1e3);
+  if (c.compiled != nullptr) {
+    for (const std::string& line : c.compiled->ReportLines()) absl::StrAppend(&r, "  (", line, ")\n");
   }
   return r;
 }
@@ -70,7 +65,6 @@ int RunCompile(const std::vector<std::string>& args) {
   const std::string out_dir = absl::GetFlag(FLAGS_o);
   if (out_dir.empty()) return ReportError("compile: missing -o DIR");
   const std::string device = absl::GetFlag(FLAGS_device);
-  if (device != "cpu") return ReportError(absl::StrCat("compile: unknown --device '", device, "' (available: cpu)"));
   driver::ModelCompileOptions options;
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
   options.compile.device = device;
@@ -82,8 +76,6 @@ int RunCompile(const std::vector<std::string>& args) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return ReportError(absl::StrCat("compile: cannot create ", dir, ": ", ec.message()));
   const driver::CompiledGraph& c = model->compiled;
-  auto* cpu = dynamic_cast<backends::cpu::CpuProgram*>(model->compiled.compiled.get());
-  const backends::cpu::CompileStats* stats = cpu ? &cpu->stats() : nullptr;
   // wrapper.py loads the large constants from DIR/constants/ (raw
   // little-endian files, named by the printer: no path comes from the model).
   wrapper::PythonPrinterOptions python_options;
@@ -107,12 +99,12 @@ int RunCompile(const std::vector<std::string>& args) {
   }
   absl::StatusOr<std::string> proto = wrapper::SerializeWrapperProgram(c.program);
   if (!proto.ok()) return ReportError(proto.status());
-  const std::pair<std::string, std::string> files[] = {
-      {"program.cpp", cpu ? cpu->generated().source : ""},
-      {"wrapper.py", *python},
-      {"wrapper.pb", *proto},
-      {"report.md", Report(c, model->model.import_ms, model->passes_ms, stats)},
-  };
+  // The device's generated source (the CPU's program.cpp, CUDA's kernels.cu).
+  std::vector<std::pair<std::string, std::string>> files;
+  if (c.compiled != nullptr) files = c.compiled->SourceFiles();
+  files.push_back({"wrapper.py", *python});
+  files.push_back({"wrapper.pb", *proto});
+  files.push_back({"report.md", Report(c, model->model.import_ms, model->passes_ms)});
   for (const auto& [name, contents] : files) {
     const absl::Status s = WriteFileAtomically(absl::StrCat(dir, "/", name), contents);
     if (!s.ok()) return ReportError(s);
@@ -120,8 +112,8 @@ int RunCompile(const std::vector<std::string>& args) {
   std::printf("%d kernels, %d extern calls; planned peak %lld bytes of %lld (sum of buffers); %s\n",
               c.num_kernels, c.num_externs, static_cast<long long>(c.memory.peak_bytes),
               static_cast<long long>(c.memory.total_buffer_bytes), IslandSummary(c).c_str());
-  std::printf("import %.1f ms, passes %.1f ms, lower..plan %.1f ms, C++ compile %.1f ms -> %s\n",
-              model->model.import_ms, model->passes_ms, c.times.FrontHalfMs(), c.times.compile_ms,
+  std::printf("import %.1f ms, passes %.1f ms, lower..plan %.1f ms, %s compile %.1f ms -> %s\n",
+              model->model.import_ms, model->passes_ms, c.times.FrontHalfMs(), device.c_str(), c.times.compile_ms,
               dir.c_str());
   return kExitOk;
 }
@@ -132,9 +124,10 @@ Command CompileCommand() {
   Command command;
   command.name = "compile";
   command.summary = "Compile an ONNX model: generated C++, Python wrapper, Wrapper IR proto, report.";
-  command.usage = "MODEL.onnx --device=cpu -o DIR [--pipeline -O2]";
+  command.usage = "MODEL.onnx --device=cpu|cuda[:N] -o DIR [--pipeline -O2]";
   command.details =
-      "Writes DIR/program.cpp (kernels + C++ wrapper), DIR/wrapper.py (Inductor-style\n"
+      "Writes the device's source (DIR/program.cpp for cpu: kernels + C++ wrapper;\n"
+      "DIR/kernels.cu for cuda: the NVRTC translation units), DIR/wrapper.py (Inductor-style\n"
       "output code, runnable under PyTorch 2.x; its large constants are raw files in\n"
       "DIR/constants/), DIR/wrapper.pb (the Wrapper IR lines) and DIR/report.md (kernels,\n"
       "fusion groups, planned memory, time per stage).";

@@ -16,6 +16,7 @@
 #include "runtime/interpreter.h"
 #include "testing/onnx_conformance.h"
 #include "driver/initialize.h"
+#include "driver/measure.h"
 #include "driver/model.h"
 #include "tools/file_io.h"
 
@@ -25,7 +26,11 @@ ABSL_FLAG(int, iterations, 1, "Timed calls (compiled backend)");
 ABSL_FLAG(int, warmup, 0, "Untimed calls before the timed ones (compiled backend)");
 ABSL_FLAG(bool, check, true,
           "Compiled backend: also run the interpreter and report the largest difference");
+ABSL_FLAG(int, profile, 0,
+          "Compiled backend: time every kernel and extern over N more calls and print the table "
+          "(devices that can: cuda)");
 ABSL_DECLARE_FLAG(std::string, backend);
+ABSL_DECLARE_FLAG(std::string, device);
 ABSL_DECLARE_FLAG(std::string, pipeline);
 
 namespace kiln::tools {
@@ -130,6 +135,7 @@ void PrintOutputs(const onnx::ModelProto& model, const std::vector<IValue>& outs
 int RunCompiled(const std::string& path) {
   driver::ModelCompileOptions options;
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
+  options.compile.device = absl::GetFlag(FLAGS_device);
   absl::StatusOr<driver::CompiledModel> m = driver::CompileModelFile(path, options);
   if (!m.ok()) return ReportError(m.status());
   const onnx::ModelProto& model = *m->model.onnx;
@@ -140,51 +146,49 @@ int RunCompiled(const std::string& path) {
     if (!v.isTensor()) return ReportError("run: the compiled backend takes tensor inputs only");
     tensors.push_back(v.toTensor());
   }
-  wrapper::CompiledProgram& program = *m->compiled.compiled;
-  for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) {
-    absl::StatusOr<std::vector<Tensor>> r = program.Run(tensors);
-    if (!r.ok()) return ReportError(r.status());
-  }
-  std::vector<double> ms;
-  std::vector<Tensor> outs;
-  const int iterations = std::max(1, absl::GetFlag(FLAGS_iterations));
-  for (int i = 0; i < iterations; ++i) {
-    const auto t = Clock::now();
-    absl::StatusOr<std::vector<Tensor>> r = program.Run(tensors);
-    ms.push_back(Ms(t, Clock::now()));
-    if (!r.ok()) return ReportError(r.status());
-    outs = *std::move(r);
-  }
+  driver::MeasureOptions measure;
+  measure.warmup = absl::GetFlag(FLAGS_warmup);
+  measure.iterations = std::max(1, absl::GetFlag(FLAGS_iterations));
+  measure.profile_iterations = absl::GetFlag(FLAGS_profile);
+  absl::StatusOr<driver::Measurement> r = driver::MeasureProgram(*m->compiled.compiled, tensors, measure);
+  if (!r.ok()) return ReportError(r.status());
   std::vector<IValue> values;
-  for (Tensor& t : outs) values.push_back(IValue::FromTensor(t));
+  for (Tensor& t : r->outputs) values.push_back(IValue::FromTensor(t));
   PrintOutputs(model, values);
-  std::sort(ms.begin(), ms.end());
   const driver::CompileTimes& ct = m->compiled.times;
-  std::printf("import %.1f ms, passes %.1f ms, lower+fuse+wrapper+plan %.1f ms, C++ compile %.1f ms\n",
-              m->model.import_ms, m->passes_ms, ct.FrontHalfMs(), ct.compile_ms);
-  std::printf("run (compiled, %d kernels, %d extern calls, %d interpreter islands with %d nodes%s): "
-              "median %.3f ms, min %.3f ms, max %.3f ms over %d calls\n",
-              m->compiled.num_kernels, m->compiled.num_externs, m->compiled.num_islands,
-              m->compiled.num_island_nodes, m->compiled.whole_graph_interpreted ? ", whole graph" : "",
-              ms[ms.size() / 2], ms.front(), ms.back(), iterations);
+  std::printf("import %.1f ms, passes %.1f ms, lower+fuse+wrapper+plan %.1f ms, %s compile %.1f ms\n",
+              m->model.import_ms, m->passes_ms, ct.FrontHalfMs(), options.compile.device.c_str(), ct.compile_ms);
+  for (const std::string& line : m->compiled.compiled->ReportLines()) std::printf("  %s\n", line.c_str());
+  std::printf("run (compiled for %s, %d kernels, %d extern calls, %d interpreter islands with %d nodes%s): "
+              "median %.3f ms, min %.3f ms, max %.3f ms over %d calls (%s; inputs placed in %.1f ms)\n",
+              options.compile.device.c_str(), m->compiled.num_kernels, m->compiled.num_externs,
+              m->compiled.num_islands, m->compiled.num_island_nodes,
+              m->compiled.whole_graph_interpreted ? ", whole graph" : "", r->median_ms, r->min_ms, r->max_ms,
+              measure.iterations, r->timer.c_str(), r->session_ms);
+  for (const std::string& note : r->notes) std::printf("  %s\n", note.c_str());
+  if (measure.profile_iterations > 0) {
+    if (r->profile.empty()) {
+      std::printf("profile: %s\n", r->profile_error.empty() ? "no steps" : r->profile_error.c_str());
+    } else {
+      std::printf("profile over %d calls (eager launches, events around each step):\n%s",
+                  measure.profile_iterations, driver::FormatProfile(r->profile, measure.profile_iterations).c_str());
+    }
+  }
   if (absl::GetFlag(FLAGS_check)) {
     // The graph was compiled in place; the interpreter runs a fresh import.
     absl::StatusOr<std::unique_ptr<ir::Graph>> g = frontend::onnx_import::ImportModel(model);
     if (!g.ok()) return ReportError(g.status());
     absl::StatusOr<std::vector<IValue>> want = runtime::RunGraph(**g, *inputs);
     if (!want.ok()) return ReportError(want.status());
-    double worst = 0;
-    for (size_t k = 0; k < want->size() && k < values.size(); ++k) {
-      const Tensor& a = values[k].toTensor();
-      const Tensor& b = (*want)[k].toTensor();
-      if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) {
-        return ReportError(absl::StrCat("run: output ", k, " differs in shape or dtype from the interpreter's"));
-      }
-      for (int64_t i = 0; i < a.numel(); ++i) {
-        worst = std::max(worst, std::fabs(a.GetDouble(i) - b.GetDouble(i)));
-      }
+    std::vector<Tensor> want_tensors;
+    for (const IValue& v : *want) {
+      if (!v.isTensor()) return ReportError("run: the interpreter returned a non-tensor output");
+      want_tensors.push_back(v.toTensor());
     }
-    std::printf("check against the interpreter: max abs difference %.3g\n", worst);
+    absl::StatusOr<driver::OutputError> e = driver::CompareOutputs(r->outputs, want_tensors);
+    if (!e.ok()) return ReportError(absl::StrCat("run: against the interpreter: ", e.status().message()));
+    std::printf("check against the interpreter: max abs difference %.3g, relative L2 %.3g\n", e->max_abs,
+                e->rel_l2);
   }
   return kExitOk;
 }
@@ -192,7 +196,8 @@ int RunCompiled(const std::string& path) {
 int RunRun(const std::vector<std::string>& args) {
   if (!ExpectArgCount(args, 1, "run", "one ONNX model file")) return kExitUsageError;
   const std::string backend = absl::GetFlag(FLAGS_backend);
-  if (backend == "compiled") return RunCompiled(ResolveUserPath(args[0]));
+  // A device other than the CPU means the compiled backend.
+  if (backend == "compiled" || absl::GetFlag(FLAGS_device) != "cpu") return RunCompiled(ResolveUserPath(args[0]));
   if (backend != "interpreter") {
     return ReportError(absl::StrCat("run: unknown --backend '", backend,
                                     "' (available: interpreter, compiled)"));
@@ -227,14 +232,19 @@ Command RunCommand() {
   command.name = "run";
   command.summary = "Run an ONNX model: import, -O2, execute; print outputs and times.";
   command.usage =
-      "MODEL.onnx [--inputs DIR] [--backend interpreter|compiled] [--iterations N] [--warmup W]";
+      "MODEL.onnx [--inputs DIR] [--backend interpreter|compiled] [--device cpu|cuda[:N]] [--iterations N]\n"
+      "    [--warmup W] [--profile N]";
   command.details =
       "Inputs come from DIR/input_K.pb (backend-test layout) or, without --inputs,\n"
       "are generated deterministically from the model's static input shapes.\n"
-      "--backend=compiled compiles for the CPU (lowering, fusion, generated C++), times\n"
-      "--iterations calls after --warmup ones (median, min, max) and, with --check,\n"
-      "compares the outputs with the interpreter's.";
-  command.flags = {"inputs", "backend", "pipeline", "iterations", "warmup", "check"};
+      "--backend=compiled compiles for --device (lowering, fusion, generated kernels), places\n"
+      "the inputs on the device once, times --iterations calls after --warmup ones on the\n"
+      "device (CUDA events on a GPU; median, min, max; outputs stay on the device until the\n"
+      "end) and, with --check, compares the outputs with the interpreter's. A device other\n"
+      "than cpu implies --backend=compiled. On cuda, calls after the first replay one CUDA\n"
+      "graph (KILN_CUDA_GRAPHS=0: off). --profile N times every kernel and extern over N\n"
+      "more calls and prints the table.";
+  command.flags = {"inputs", "backend", "device", "pipeline", "iterations", "warmup", "check", "profile"};
   command.run = RunRun;
   return command;
 }
