@@ -1,7 +1,8 @@
-// The few CUDA driver, NVRTC and cuBLAS types and constants kiln uses,
-// declared here so that nothing in kiln needs the CUDA headers or links a
-// CUDA library: the functions are resolved at run time (cuda_loader.h). The
-// values are the ABI of CUDA 12/13 (cuda.h, nvrtc.h, cublas_api.h).
+// The few CUDA driver, NVRTC, cuBLAS and cuDNN types and constants kiln
+// uses, declared here so that nothing in kiln needs the CUDA headers or
+// links a CUDA library: the functions are resolved at run time
+// (cuda_loader.h). The values are the ABI of CUDA 12/13 (cuda.h, nvrtc.h,
+// cublas_api.h) and cuDNN 9 (cudnn_graph.h, cudnn_ops.h, cudnn_cnn.h).
 #ifndef KILN_BACKENDS_CUDA_CUDA_API_H_
 #define KILN_BACKENDS_CUDA_CUDA_API_H_
 
@@ -72,6 +73,46 @@ inline constexpr cublasOperation_t kCublasOpN = 0;
 inline constexpr cublasOperation_t kCublasOpT = 1;
 inline constexpr int kCublasDefaultMath = 0;        // CUBLAS_DEFAULT_MATH (full fp32)
 inline constexpr int kCublasTf32TensorOpMath = 3;   // CUBLAS_TF32_TENSOR_OP_MATH
+
+// ---- cuDNN 9 (libcudnn.so.9): the legacy convolution API
+using cudnnStatus_t = int;
+struct cudnnContext;
+struct cudnnTensorStruct;
+struct cudnnFilterStruct;
+struct cudnnConvolutionStruct;
+struct cudnnActivationStruct;
+using cudnnHandle_t = cudnnContext*;
+using cudnnTensorDescriptor_t = cudnnTensorStruct*;
+using cudnnFilterDescriptor_t = cudnnFilterStruct*;
+using cudnnConvolutionDescriptor_t = cudnnConvolutionStruct*;
+using cudnnActivationDescriptor_t = cudnnActivationStruct*;
+inline constexpr cudnnStatus_t kCudnnSuccess = 0;
+// cudnnDataType_t
+inline constexpr int kCudnnDataFloat = 0;
+inline constexpr int kCudnnDataHalf = 2;
+inline constexpr int kCudnnDataBfloat16 = 9;
+inline constexpr int kCudnnTensorNchw = 0;          // cudnnTensorFormat_t
+inline constexpr int kCudnnCrossCorrelation = 1;    // cudnnConvolutionMode_t
+// cudnnMathType_t: DEFAULT permits tensor cores (TF32 for float data on
+// Ampere and later); FMA forbids them (full float32).
+inline constexpr int kCudnnDefaultMath = 0;
+inline constexpr int kCudnnFmaMath = 3;
+inline constexpr int kCudnnActivationRelu = 1;      // cudnnActivationMode_t
+inline constexpr int kCudnnActivationIdentity = 5;
+inline constexpr int kCudnnPropagateNan = 1;        // cudnnNanPropagation_t
+// cudnnConvolutionFwdAlgo_t: the one algorithm cudnnConvolutionBiasActivationForward
+// accepts with an identity activation.
+inline constexpr int kCudnnFwdAlgoImplicitPrecompGemm = 1;
+// cudnnConvolutionFwdAlgoPerf_t, as cudnn_cnn.h lays it out.
+struct CudnnConvolutionFwdAlgoPerf {
+  int algo;
+  cudnnStatus_t status;
+  float time;
+  size_t memory;
+  int determinism;
+  int math_type;
+  int reserved[3];
+};
 
 }  // namespace kiln::backends::cuda
 

@@ -10,7 +10,10 @@
 // order for NVRTC and cuBLAS: $KILN_CUDA_LIB_DIR, the default loader path,
 // $CUDA_HOME/lib64, /usr/local/cuda/lib64 (sonames .13 then .12). The
 // driver is libcuda.so.1 from the loader path, or $KILN_CUDA_DRIVER_LIB
-// (tests resolve the toolkit's stub with it).
+// (tests resolve the toolkit's stub with it). cuDNN (libcudnn.so.9) comes
+// from $KILN_CUDNN_LIB_DIR, the same directories, or the nvidia-cudnn
+// Python wheels (site-packages/nvidia/cudnn/lib); KILN_CUDNN=0 leaves it
+// unloaded (convolutions then use kiln's own kernels + cuBLAS).
 #ifndef KILN_BACKENDS_CUDA_CUDA_LOADER_H_
 #define KILN_BACKENDS_CUDA_CUDA_LOADER_H_
 
@@ -99,6 +102,55 @@ struct CublasApi {
                                               long long, int) = nullptr;  // NOLINT(runtime/int)
 };
 
+// cuDNN 9's legacy convolution API (libcudnn.so.9, which loads its
+// sub-libraries itself; kiln preloads them from the same directory).
+struct CudnnApi {
+  size_t (*cudnnGetVersion)() = nullptr;
+  const char* (*cudnnGetErrorString)(cudnnStatus_t) = nullptr;
+  cudnnStatus_t (*cudnnCreate)(cudnnHandle_t*) = nullptr;
+  cudnnStatus_t (*cudnnDestroy)(cudnnHandle_t) = nullptr;
+  cudnnStatus_t (*cudnnSetStream)(cudnnHandle_t, CUstream) = nullptr;
+  cudnnStatus_t (*cudnnCreateTensorDescriptor)(cudnnTensorDescriptor_t*) = nullptr;
+  cudnnStatus_t (*cudnnSetTensorNdDescriptor)(cudnnTensorDescriptor_t, int, int, const int*, const int*) = nullptr;
+  cudnnStatus_t (*cudnnDestroyTensorDescriptor)(cudnnTensorDescriptor_t) = nullptr;
+  cudnnStatus_t (*cudnnCreateFilterDescriptor)(cudnnFilterDescriptor_t*) = nullptr;
+  cudnnStatus_t (*cudnnSetFilterNdDescriptor)(cudnnFilterDescriptor_t, int, int, int, const int*) = nullptr;
+  cudnnStatus_t (*cudnnDestroyFilterDescriptor)(cudnnFilterDescriptor_t) = nullptr;
+  cudnnStatus_t (*cudnnCreateConvolutionDescriptor)(cudnnConvolutionDescriptor_t*) = nullptr;
+  cudnnStatus_t (*cudnnSetConvolutionNdDescriptor)(cudnnConvolutionDescriptor_t, int, const int*, const int*,
+                                                   const int*, int, int) = nullptr;
+  cudnnStatus_t (*cudnnSetConvolutionGroupCount)(cudnnConvolutionDescriptor_t, int) = nullptr;
+  cudnnStatus_t (*cudnnSetConvolutionMathType)(cudnnConvolutionDescriptor_t, int) = nullptr;
+  cudnnStatus_t (*cudnnDestroyConvolutionDescriptor)(cudnnConvolutionDescriptor_t) = nullptr;
+  cudnnStatus_t (*cudnnCreateActivationDescriptor)(cudnnActivationDescriptor_t*) = nullptr;
+  cudnnStatus_t (*cudnnSetActivationDescriptor)(cudnnActivationDescriptor_t, int, int, double) = nullptr;
+  cudnnStatus_t (*cudnnDestroyActivationDescriptor)(cudnnActivationDescriptor_t) = nullptr;
+  cudnnStatus_t (*cudnnFindConvolutionForwardAlgorithmEx)(cudnnHandle_t, cudnnTensorDescriptor_t, const void*,
+                                                          cudnnFilterDescriptor_t, const void*,
+                                                          cudnnConvolutionDescriptor_t, cudnnTensorDescriptor_t,
+                                                          void*, int, int*, CudnnConvolutionFwdAlgoPerf*, void*,
+                                                          size_t) = nullptr;
+  cudnnStatus_t (*cudnnGetConvolutionForwardAlgorithm_v7)(cudnnHandle_t, cudnnTensorDescriptor_t,
+                                                          cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t,
+                                                          cudnnTensorDescriptor_t, int, int*,
+                                                          CudnnConvolutionFwdAlgoPerf*) = nullptr;
+  cudnnStatus_t (*cudnnGetConvolutionForwardWorkspaceSize)(cudnnHandle_t, cudnnTensorDescriptor_t,
+                                                           cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t,
+                                                           cudnnTensorDescriptor_t, int, size_t*) = nullptr;
+  cudnnStatus_t (*cudnnConvolutionForward)(cudnnHandle_t, const void*, cudnnTensorDescriptor_t, const void*,
+                                           cudnnFilterDescriptor_t, const void*, cudnnConvolutionDescriptor_t, int,
+                                           void*, size_t, const void*, cudnnTensorDescriptor_t, void*) = nullptr;
+  cudnnStatus_t (*cudnnConvolutionBiasActivationForward)(cudnnHandle_t, const void*, cudnnTensorDescriptor_t,
+                                                         const void*, cudnnFilterDescriptor_t, const void*,
+                                                         cudnnConvolutionDescriptor_t, int, void*, size_t,
+                                                         const void*, cudnnTensorDescriptor_t, const void*,
+                                                         cudnnTensorDescriptor_t, const void*,
+                                                         cudnnActivationDescriptor_t, cudnnTensorDescriptor_t,
+                                                         void*) = nullptr;
+  cudnnStatus_t (*cudnnAddTensor)(cudnnHandle_t, const void*, cudnnTensorDescriptor_t, const void*, const void*,
+                                  cudnnTensorDescriptor_t, void*) = nullptr;
+};
+
 struct CudaLibraries {
   // OK when the library loaded, its functions resolved and (driver) cuInit
   // succeeded; otherwise the reason, e.g. "libcuda.so.1 not found (no NVIDIA
@@ -106,13 +158,17 @@ struct CudaLibraries {
   absl::Status driver_status;
   absl::Status nvrtc_status;
   absl::Status cublas_status;
+  absl::Status cudnn_status;
   CudaDriverApi driver;
   NvrtcApi nvrtc;
   CublasApi cublas;
+  CudnnApi cudnn;
   int driver_version = 0;  // e.g. 13000
   int nvrtc_major = 0, nvrtc_minor = 0;
   std::string nvrtc_path;   // where NVRTC was found
   std::string cublas_path;  // where cuBLAS was found
+  std::string cudnn_path;   // where cuDNN was found
+  size_t cudnn_version = 0;  // e.g. 91900
 };
 
 // Loads once per process (thread-safe); never fails, read the statuses.
@@ -123,6 +179,7 @@ const CudaLibraries& LoadCudaLibraries();
 absl::Status CuCheck(CUresult result, const char* what);
 absl::Status NvrtcCheck(nvrtcResult result, const char* what);
 absl::Status CublasCheck(cublasStatus_t status, const char* what);
+absl::Status CudnnCheck(cudnnStatus_t status, const char* what);
 
 }  // namespace kiln::backends::cuda
 

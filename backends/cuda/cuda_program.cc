@@ -143,7 +143,11 @@ std::vector<std::pair<std::string, std::string>> CudaProgram::SourceFiles() cons
 
 std::vector<std::string> CudaProgram::ReportLines() const {
   const CudaProgramStats& s = stats_;
-  return {absl::StrFormat("NVRTC: %d kernels in %d translation units, %d cubin cache hits; codegen %.2f ms, "
+  const CudaLibraries& libs = LoadCudaLibraries();
+  std::string cudnn = libs.cudnn_status.ok()
+                          ? absl::StrCat("cuDNN ", libs.cudnn_version, " (", libs.cudnn_path, ")")
+                          : absl::StrCat("no cuDNN (", libs.cudnn_status.message(), "): kiln's own convolutions");
+  return {cudnn, absl::StrFormat("NVRTC: %d kernels in %d translation units, %d cubin cache hits; codegen %.2f ms, "
                           "NVRTC + cache %.2f ms (inside NVRTC %.2f ms summed over units), module load %.2f ms",
                           s.kernels, s.translation_units, s.cache_hits, s.codegen_seconds * 1e3,
                           s.nvrtc_seconds * 1e3, s.compiler_seconds * 1e3, s.load_seconds * 1e3)};
@@ -245,15 +249,31 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
       return absl::OkStatus();
     }
   }
-  if (!e.island && IsConvOp(e.op) && LoadCudaLibraries().cublas_status.ok()) {
-    ASSIGN_OR_RETURN(cublasHandle_t handle, device.CublasHandle(device_index_, stream));
-    // Scratch for the im2col columns: returned to the stream's cache after
-    // the call; stream order makes its reuse by later work safe.
+  if (!e.island && IsConvOp(e.op)) {
+    const bool tf32 = CudaDevice::ConvTf32();
+    // Scratch for the im2col columns and cuDNN's workspace: returned to the
+    // stream's cache after the call; stream order makes its reuse by later
+    // work safe.
     std::shared_ptr<DeviceStorage> scratch;
+    bool used_cudnn = false;
     ConvContext ctx;
     ctx.device_index = device_index_;
     ctx.stream = stream;
-    ctx.handle = handle;
+    ctx.tf32 = tf32;
+    ctx.capturing = hooks.keep_alive != nullptr;
+    ctx.used_cudnn = &used_cudnn;
+    if (LoadCudaLibraries().cublas_status.ok()) {
+      ASSIGN_OR_RETURN(ctx.handle, device.CublasHandle(device_index_, stream, tf32));
+    }
+    if (LoadCudaLibraries().cudnn_status.ok()) {
+      absl::StatusOr<cudnnHandle_t> cudnn = device.CudnnHandle(device_index_, stream);
+      if (cudnn.ok()) {
+        ctx.cudnn = *cudnn;
+      } else {
+        std::lock_guard<std::mutex> lock(stats_.mu);
+        stats_.cudnn_error = std::string(cudnn.status().message());
+      }
+    }
     ctx.scratch = [&](int64_t bytes) -> absl::StatusOr<CUdeviceptr> {
       ASSIGN_OR_RETURN(scratch, Allocate(bytes, hooks));
       return scratch->ptr();
@@ -261,7 +281,8 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
     if (std::optional<absl::Status> done = TryCudaConv(e.op, e.args, args, outs, ctx)) {
       RETURN_IF_ERROR(*done);
       stats_.gpu_convolutions.fetch_add(1);
-      *path = ExternPath::kConv;
+      if (used_cudnn) stats_.cudnn_convolutions.fetch_add(1);
+      *path = used_cudnn ? ExternPath::kCudnn : ExternPath::kConv;
       return absl::OkStatus();
     }
   }

@@ -114,9 +114,11 @@ struct CudaProgramStats {
   std::atomic<int64_t> launches{0};
   std::atomic<int64_t> cublas_calls{0};
   std::atomic<int64_t> gpu_convolutions{0};
+  std::atomic<int64_t> cudnn_convolutions{0};  // of gpu_convolutions
   std::atomic<int64_t> host_fallbacks{0};
   std::mutex mu;
   std::map<std::string, int64_t> fallback_ops;  // op -> calls (islands as kiln::interpret)
+  std::string cudnn_error;  // why cuDNN could not start, if it could not
 };
 
 class CudaProgram : public wrapper::CompiledProgram {

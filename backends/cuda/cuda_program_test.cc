@@ -235,8 +235,9 @@ TEST(CudaProgramGpuTest, SessionCapturesAGraphAndReplaysIt) {
     ASSERT_TRUE(got.ok()) << got.status();
     ExpectMatchesInterpreter(**graph, inputs, *got, 1e-4);
   }
-  ASSERT_FALSE((*session)->Notes().empty());
-  EXPECT_TRUE(absl::StrContains((*session)->Notes()[0], "captured")) << (*session)->Notes()[0];
+  ASSERT_EQ((*session)->Notes().size(), 2u);
+  EXPECT_TRUE(absl::StrContains((*session)->Notes()[0], "1 cuBLAS calls")) << (*session)->Notes()[0];
+  EXPECT_TRUE(absl::StrContains((*session)->Notes()[1], "captured")) << (*session)->Notes()[1];
   absl::StatusOr<std::vector<double>> ms = (*session)->Time(5);
   ASSERT_TRUE(ms.ok()) << ms.status();
   EXPECT_EQ(ms->size(), 5u);
@@ -278,12 +279,74 @@ TEST(CudaProgramGpuTest, SessionWithAHostFallbackStaysEager) {
   absl::StatusOr<std::vector<double>> ms = (*session)->Time(3);
   ASSERT_TRUE(ms.ok()) << ms.status();
   EXPECT_FALSE((*session)->replaying_graph());
-  ASSERT_FALSE((*session)->Notes().empty());
-  EXPECT_TRUE(absl::StrContains((*session)->Notes()[0], "host fallback inside (aten::cumsum"))
-      << (*session)->Notes()[0];
+  ASSERT_EQ((*session)->Notes().size(), 2u);
+  EXPECT_TRUE(absl::StrContains((*session)->Notes()[0], "1 host fallbacks")) << (*session)->Notes()[0];
+  EXPECT_TRUE(absl::StrContains((*session)->Notes()[1], "host fallback inside (aten::cumsum"))
+      << (*session)->Notes()[1];
   absl::StatusOr<std::vector<Tensor>> got = (*session)->FetchOutputs();
   ASSERT_TRUE(got.ok()) << got.status();
   ExpectMatchesInterpreter(**graph, inputs, *got, 1e-4);
+}
+
+// Convolutions through cuDNN (when it loads) in full float32 against the
+// interpreter: plain, strided + padded + dilated, grouped, depthwise, 1-D;
+// with and without bias.
+TEST(CudaProgramGpuTest, ConvolutionsMatchTheInterpreter) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  struct Case {
+    const char* name;
+    std::vector<int64_t> x, w;
+    bool bias;
+    const char* stride;
+    const char* pad;
+    const char* dilation;
+    int groups;
+  };
+  const Case cases[] = {
+      {"3x3", {2, 8, 12, 12}, {16, 8, 3, 3}, true, "[1, 1]", "[1, 1]", "[1, 1]", 1},
+      {"strided_dilated", {1, 4, 15, 17}, {6, 4, 3, 3}, false, "[2, 2]", "[2, 1]", "[2, 1]", 1},
+      {"grouped", {2, 8, 9, 9}, {8, 4, 3, 3}, true, "[1, 1]", "[1, 1]", "[1, 1]", 2},
+      {"depthwise", {2, 8, 10, 10}, {8, 1, 3, 3}, true, "[2, 2]", "[1, 1]", "[1, 1]", 8},
+      {"pointwise", {3, 16, 7, 7}, {32, 16, 1, 1}, true, "[1, 1]", "[0, 0]", "[1, 1]", 1},
+      {"1d", {2, 6, 20}, {4, 6, 5}, true, "[1]", "[2]", "[1]", 1},
+  };
+  const bool tf32 = CudaDevice::ConvTf32();
+  CudaDevice::SetConvTf32(false);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto shape = [](const std::vector<int64_t>& s) {
+      std::string t;
+      for (size_t i = 0; i < s.size(); ++i) absl::StrAppend(&t, i ? ", " : "", s[i]);
+      return t;
+    };
+    const bool one_d = c.x.size() == 3;
+    const std::string text = absl::StrCat(
+        "graph(%x : Float(", shape(c.x), "), %w : Float(", shape(c.w), ")", c.bias ? absl::StrCat(", %b : Float(", c.w[0], ")") : "",
+        "):\n  %s : int[] = prim::Constant[value=", c.stride, "]()\n  %p : int[] = prim::Constant[value=", c.pad,
+        "]()\n  %d : int[] = prim::Constant[value=", c.dilation, "]()\n  %g : int = prim::Constant[value=", c.groups,
+        "]()\n", c.bias ? "" : "  %b : NoneType = prim::Constant()\n", "  %y : Tensor = aten::", one_d ? "conv1d" : "conv2d",
+        "(%x, %w, %b, %s, %p, %d, %g)\n  %r : Tensor = aten::relu(%y)\n  return (%r)\n");
+    absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(text);
+    ASSERT_TRUE(graph.ok()) << graph.status() << "\n" << text;
+    driver::CompileOptions options;
+    options.device = "cuda";
+    absl::StatusOr<driver::CompiledGraph> compiled = driver::CompileGraph(**graph, options);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    std::vector<Tensor> inputs = {Random(c.x, 11), Random(c.w, 12)};
+    if (c.bias) inputs.push_back(Random({c.w[0]}, 13));
+    absl::StatusOr<std::vector<Tensor>> got = compiled->compiled->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectMatchesInterpreter(**graph, inputs, *got, 1e-4);
+    auto* program = dynamic_cast<CudaProgram*>(compiled->compiled.get());
+    ASSERT_NE(program, nullptr);
+    EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+    EXPECT_EQ(program->stats().gpu_convolutions.load(), 1);
+    if (LoadCudaLibraries().cudnn_status.ok()) {
+      EXPECT_EQ(program->stats().cudnn_convolutions.load(), 1) << program->stats().cudnn_error;
+    }
+  }
+  CudaDevice::SetConvTf32(tf32);
 }
 
 }  // namespace

@@ -80,7 +80,19 @@ CudaSession::~CudaSession() {
 
 absl::Status CudaSession::RunEager() {
   const int64_t fallbacks_before = HostFallbacks(program_);
+  CudaProgramStats& st = program_.stats();
+  const int64_t launches = st.launches.load(), cublas = st.cublas_calls.load(), convs = st.gpu_convolutions.load(),
+                cudnn = st.cudnn_convolutions.load();
   ASSIGN_OR_RETURN(outputs_, program_.Execute(inputs_, cu_stream_, CudaProgram::CallHooks{}));
+  if (eager_calls_ == 0) {
+    steps_note_ = absl::StrCat("steps per call: ", st.launches.load() - launches, " kernel launches, ",
+                               st.cublas_calls.load() - cublas, " cuBLAS calls, ", st.cudnn_convolutions.load() - cudnn,
+                               " cuDNN convolutions, ", st.gpu_convolutions.load() - convs - (st.cudnn_convolutions.load() - cudnn),
+                               " convolutions by kiln's kernels, ", HostFallbacks(program_) - fallbacks_before,
+                               " host fallbacks");
+    std::lock_guard<std::mutex> lock(st.mu);
+    if (!st.cudnn_error.empty()) absl::StrAppend(&steps_note_, " (cuDNN could not start: ", st.cudnn_error, ")");
+  }
   ++eager_calls_;
   ran_ = true;
   if (options_.cuda_graphs && graph_ == nullptr && !capture_refused_ && HostFallbacks(program_) > fallbacks_before) {
@@ -178,6 +190,7 @@ absl::StatusOr<std::vector<wrapper::StepProfile>> CudaSession::Profile(int itera
 
 std::vector<std::string> CudaSession::Notes() const {
   std::vector<std::string> notes;
+  if (!steps_note_.empty()) notes.push_back(steps_note_);
   if (!graph_note_.empty()) notes.push_back(graph_note_);
   return notes;
 }

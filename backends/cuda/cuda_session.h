@@ -75,6 +75,7 @@ class CudaSession : public wrapper::ProgramSession {
   int eager_calls_ = 0;
   bool capture_refused_ = false;
   std::string graph_note_;
+  std::string steps_note_;
   CUgraphExec graph_ = nullptr;
   std::vector<std::shared_ptr<DeviceStorage>> graph_storage_;
 };
