@@ -61,8 +61,19 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   (void)changed;
   out.times.shapes_ms = MsSince(t);
 
+  // "cuda:1": the codegen and the program it compiles belong to the index
+  // current when the codegen is made.
+  std::optional<devices::DeviceGuard> guard;
+  if (options.device.find(':') != std::string::npos) {
+    ASSIGN_OR_RETURN(devices::DeviceGuard g, devices::DeviceGuard::Create(options.device));
+    guard.emplace(std::move(g));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen, wrapper::CreateDeviceCodegen(options.device));
+
   t = Clock::now();
-  ASSIGN_OR_RETURN(out.loop_graph, lowering::LowerGraph(graph));
+  lowering::LowerOptions lower_options;
+  lower_options.narrow_float_kernels = codegen->NarrowFloatKernels();
+  ASSIGN_OR_RETURN(out.loop_graph, lowering::LowerGraph(graph, lower_options));
   out.times.lower_ms = MsSince(t);
   out.num_islands = out.loop_graph.num_islands;
   out.num_island_nodes = out.loop_graph.num_island_nodes;
@@ -92,14 +103,6 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   }
 
   t = Clock::now();
-  // "cuda:1": the codegen and the program it compiles belong to the index
-  // current when the codegen is made.
-  std::optional<devices::DeviceGuard> guard;
-  if (options.device.find(':') != std::string::npos) {
-    ASSIGN_OR_RETURN(devices::DeviceGuard g, devices::DeviceGuard::Create(options.device));
-    guard.emplace(std::move(g));
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen, wrapper::CreateDeviceCodegen(options.device));
   ASSIGN_OR_RETURN(out.program, wrapper::GenerateWrapper(out.loop_graph, out.schedule, *codegen));
   out.times.wrapper_ms = MsSince(t);
 

@@ -174,10 +174,10 @@ absl::Status LowerTensorNode(LowerContext& ctx, const ir::Node& node) {
                   !absl::EndsWith(name, "__");
   if (in_place) name.pop_back();
   bool handled = false;
-  // Generated kernels compute in float32/float64/ints only: Half/BFloat16
-  // computations run as extern calls of their reference kernels (or, when
-  // there is none, in an interpreter island).
-  if (node.kind().is_aten() && op != nullptr && !TouchesHalfPrecision(node)) {
+  // Unless the device's kernels store float16/bfloat16 (LowerOptions),
+  // Half/BFloat16 computations run as extern calls of their reference
+  // kernels (or, when there is none, in an interpreter island).
+  if (node.kind().is_aten() && op != nullptr && (ctx.narrow_float_kernels() || !TouchesHalfPrecision(node))) {
     auto it = Table().find(name);
     if (it != Table().end()) {
       ASSIGN_OR_RETURN(handled, it->second(ctx));
@@ -236,9 +236,10 @@ absl::Status LowerNode(LowerContext& ctx, const ir::Node& node) {
 // One attempt with the island set known so far; sets *retry (after growing
 // `set`) when the islands must grow, discarding this attempt's LoopGraph.
 absl::StatusOr<LoopGraph> TryLower(const ir::Graph& graph, const ir::OpRegistry& registry,
-                                   IslandSet& set, bool* retry) {
+                                   const LowerOptions& options, IslandSet& set, bool* retry) {
   LoopGraph out;
   LowerContext ctx(registry, &out);
+  ctx.set_narrow_float_kernels(options.narrow_float_kernels);
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     RETURN_IF_ERROR(LowerInput(ctx, graph.inputs()[i], i));
   }
@@ -285,6 +286,11 @@ LoopGraph WholeGraphIsland(const ir::Graph& graph) {
 }  // namespace
 
 absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph, const ir::OpRegistry& registry) {
+  return LowerGraph(graph, LowerOptions(), registry);
+}
+
+absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph, const LowerOptions& options,
+                                     const ir::OpRegistry& registry) {
   IslandSet set;
   for (const ir::Value* v : graph.inputs()) set.whole_graph |= !IsStaticTensor(v);
   // Each retry adds at least one node to the islands (or gives up on the
@@ -292,7 +298,7 @@ absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph, const ir::OpRegistr
   const size_t max_attempts = graph.numNodes() + 2;
   for (size_t attempt = 0; !set.whole_graph && attempt < max_attempts; ++attempt) {
     bool retry = false;
-    ASSIGN_OR_RETURN(LoopGraph out, TryLower(graph, registry, set, &retry));
+    ASSIGN_OR_RETURN(LoopGraph out, TryLower(graph, registry, options, set, &retry));
     if (!retry) return out;
   }
   return WholeGraphIsland(graph);

@@ -22,7 +22,16 @@
 
 namespace kiln::lowering {
 
+struct LowerOptions {
+  // The device's kernels load and store float16/bfloat16 (computing in
+  // float32, lowering/elementwise.h's ComputeDType). Otherwise ops that
+  // touch them run as extern calls of their reference kernels.
+  bool narrow_float_kernels = false;
+};
+
 absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph,
+                                     const ir::OpRegistry& registry = ir::BuiltinOps());
+absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph, const LowerOptions& options,
                                      const ir::OpRegistry& registry = ir::BuiltinOps());
 
 }  // namespace kiln::lowering

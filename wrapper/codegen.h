@@ -35,6 +35,10 @@ class DeviceCodegen {
   // the on-disk cache and loaded with dlopen.
   virtual absl::StatusOr<std::unique_ptr<class CompiledProgram>> Compile(
       const WrapperProgram& program) = 0;
+  // Whether KernelSource handles float16/bfloat16 buffers (loads widen to
+  // float32, stores round); the driver lowers their ops into kernels then
+  // (lowering::LowerOptions).
+  virtual bool NarrowFloatKernels() const { return false; }
 };
 
 // A compiled program ready to run.

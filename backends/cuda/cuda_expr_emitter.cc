@@ -104,6 +104,13 @@ class CudaDialectImpl : public codegen::CDialect {
  public:
   const char* label() const override { return "cuda codegen"; }
   absl::StatusOr<std::string> TypeName(DType dtype) const override { return CudaTypeName(dtype); }
+  absl::StatusOr<std::string> StorageTypeName(DType dtype) const override { return CudaStorageTypeName(dtype); }
+  std::string LoadValue(const std::string& element, DType storage) const override {
+    return CudaLoadValue(element, storage);
+  }
+  std::string StoreValue(const std::string& value, DType storage) const override {
+    return CudaStoreValue(value, storage);
+  }
   std::string IntLiteral(int64_t v) const override { return CudaIntLiteral(v); }
   std::string FloatLiteral(double v, DType dtype) const override { return CudaFloatLiteral(v, dtype); }
   std::string UnaryMath(ExprOp op, const std::string& x, DType t) const override {

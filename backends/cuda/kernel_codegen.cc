@@ -59,7 +59,7 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
       return absl::InvalidArgumentError(
           absl::StrCat(KernelErrorPrefix(kernel.name), "lists buffer '", CudaSafeText(name), "' twice"));
     }
-    auto type = CudaTypeName(buf->layout.dtype);
+    auto type = CudaStorageTypeName(buf->layout.dtype);
     if (!type.ok()) {
       return absl::UnimplementedError(absl::StrCat(KernelErrorPrefix(kernel.name), "buffer ", CudaSafeText(name), ": ",
                                                    type.status().message()));

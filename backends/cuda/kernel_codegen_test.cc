@@ -3,6 +3,7 @@
 // dlopen; that part skips with a message when NVRTC is not installed).
 // Numerical correctness on a GPU is checked by the CUDA backend's GPU test.
 #include "backends/cuda/kernel_codegen.h"
+#include "backends/cuda/kernel_prelude.h"
 
 #include <dlfcn.h>
 
@@ -378,6 +379,36 @@ TEST(CudaKernelCodegen, IntegerBoolAndMixedTypes) {
 }
 
 // Hand-built loop IR: names a model controls, bool/uint8 reductions.
+// float16/bfloat16 buffers: 16-bit storage, float math, vector loads of
+// four narrow elements (8 bytes), rounding stores; numerics in
+// kernel_emulation_test, NVRTC at the end of this file.
+TEST(CudaKernelCodegen, NarrowFloatsLoadAsFloatAndRoundOnStore) {
+  auto k = Generate(R"(graph(%x : BFloat16(64, 1024), %b : BFloat16(1024)):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %b, %one)
+  %t : Tensor = aten::tanh(%a)
+  return (%t))",
+                    1);
+  ASSERT_EQ(k.size(), 1u);
+  const std::string body = KernelPart(k[0].source);
+  EXPECT_TRUE(absl::StrContains(body, "const kiln_bf16* __restrict__")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "kiln_load4(")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "kiln_to_float(")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "kiln_store4<kiln_bf16>(")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "kiln_to_bf16(")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "tanhf(")) << "float math, not double\n" << body;
+  auto soft = Generate(R"(graph(%x : Half(32, 4096)):
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %s : Tensor = aten::softmax(%x, %d, %n)
+  return (%s))",
+                       1);
+  ASSERT_EQ(soft.size(), 1u);
+  const std::string sbody = KernelPart(soft[0].source);
+  EXPECT_TRUE(absl::StrContains(sbody, "kiln_half")) << sbody;
+  EXPECT_TRUE(absl::StrContains(sbody, "float l_acc")) << "float accumulators\n" << sbody;
+}
+
 TEST(CudaKernelCodegen, HostileNamesAreSanitized) {
   LoopGraph g;
   Buffer x;
@@ -392,8 +423,10 @@ TEST(CudaKernelCodegen, HostileNamesAreSanitized) {
   FusedKernel k{"evil\"kernel\nasm(\"exit;\");/*name", "cuda", {"expf"}, {x.name}, {256}};
   auto src = GenerateCudaKernel(g, k, CudaTarget());
   ASSERT_TRUE(src.ok()) << src.status();
-  // Model text only appears inside one-line comments.
-  for (absl::string_view line : absl::StrSplit(src->source, '\n')) {
+  // Model text only appears inside one-line comments (the prelude's own
+  // asm statements excepted).
+  ASSERT_TRUE(absl::StartsWith(src->source, CudaKernelPrelude()));
+  for (absl::string_view line : absl::StrSplit(src->source.substr(CudaKernelPrelude().size()), '\n')) {
     if (absl::StrContains(line, "asm(") || absl::StrContains(line, "/*")) {
       EXPECT_TRUE(absl::StartsWith(line, "// kiln kernel ")) << line;
     }
@@ -449,12 +482,12 @@ TEST(CudaKernelCodegen, UnsupportedInputIsAnErrorNotACrash) {
   EXPECT_FALSE(GenerateCudaKernel(g, FusedKernel{"k", "cuda", {"nope"}, {"arg0"}}, t).ok());
   EXPECT_FALSE(GenerateCudaKernel(g, FusedKernel{"k", "cuda", {"buf0"}, {}}, t).ok());
   EXPECT_FALSE(GenerateCudaKernel(g, FusedKernel{"k", "cuda", {}, {"arg0"}}, t).ok());
-  // Half never reaches kernels: Unimplemented, naming the kernel.
+  // Complex buffers are not generated: Unimplemented, naming the kernel.
   LoopGraph h = g;
-  h.buffers[0].layout.dtype = DType::kFloat16;
-  auto half = GenerateCudaKernel(h, FusedKernel{"my_kernel", "cuda", {"buf0"}, {"arg0"}}, t);
-  EXPECT_EQ(half.status().code(), absl::StatusCode::kUnimplemented) << half.status();
-  EXPECT_TRUE(absl::StrContains(half.status().message(), "my_kernel")) << half.status();
+  h.buffers[0].layout.dtype = DType::kComplex64;
+  auto complex = GenerateCudaKernel(h, FusedKernel{"my_kernel", "cuda", {"buf0"}, {"arg0"}}, t);
+  EXPECT_EQ(complex.status().code(), absl::StatusCode::kUnimplemented) << complex.status();
+  EXPECT_TRUE(absl::StrContains(complex.status().message(), "my_kernel")) << complex.status();
   // Welford over integers.
   LoopGraph w = g;
   w.buffers[0].layout.dtype = DType::kInt64;
@@ -464,12 +497,20 @@ TEST(CudaKernelCodegen, UnsupportedInputIsAnErrorNotACrash) {
                                                Ld("arg0", V(1), DType::kInt64)};
   auto welford = GenerateCudaKernel(w, FusedKernel{"k", "cuda", {"buf0"}, {"arg0"}}, t);
   EXPECT_EQ(welford.status().code(), absl::StatusCode::kUnimplemented) << welford.status();
-  // A Half value inside an expression: Unimplemented, naming the kernel.
+  // A complex value inside an expression: Unimplemented, naming the kernel.
   LoopGraph hc = g;
-  hc.buffers[1].pointwise->body = Make(ExprOp::kCast, DType::kFloat32, {Make(ExprOp::kCast, DType::kFloat16, {Ld("arg0", V(0))})});
-  auto half_cast = GenerateCudaKernel(hc, FusedKernel{"cast_kernel", "cuda", {"buf0"}, {"arg0"}}, t);
-  EXPECT_EQ(half_cast.status().code(), absl::StatusCode::kUnimplemented) << half_cast.status();
-  EXPECT_TRUE(absl::StrContains(half_cast.status().message(), "cast_kernel")) << half_cast.status();
+  hc.buffers[1].pointwise->body =
+      Make(ExprOp::kCast, DType::kFloat32, {Make(ExprOp::kCast, DType::kComplex64, {Ld("arg0", V(0))})});
+  auto complex_cast = GenerateCudaKernel(hc, FusedKernel{"cast_kernel", "cuda", {"buf0"}, {"arg0"}}, t);
+  EXPECT_EQ(complex_cast.status().code(), absl::StatusCode::kUnimplemented) << complex_cast.status();
+  EXPECT_TRUE(absl::StrContains(complex_cast.status().message(), "cast_kernel")) << complex_cast.status();
+  // A float16 value inside a float32 expression rounds through the prelude.
+  LoopGraph hr = g;
+  hr.buffers[1].pointwise->body =
+      Make(ExprOp::kCast, DType::kFloat32, {Make(ExprOp::kCast, DType::kFloat16, {Ld("arg0", V(0))})});
+  auto rounded = GenerateCudaKernel(hr, FusedKernel{"round_kernel", "cuda", {"buf0"}, {"arg0"}}, t);
+  ASSERT_TRUE(rounded.ok()) << rounded.status();
+  EXPECT_TRUE(absl::StrContains(rounded->source, "kiln_to_float(kiln_to_half(")) << rounded->source;
   // Unbound index variable, wrong arity, null body.
   g.buffers[1].pointwise->body = Ld("arg0", V(3));
   EXPECT_FALSE(GenerateCudaKernel(g, FusedKernel{"k", "cuda", {"buf0"}, {"arg0"}}, t).ok());

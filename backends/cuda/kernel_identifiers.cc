@@ -76,10 +76,31 @@ absl::StatusOr<std::string> CudaTypeName(DType dtype) {
     case DType::kUInt32: return std::string("unsigned int");
     case DType::kUInt64: return std::string("unsigned long long");
     case DType::kBool: return std::string("bool");
+    // Computed in float; stored as 16-bit words (CudaStorageTypeName).
+    case DType::kFloat16:
+    case DType::kBFloat16: return std::string("float");
     default: break;
   }
   return absl::UnimplementedError(
       absl::StrCat("cuda codegen: dtype ", DTypeName(dtype), " is not supported in generated kernels"));
+}
+
+absl::StatusOr<std::string> CudaStorageTypeName(DType dtype) {
+  if (dtype == DType::kFloat16) return std::string("kiln_half");
+  if (dtype == DType::kBFloat16) return std::string("kiln_bf16");
+  return CudaTypeName(dtype);
+}
+
+bool IsNarrowFloat(DType dtype) { return dtype == DType::kFloat16 || dtype == DType::kBFloat16; }
+
+std::string CudaLoadValue(const std::string& element, DType storage) {
+  return IsNarrowFloat(storage) ? absl::StrCat("kiln_to_float(", element, ")") : element;
+}
+
+std::string CudaStoreValue(const std::string& value, DType storage) {
+  if (storage == DType::kFloat16) return absl::StrCat("kiln_to_half(", value, ")");
+  if (storage == DType::kBFloat16) return absl::StrCat("kiln_to_bf16(", value, ")");
+  return value;
 }
 
 std::string CudaIntLiteral(int64_t v) {
@@ -89,7 +110,7 @@ std::string CudaIntLiteral(int64_t v) {
 }
 
 std::string CudaFloatLiteral(double v, DType dtype) {
-  const bool is_float = dtype == DType::kFloat32;
+  const bool is_float = dtype == DType::kFloat32 || IsNarrowFloat(dtype);
   if (std::isnan(v)) return is_float ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)";
   if (std::isinf(v)) {
     if (is_float) return v < 0 ? "__int_as_float(static_cast<int>(0xff800000u))" : "__int_as_float(0x7f800000)";

@@ -39,9 +39,18 @@ class CudaIdentifierTable : public devices::IdentifierTable {
 // backslash, at most 120 characters.
 inline std::string CudaSafeText(absl::string_view text) { return devices::SanitizeComment(text); }
 
-// The CUDA C++ element type of a dtype ("float", "long long", "bool", ...);
-// Unimplemented for float16/bfloat16/complex.
+// The CUDA C++ type values of a dtype are computed in ("float", "long
+// long", "bool", ...; "float" for float16/bfloat16); Unimplemented for
+// complex.
 absl::StatusOr<std::string> CudaTypeName(DType dtype);
+// The type a buffer of `dtype` is stored as: CudaTypeName, except
+// float16/bfloat16 as the prelude's 16-bit kiln_half/kiln_bf16.
+absl::StatusOr<std::string> CudaStorageTypeName(DType dtype);
+bool IsNarrowFloat(DType dtype);
+// An element of a buffer of `storage` as its compute type, and a value of
+// the compute type converted for a store into it (round to nearest even).
+std::string CudaLoadValue(const std::string& element, DType storage);
+std::string CudaStoreValue(const std::string& value, DType storage);
 
 // Literals that need no header: `5LL`, hex floats, infinities and NaNs
 // through bit-pattern intrinsics.
