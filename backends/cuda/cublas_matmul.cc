@@ -9,13 +9,20 @@
 namespace kiln::backends::cuda {
 namespace {
 
-// A (batch of) row-major-indexed float matrices: element (b, i, j) at
-// ptr + (b*bs + i*s0 + j*s1) floats.
+// A (batch of) row-major-indexed matrices: element (b, i, j) at
+// ptr + (b*bs + i*s0 + j*s1) elements of `dtype`.
 struct Mat {
   CUdeviceptr ptr = 0;
   int64_t batch = 1, rows = 0, cols = 0;
   int64_t bs = 0, s0 = 0, s1 = 0;
+  DType dtype = DType::kFloat32;
 };
+
+bool GemmDType(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
+
+int CudaDataType(DType t) {
+  return t == DType::kFloat16 ? kCudaR16F : t == DType::kBFloat16 ? kCudaR16BF : kCudaR32F;
+}
 
 bool FitsInt(int64_t v) { return v >= 0 && v <= 0x7fffffff; }
 
@@ -25,10 +32,11 @@ std::string BaseName(const std::string& op) { return op.substr(0, op.find('.'));
 // dims fold into rows (contiguous over them) when `fold_leading`.
 std::optional<Mat> AsMat(const DeviceView& v, bool fold_leading) {
   const lowering::Layout& l = v.layout;
-  if (l.dtype != DType::kFloat32 || l.sizes.size() != l.strides.size()) return std::nullopt;
+  if (!GemmDType(l.dtype) || l.sizes.size() != l.strides.size()) return std::nullopt;
   const size_t r = l.sizes.size();
   Mat m;
-  m.ptr = v.base + static_cast<CUdeviceptr>(l.offset) * sizeof(float);
+  m.dtype = l.dtype;
+  m.ptr = v.base + static_cast<CUdeviceptr>(l.offset) * DTypeSize(l.dtype);
   if (r == 2) {
     m.rows = l.sizes[0], m.cols = l.sizes[1], m.s0 = l.strides[0], m.s1 = l.strides[1];
     return m;
@@ -78,6 +86,7 @@ std::optional<absl::Status> Gemm(const GemmContext& ctx, const Mat& a, const Mat
                                  float beta) {
   const int64_t m = a.rows, k = a.cols, n = b.cols;
   if (b.rows != k || c.rows != m || c.cols != n) return std::nullopt;
+  if (a.dtype != c.dtype || b.dtype != c.dtype) return std::nullopt;
   if (!FitsInt(m) || !FitsInt(n) || !FitsInt(k) || k == 0) return std::nullopt;
   if (m == 0 || n == 0) return absl::OkStatus();
   const int64_t batch = c.batch;
@@ -90,6 +99,25 @@ std::optional<absl::Status> Gemm(const GemmContext& ctx, const Mat& a, const Mat
   int64_t lda, ldb;
   if (!FitsInt(ldc) || !Operand(a, &op_a, &lda) || !Operand(b, &op_b, &ldb)) return std::nullopt;
   const CublasApi& api = LoadCudaLibraries().cublas;
+  if (c.dtype != DType::kFloat32) {
+    const int t = CudaDataType(c.dtype);
+    const auto* A = reinterpret_cast<const void*>(a.ptr);
+    const auto* B = reinterpret_cast<const void*>(b.ptr);
+    auto* C = reinterpret_cast<void*>(c.ptr);
+    if (batch == 1) {
+      return CublasCheck(api.cublasGemmEx(ctx.handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                                          static_cast<int>(k), &alpha, B, t, static_cast<int>(ldb), A, t,
+                                          static_cast<int>(lda), &beta, C, t, static_cast<int>(ldc),
+                                          kCublasCompute32F, kCublasGemmDefault),
+                         "cublasGemmEx");
+    }
+    return CublasCheck(api.cublasGemmStridedBatchedEx(
+                           ctx.handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+                           &alpha, B, t, static_cast<int>(ldb), b.batch == 1 ? 0 : b.bs, A, t, static_cast<int>(lda),
+                           a.batch == 1 ? 0 : a.bs, &beta, C, t, static_cast<int>(ldc), c.bs, static_cast<int>(batch),
+                           kCublasCompute32F, kCublasGemmDefault),
+                       "cublasGemmStridedBatchedEx");
+  }
   const auto* A = reinterpret_cast<const float*>(a.ptr);
   const auto* B = reinterpret_cast<const float*>(b.ptr);
   auto* C = reinterpret_cast<float*>(c.ptr);
@@ -113,7 +141,7 @@ std::optional<absl::Status> Gemm(const GemmContext& ctx, const Mat& a, const Mat
 // on both sides or a full matrix.
 std::optional<absl::Status> FillBias(const GemmContext& ctx, const DeviceView& bias, const Mat& out, float scale) {
   const lowering::Layout& l = bias.layout;
-  if (l.dtype != DType::kFloat32 || l.sizes.size() > 2 || l.sizes.size() != l.strides.size()) return std::nullopt;
+  if (l.dtype != out.dtype || l.sizes.size() > 2 || l.sizes.size() != l.strides.size()) return std::nullopt;
   const int64_t bm = l.sizes.size() == 2 ? l.sizes[0] : 1;
   const int64_t bn = l.sizes.empty() ? 1 : l.sizes.back();
   const int64_t sm = l.sizes.size() == 2 ? l.strides[0] : 0;
@@ -123,10 +151,11 @@ std::optional<absl::Status> FillBias(const GemmContext& ctx, const DeviceView& b
   const bool rows_vary = bm == m && m > 1, cols_vary = bn == n && n > 1;
   if (rows_vary && cols_vary) return std::nullopt;
   if (!rows_vary && !cols_vary && !(m == 1 && n == 1)) return std::nullopt;
-  const CUdeviceptr p = bias.base + static_cast<CUdeviceptr>(l.offset) * sizeof(float);
-  absl::StatusOr<CUdeviceptr> ones = ctx.ones(std::max(m, n));
+  const CUdeviceptr p = bias.base + static_cast<CUdeviceptr>(l.offset) * DTypeSize(l.dtype);
+  absl::StatusOr<CUdeviceptr> ones = ctx.ones(std::max(m, n), l.dtype);
   if (!ones.ok()) return ones.status();
   Mat u, v;
+  u.dtype = v.dtype = l.dtype;
   u.rows = m, u.cols = 1, v.rows = 1, v.cols = n;
   if (rows_vary) {
     u.ptr = p, u.s0 = sm, u.s1 = 1;
@@ -146,6 +175,15 @@ std::optional<absl::Status> FillBias(const GemmContext& ctx, const DeviceView& b
   const int64_t ldc = m == 1 ? std::max<int64_t>(n, 1) : out.s0;
   const float zero = 0.0f;
   const CublasApi& api = LoadCudaLibraries().cublas;
+  if (out.dtype != DType::kFloat32) {
+    const int t = CudaDataType(out.dtype);
+    return CublasCheck(api.cublasGemmEx(ctx.handle, op_v, op_u, static_cast<int>(n), static_cast<int>(m), 1, &scale,
+                                        reinterpret_cast<const void*>(v.ptr), t, static_cast<int>(ldv),
+                                        reinterpret_cast<const void*>(u.ptr), t, static_cast<int>(ldu), &zero,
+                                        reinterpret_cast<void*>(out.ptr), t, static_cast<int>(ldc), kCublasCompute32F,
+                                        kCublasGemmDefault),
+                       "cublasGemmEx (bias)");
+  }
   return CublasCheck(api.cublasSgemm(ctx.handle, op_v, op_u, static_cast<int>(n), static_cast<int>(m), 1, &scale,
                                      reinterpret_cast<const float*>(v.ptr), static_cast<int>(ldv),
                                      reinterpret_cast<const float*>(u.ptr), static_cast<int>(ldu), &zero,

@@ -1,4 +1,6 @@
-// Matmul-family externs on the GPU through cuBLAS sgemm (float32): aten::mm,
+// Matmul-family externs on the GPU through cuBLAS: sgemm for float32 (TF32
+// when the handle's math mode says so), cublasGemmEx with float
+// accumulation for float16/bfloat16 (operands and result of one dtype): aten::mm,
 // matmul (2-D, batched 3-D, and N-D @ 2-D with contiguous leading dims),
 // bmm, linear and addmm. Row-major operands map onto column-major cuBLAS by
 // computing C^T = B^T A^T; an operand may be row- or column-major strided.
@@ -29,8 +31,8 @@ struct DeviceView {
 
 struct GemmContext {
   cublasHandle_t handle = nullptr;
-  // At least n float32 ones on the device.
-  std::function<absl::StatusOr<CUdeviceptr>(int64_t n)> ones;
+  // At least n ones of `dtype` (float32, float16, bfloat16) on the device.
+  std::function<absl::StatusOr<CUdeviceptr>(int64_t n, DType dtype)> ones;
 };
 
 // Row-major, strided-batched C = alpha * A @ B + beta * C (A: m x k with

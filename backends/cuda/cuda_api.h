@@ -73,6 +73,12 @@ inline constexpr cublasOperation_t kCublasOpN = 0;
 inline constexpr cublasOperation_t kCublasOpT = 1;
 inline constexpr int kCublasDefaultMath = 0;        // CUBLAS_DEFAULT_MATH (full fp32)
 inline constexpr int kCublasTf32TensorOpMath = 3;   // CUBLAS_TF32_TENSOR_OP_MATH
+// cudaDataType (library_types.h) and cublasComputeType_t / cublasGemmAlgo_t.
+inline constexpr int kCudaR32F = 0;
+inline constexpr int kCudaR16F = 2;
+inline constexpr int kCudaR16BF = 14;
+inline constexpr int kCublasCompute32F = 68;        // CUBLAS_COMPUTE_32F: float accumulation
+inline constexpr int kCublasGemmDefault = -1;       // CUBLAS_GEMM_DEFAULT
 
 // ---- cuDNN 9 (libcudnn.so.9): the legacy convolution API
 using cudnnStatus_t = int;

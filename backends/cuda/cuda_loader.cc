@@ -105,6 +105,7 @@ void LoadDriver(CudaLibraries& libs) {
   Resolve(h, &d.cuMemcpyDtoHAsync, {"cuMemcpyDtoHAsync_v2"}, &missing);
   Resolve(h, &d.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"}, &missing);
   Resolve(h, &d.cuMemsetD32Async, {"cuMemsetD32Async"}, &missing);
+  Resolve(h, &d.cuMemsetD16Async, {"cuMemsetD16Async"}, &missing);
   Resolve(h, &d.cuStreamCreate, {"cuStreamCreate"}, &missing);
   Resolve(h, &d.cuStreamDestroy, {"cuStreamDestroy_v2", "cuStreamDestroy"}, &missing);
   Resolve(h, &d.cuStreamSynchronize, {"cuStreamSynchronize"}, &missing);
@@ -183,6 +184,8 @@ void LoadCublas(CudaLibraries& libs) {
   Resolve(h, &c.cublasSetMathMode, {"cublasSetMathMode"}, &missing);
   Resolve(h, &c.cublasSgemm, {"cublasSgemm_v2"}, &missing);
   Resolve(h, &c.cublasSgemmStridedBatched, {"cublasSgemmStridedBatched"}, &missing);
+  Resolve(h, &c.cublasGemmEx, {"cublasGemmEx"}, &missing);
+  Resolve(h, &c.cublasGemmStridedBatchedEx, {"cublasGemmStridedBatchedEx"}, &missing);
   libs.cublas_status = MissingSymbols(libs.cublas_path, missing);
 }
 

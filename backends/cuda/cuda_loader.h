@@ -45,6 +45,7 @@ struct CudaDriverApi {
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream) = nullptr;
+  CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream) = nullptr;  // NOLINT(runtime/int)
   CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
   CUresult (*cuStreamDestroy)(CUstream) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
@@ -100,6 +101,14 @@ struct CublasApi {
                                               int, int, const float*, const float*, int, long long,  // NOLINT
                                               const float*, int, long long, const float*, float*, int,  // NOLINT
                                               long long, int) = nullptr;  // NOLINT(runtime/int)
+  // Mixed precision: float16/bfloat16 operands, float accumulation.
+  cublasStatus_t (*cublasGemmEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                                 const void*, int, int, const void*, int, int, const void*, void*, int, int, int,
+                                 int) = nullptr;
+  cublasStatus_t (*cublasGemmStridedBatchedEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                               const void*, const void*, int, int, long long,  // NOLINT
+                                               const void*, int, int, long long, const void*, void*, int, int,  // NOLINT
+                                               long long, int, int, int) = nullptr;  // NOLINT(runtime/int)
 };
 
 // cuDNN 9's legacy convolution API (libcudnn.so.9, which loads its

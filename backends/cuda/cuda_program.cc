@@ -198,18 +198,29 @@ absl::StatusOr<std::shared_ptr<DeviceStorage>> CudaProgram::Allocate(int64_t byt
   return storage;
 }
 
-absl::StatusOr<CUdeviceptr> CudaProgram::Ones(int64_t n, CUstream stream, const CallHooks& hooks) {
+absl::StatusOr<CUdeviceptr> CudaProgram::Ones(int64_t n, DType dtype, CUstream stream, const CallHooks& hooks) {
   std::lock_guard<std::mutex> lock(ones_mu_);
-  if (ones_count_ < n) {
+  OnesVector& ones = ones_[dtype];
+  if (ones.count < n) {
     const int64_t count = (n + 4095) / 4096 * 4096;
     // A captured graph may still read the old vector.
-    if (ones_ && hooks.keep_alive != nullptr) hooks.keep_alive->push_back(ones_);
-    ASSIGN_OR_RETURN(ones_, Allocate(count * static_cast<int64_t>(sizeof(float)), hooks));
-    RETURN_IF_ERROR(CuCheck(Driver().cuMemsetD32Async(ones_->ptr(), 0x3f800000u, static_cast<size_t>(count), stream),
-                            "cuMemsetD32Async"));
-    ones_count_ = count;
+    if (ones.storage && hooks.keep_alive != nullptr) hooks.keep_alive->push_back(ones.storage);
+    ASSIGN_OR_RETURN(ones.storage, Allocate(count * static_cast<int64_t>(DTypeSize(dtype)), hooks));
+    if (dtype == DType::kFloat32) {
+      RETURN_IF_ERROR(CuCheck(
+          Driver().cuMemsetD32Async(ones.storage->ptr(), 0x3f800000u, static_cast<size_t>(count), stream),
+          "cuMemsetD32Async"));
+    } else if (dtype == DType::kFloat16 || dtype == DType::kBFloat16) {
+      const unsigned short one = dtype == DType::kFloat16 ? 0x3c00 : 0x3f80;  // NOLINT(runtime/int)
+      RETURN_IF_ERROR(
+          CuCheck(Driver().cuMemsetD16Async(ones.storage->ptr(), one, static_cast<size_t>(count), stream),
+                  "cuMemsetD16Async"));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("no vector of ones of ", DTypeName(dtype)));
+    }
+    ones.count = count;
   }
-  return ones_->ptr();
+  return ones.storage->ptr();
 }
 
 absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slots, CUstream stream,
@@ -241,7 +252,7 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
     ASSIGN_OR_RETURN(cublasHandle_t handle, device.CublasHandle(device_index_, stream));
     GemmContext ctx;
     ctx.handle = handle;
-    ctx.ones = [this, stream, &hooks](int64_t n) { return Ones(n, stream, hooks); };
+    ctx.ones = [this, stream, &hooks](int64_t n, DType dtype) { return Ones(n, dtype, stream, hooks); };
     if (std::optional<absl::Status> done = TryCublasExtern(e.op, e.args, args, outs, ctx)) {
       RETURN_IF_ERROR(*done);
       stats_.cublas_calls.fetch_add(1);

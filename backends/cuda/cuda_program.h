@@ -180,7 +180,8 @@ class CudaProgram : public wrapper::CompiledProgram {
   absl::StatusOr<std::shared_ptr<DeviceStorage>> Allocate(int64_t bytes, const CallHooks& hooks);
   absl::Status RunExtern(const ExternStep& e, std::vector<Slot>& slots, CUstream stream, const CallHooks& hooks,
                          ExternPath* path);
-  absl::StatusOr<CUdeviceptr> Ones(int64_t n, CUstream stream, const CallHooks& hooks);
+  // At least `n` ones of `dtype`, kept by the program.
+  absl::StatusOr<CUdeviceptr> Ones(int64_t n, DType dtype, CUstream stream, const CallHooks& hooks);
 
   ResolvedProgram resolved_;
   int device_index_ = 0;
@@ -188,8 +189,11 @@ class CudaProgram : public wrapper::CompiledProgram {
   std::vector<CUmodule> modules_;
   std::vector<Slot> constant_slots_;  // uploaded once, parallel to resolved_.constants
   std::mutex ones_mu_;
-  std::shared_ptr<DeviceStorage> ones_;
-  int64_t ones_count_ = 0;
+  struct OnesVector {
+    std::shared_ptr<DeviceStorage> storage;
+    int64_t count = 0;
+  };
+  std::map<DType, OnesVector> ones_;
   CudaProgramStats stats_;
   std::vector<std::string> unit_sources_;
 };

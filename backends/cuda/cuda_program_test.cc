@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/cubin_cache.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_loader.h"
@@ -18,6 +19,7 @@
 #include "passes/shape_functions.h"
 #include "runtime/interpreter.h"
 #include "runtime/register_kernels.h"
+#include "runtime/tensor_ops.h"
 #include "support/status.h"
 #include "driver/compile_graph.h"
 
@@ -147,6 +149,47 @@ TEST(CudaCodegenTest, CompilesEveryKernelWithNvrtc) {
   // A program whose kernels this codegen did not generate is refused.
   CudaCodegen other("cuda", backend);
   EXPECT_TRUE(absl::IsFailedPrecondition(other.Compile(*program).status()));
+}
+
+// linear, gelu, layer_norm, mm with a transpose, softmax over `type`
+// ("BFloat16", "Half") tensors.
+std::string NarrowGraphText(const std::string& type) {
+  return absl::StrCat(
+        "graph(%x : ", type, "(32, 64), %w : ", type, "(64, 64), %b : ", type, "(64), %g : ", type, "(64), %h : ",
+        type, "(64)):\n"
+        "  %approx : str = prim::Constant[value=\"none\"]()\n"
+        "  %shape : int[] = prim::Constant[value=[64]]()\n"
+        "  %eps : float = prim::Constant[value=1.0000000000000001e-05]()\n"
+        "  %f : bool = prim::Constant[value=0]()\n"
+        "  %d : int = prim::Constant[value=-1]()\n"
+        "  %n : NoneType = prim::Constant()\n"
+        "  %y : Tensor = aten::linear(%x, %w, %b)\n"
+        "  %a : Tensor = aten::gelu(%y, %approx)\n"
+        "  %l : Tensor = aten::layer_norm(%a, %shape, %g, %h, %eps, %f)\n"
+        "  %t : Tensor = aten::t(%l)\n"
+        "  %s : Tensor = aten::mm(%l, %t)\n"
+        "  %p : Tensor = aten::softmax(%s, %d, %n)\n"
+        "  return (%p, %l)\n");
+}
+
+// Without a GPU: the narrow graph lowers into kernels (and two cuBLAS
+// externs), no island, and every kernel compiles with NVRTC.
+TEST(CudaCodegenTest, NarrowFloatGraphsLowerIntoKernels) {
+  RegisterAll();
+  for (const char* type : {"BFloat16", "Half"}) {
+    absl::StatusOr<driver::CompiledGraph> c = CompileText(NarrowGraphText(type), /*generate_only=*/true);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->num_islands, 0);
+    EXPECT_EQ(c->num_externs, 2) << "linear and mm";
+    EXPECT_GE(c->num_kernels, 3);
+    if (!LoadCudaLibraries().nvrtc_status.ok()) continue;
+    for (const wrapper::Line& line : c->program.lines) {
+      const auto* def = std::get_if<wrapper::KernelDefinitionLine>(&line);
+      if (def == nullptr) continue;
+      absl::StatusOr<std::string> cubin = CompileWithNvrtc(def->kernel_body, {"--gpu-architecture=sm_90", "-std=c++17"});
+      EXPECT_TRUE(cubin.ok()) << cubin.status();
+    }
+  }
 }
 
 // ---------------------------------------------------------------- GPU
@@ -347,6 +390,55 @@ TEST(CudaProgramGpuTest, ConvolutionsMatchTheInterpreter) {
     }
   }
   CudaDevice::SetConvTf32(tf32);
+}
+
+// float16/bfloat16 graphs: kernels with 16-bit storage and cuBLAS GemmEx,
+// no host fallback, no island; relative L2 against the interpreter (which
+// rounds after every op) within the narrow type's precision.
+TEST(CudaProgramGpuTest, NarrowFloatGraphsRunOnTheGpu) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  for (const char* type : {"BFloat16", "Half"}) {
+    SCOPED_TRACE(type);
+    const std::string text = NarrowGraphText(type);
+    absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(text);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    driver::CompileOptions options;
+    options.device = "cuda";
+    absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->num_islands, 0);
+    const DType dtype = std::string(type) == "Half" ? DType::kFloat16 : DType::kBFloat16;
+    std::vector<Tensor> inputs;
+    uint32_t seed = 21;
+    for (const std::vector<int64_t>& sizes : std::vector<std::vector<int64_t>>{{32, 64}, {64, 64}, {64}, {64}, {64}}) {
+      Tensor f = Random(sizes, seed++);
+      Tensor t = Tensor::Empty(dtype, sizes);
+      ASSERT_TRUE(runtime::CopyInto(f, t).ok());
+      inputs.push_back(t);
+    }
+    absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    std::vector<ir::IValue> args;
+    for (const Tensor& t : inputs) args.push_back(ir::IValue::FromTensor(t));
+    absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(**graph, args);
+    ASSERT_TRUE(want.ok()) << want.status();
+    for (size_t o = 0; o < got->size(); ++o) {
+      const Tensor& w = (*want)[o].toTensor();
+      ASSERT_EQ((*got)[o].dtype(), dtype);
+      double num = 0, den = 0;
+      for (int64_t i = 0; i < w.numel(); ++i) {
+        const double d = (*got)[o].GetDouble(i) - w.GetDouble(i);
+        num += d * d;
+        den += w.GetDouble(i) * w.GetDouble(i);
+      }
+      EXPECT_LE(std::sqrt(num / den), dtype == DType::kBFloat16 ? 1e-2 : 2e-3) << "output " << o;
+    }
+    auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+    ASSERT_NE(program, nullptr);
+    EXPECT_EQ(program->stats().host_fallbacks.load(), 0) << "every step on the GPU";
+    EXPECT_EQ(program->stats().cublas_calls.load(), 2);
+  }
 }
 
 }  // namespace
