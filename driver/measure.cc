@@ -90,7 +90,8 @@ absl::StatusOr<OutputError> CompareOutputs(const std::vector<Tensor>& got, const
   for (size_t k = 0; k < got.size(); ++k) {
     const Tensor& a = got[k];
     const Tensor& b = want[k];
-    if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) {
+    const bool same_kind = a.dtype() == b.dtype() || (IsFloatingPoint(a.dtype()) && IsFloatingPoint(b.dtype()));
+    if (a.sizes() != b.sizes() || !same_kind) {
       return absl::InvalidArgumentError(absl::StrCat("output ", k, " is ", DTypeName(a.dtype()), "[",
                                                      absl::StrJoin(a.sizes(), ", "), "], expected ",
                                                      DTypeName(b.dtype()), "[", absl::StrJoin(b.sizes(), ", "), "]"));

@@ -47,8 +47,10 @@ absl::StatusOr<Measurement> MeasureProgram(wrapper::CompiledProgram& program, st
 std::string FormatProfile(const std::vector<wrapper::StepProfile>& steps, int calls, int max_rows = 40);
 
 // Largest absolute difference and relative L2 error (||got - want|| /
-// ||want||) of float outputs; NaN where exactly one side is NaN counts as
-// an infinite difference. InvalidArgument when shapes or dtypes differ.
+// ||want||, the worst output) of outputs; NaN where exactly one side is NaN
+// counts as an infinite difference. Floating outputs of different dtypes
+// compare by value (a bf16 run against its float32 reference);
+// InvalidArgument when shapes differ or a float meets a non-float.
 struct OutputError {
   double max_abs = 0;
   double rel_l2 = 0;

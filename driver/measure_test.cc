@@ -56,6 +56,13 @@ TEST(CompareOutputs, RelativeL2AndMaxAbs) {
   EXPECT_TRUE(std::isinf(CompareOutputs({Floats({nan, 1})}, {Floats({0, 1})})->rel_l2));
   EXPECT_EQ(CompareOutputs({Floats({nan, 1})}, {Floats({nan, 1})})->rel_l2, 0.0);
   EXPECT_EQ(CompareOutputs({Floats({1})}, {Floats({1, 2})}).status().code(), absl::StatusCode::kInvalidArgument);
+  // A narrow run against its float32 reference compares by value.
+  Tensor half = Tensor::Empty(DType::kFloat16, {2});
+  half.data<uint16_t>()[0] = DoubleToHalfBits(1.0);
+  half.data<uint16_t>()[1] = DoubleToHalfBits(3.0);
+  EXPECT_DOUBLE_EQ(CompareOutputs({half}, {Floats({1, 2})})->max_abs, 1.0);
+  Tensor ints = Tensor::Empty(DType::kInt64, {2});
+  EXPECT_EQ(CompareOutputs({ints}, {Floats({1, 2})}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(FormatProfile, GroupsByNameAndSortsByTime) {

@@ -65,6 +65,9 @@ absl::StatusOr<CompiledModel> CompileModelFile(const std::string& path,
   CompiledModel m;
   ASSIGN_OR_RETURN(m.model, ImportModelFile(path));
   RETURN_IF_ERROR(RunPipeline(*m.model.graph, options.pipeline, &m.passes_ms));
+  if (options.precision) {
+    ASSIGN_OR_RETURN(m.autocast, ApplyPrecision(*m.model.graph, *options.precision, options.compile.device));
+  }
   ASSIGN_OR_RETURN(m.compiled, CompileGraph(*m.model.graph, options.compile));
   return m;
 }

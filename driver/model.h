@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "driver/compile_graph.h"
+#include "driver/precision.h"
 #include "ir/ir.h"
 #include "onnx/onnx_pb.h"
 
@@ -47,6 +48,9 @@ absl::Status RunPipeline(ir::Graph& graph, const std::string& pipeline, double* 
 
 struct ModelCompileOptions {
   std::string pipeline = "-O2";
+  // Applied after the pipeline (precision.h): bf16/fp16 rewrite the graph
+  // as autocast would, tf32/fp32 set the device's float32 matmul precision.
+  std::optional<Precision> precision;
   CompileOptions compile;
 };
 
@@ -54,6 +58,7 @@ struct CompiledModel {
   ImportedModel model;
   CompiledGraph compiled;
   double passes_ms = 0;
+  AutocastStats autocast;  // what --precision bf16/fp16 changed
 };
 
 // ImportModelFile, RunPipeline, then CompileGraph for `options.compile.device`

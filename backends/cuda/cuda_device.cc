@@ -449,6 +449,14 @@ void CudaDevice::SetAllowTf32(bool allow) {
 }
 bool CudaDevice::AllowTf32() { return g_matmul_tf32.load() && g_conv_tf32.load(); }
 void CudaDevice::SetMatmulTf32(bool allow) { g_matmul_tf32.store(allow); }
+absl::Status CudaDevice::SetFloat32MatmulPrecision(const std::string& precision) {
+  if (precision != "highest" && precision != "high" && precision != "medium") {
+    return absl::InvalidArgumentError(absl::StrCat("float32 matmul precision '", precision,
+                                                   "' (expected highest, high or medium)"));
+  }
+  SetMatmulTf32(precision != "highest");
+  return absl::OkStatus();
+}
 bool CudaDevice::MatmulTf32() { return g_matmul_tf32.load(); }
 void CudaDevice::SetConvTf32(bool allow) { g_conv_tf32.store(allow); }
 bool CudaDevice::ConvTf32() { return g_conv_tf32.load(); }

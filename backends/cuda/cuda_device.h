@@ -105,6 +105,8 @@ class CudaDevice : public devices::DeviceInterface {
   absl::StatusOr<devices::DeviceProperties> GetDeviceProperties(int index) override;
   absl::StatusOr<int64_t> MemoryAllocated(int index) override;
   absl::StatusOr<int64_t> MaxMemoryAllocated(int index) override;
+  // "highest": full float32 matmuls; "high"/"medium": TF32 (SetMatmulTf32).
+  absl::Status SetFloat32MatmulPrecision(const std::string& precision) override;
   bool IsBf16Supported() const override;
   bool IsDtypeSupported(DType dtype) const override;
 

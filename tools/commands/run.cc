@@ -29,6 +29,9 @@ ABSL_FLAG(bool, check, true,
 ABSL_FLAG(int, profile, 0,
           "Compiled backend: time every kernel and extern over N more calls and print the table "
           "(devices that can: cuda)");
+ABSL_FLAG(std::string, precision, "",
+          "Compiled backend: bf16 or fp16 (the float32 model cast as torch.autocast does; weights converted "
+          "once), tf32 (TF32 matmuls) or fp32; the check then reports the error against the float32 interpreter");
 ABSL_DECLARE_FLAG(std::string, backend);
 ABSL_DECLARE_FLAG(std::string, device);
 ABSL_DECLARE_FLAG(std::string, pipeline);
@@ -136,6 +139,11 @@ int RunCompiled(const std::string& path) {
   driver::ModelCompileOptions options;
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
   options.compile.device = absl::GetFlag(FLAGS_device);
+  if (const std::string p = absl::GetFlag(FLAGS_precision); !p.empty()) {
+    absl::StatusOr<driver::Precision> precision = driver::ParsePrecision(p);
+    if (!precision.ok()) return ReportError(precision.status());
+    options.precision = *precision;
+  }
   absl::StatusOr<driver::CompiledModel> m = driver::CompileModelFile(path, options);
   if (!m.ok()) return ReportError(m.status());
   const onnx::ModelProto& model = *m->model.onnx;
@@ -159,6 +167,12 @@ int RunCompiled(const std::string& path) {
   std::printf("import %.1f ms, passes %.1f ms, lower+fuse+wrapper+plan %.1f ms, %s compile %.1f ms\n",
               m->model.import_ms, m->passes_ms, ct.FrontHalfMs(), options.compile.device.c_str(), ct.compile_ms);
   for (const std::string& line : m->compiled.compiled->ReportLines()) std::printf("  %s\n", line.c_str());
+  if (options.precision) {
+    const driver::AutocastStats& a = m->autocast;
+    std::printf("precision %s: %d ops in lower precision, %d kept in float32, %d casts, %d weights converted\n",
+                driver::PrecisionName(*options.precision), a.lower_ops, a.fp32_ops, a.casts_inserted,
+                a.constants_converted);
+  }
   std::printf("run (compiled for %s, %d kernels, %d extern calls, %d interpreter islands with %d nodes%s): "
               "median %.3f ms, min %.3f ms, max %.3f ms over %d calls (%s; inputs placed in %.1f ms)\n",
               options.compile.device.c_str(), m->compiled.num_kernels, m->compiled.num_externs,
@@ -187,8 +201,8 @@ int RunCompiled(const std::string& path) {
     }
     absl::StatusOr<driver::OutputError> e = driver::CompareOutputs(r->outputs, want_tensors);
     if (!e.ok()) return ReportError(absl::StrCat("run: against the interpreter: ", e.status().message()));
-    std::printf("check against the interpreter: max abs difference %.3g, relative L2 %.3g\n", e->max_abs,
-                e->rel_l2);
+    std::printf("check against the %sinterpreter: max abs difference %.3g, relative L2 %.3g\n",
+                options.precision ? "float32 " : "", e->max_abs, e->rel_l2);
   }
   return kExitOk;
 }
@@ -233,7 +247,7 @@ Command RunCommand() {
   command.summary = "Run an ONNX model: import, -O2, execute; print outputs and times.";
   command.usage =
       "MODEL.onnx [--inputs DIR] [--backend interpreter|compiled] [--device cpu|cuda[:N]] [--iterations N]\n"
-      "    [--warmup W] [--profile N]";
+      "    [--warmup W] [--profile N] [--precision bf16|fp16|tf32|fp32]";
   command.details =
       "Inputs come from DIR/input_K.pb (backend-test layout) or, without --inputs,\n"
       "are generated deterministically from the model's static input shapes.\n"
@@ -243,8 +257,11 @@ Command RunCommand() {
       "end) and, with --check, compares the outputs with the interpreter's. A device other\n"
       "than cpu implies --backend=compiled. On cuda, calls after the first replay one CUDA\n"
       "graph (KILN_CUDA_GRAPHS=0: off). --profile N times every kernel and extern over N\n"
-      "more calls and prints the table.";
-  command.flags = {"inputs", "backend", "device", "pipeline", "iterations", "warmup", "check", "profile"};
+      "more calls and prints the table. --precision=bf16|fp16 casts the float32 model as\n"
+      "torch.autocast does (matmuls and convolutions in the narrow type, softmax/norms/sums\n"
+      "in float32, weights converted once); tf32 runs float32 matmuls on TF32 tensor cores.";
+  command.flags = {"inputs", "backend", "device", "pipeline", "iterations", "warmup", "check", "profile",
+                   "precision"};
   command.run = RunRun;
   return command;
 }
