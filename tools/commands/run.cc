@@ -11,7 +11,9 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "frontend/onnx/importer.h"
+#include "frontend/onnx/tensor_proto.h"
 #include "ir/ivalue.h"
 #include "runtime/interpreter.h"
 #include "testing/onnx_conformance.h"
@@ -32,6 +34,10 @@ ABSL_FLAG(int, profile, 0,
 ABSL_FLAG(std::string, precision, "",
           "Compiled backend: bf16 or fp16 (the float32 model cast as torch.autocast does; weights converted "
           "once), tf32 (TF32 matmuls) or fp32; the check then reports the error against the float32 interpreter");
+ABSL_FLAG(std::string, save_outputs, "",
+          "Compiled backend: write the outputs to DIR/output_K.pb (ONNX TensorProto, the backend-test layout)");
+ABSL_FLAG(std::string, json, "",
+          "Compiled backend: write the times (compile stages, calls) and the session's notes to FILE as JSON");
 ABSL_DECLARE_FLAG(std::string, backend);
 ABSL_DECLARE_FLAG(std::string, device);
 ABSL_DECLARE_FLAG(std::string, pipeline);
@@ -86,6 +92,40 @@ absl::StatusOr<IValue> GeneratedInput(const onnx::ValueInfoProto& in) {
         absl::StrCat("input '", in.name(), "': no generator for this element type; pass --inputs DIR"));
   }
   return IValue::FromTensor(std::move(t));
+}
+
+// `s` as a JSON string literal.
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (const unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      absl::StrAppendFormat(&out, "\\u%04x", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+// The machine-readable record of a compiled run (benchmarks/cuda_realmodels.py reads it).
+std::string RunJson(const driver::CompiledModel& m, const driver::Measurement& r, const std::string& device,
+                    const std::string& precision) {
+  const driver::CompileTimes& t = m.compiled.times;
+  std::vector<std::string> notes;
+  for (const std::string& n : r.notes) notes.push_back(JsonString(n));
+  for (const std::string& n : m.compiled.compiled->ReportLines()) notes.push_back(JsonString(n));
+  return absl::StrFormat(
+      "{\"device\": %s, \"precision\": %s, \"import_ms\": %.3f, \"passes_ms\": %.3f, \"front_ms\": %.3f, "
+      "\"device_compile_ms\": %.3f, \"kernels\": %d, \"externs\": %d, \"islands\": %d, \"island_nodes\": %d, "
+      "\"whole_graph_interpreted\": %s, \"median_ms\": %.5f, \"min_ms\": %.5f, \"max_ms\": %.5f, \"calls\": %d, "
+      "\"timer\": %s, \"notes\": [%s]}\n",
+      JsonString(device), JsonString(precision), m.model.import_ms, m.passes_ms, t.FrontHalfMs(), t.compile_ms,
+      m.compiled.num_kernels, m.compiled.num_externs, m.compiled.num_islands, m.compiled.num_island_nodes,
+      m.compiled.whole_graph_interpreted ? "true" : "false", r.median_ms, r.min_ms, r.max_ms,
+      static_cast<int>(r.ms.size()), JsonString(r.timer), absl::StrJoin(notes, ", "));
 }
 
 std::string Summary(const IValue& v) {
@@ -163,6 +203,22 @@ int RunCompiled(const std::string& path) {
   std::vector<IValue> values;
   for (Tensor& t : r->outputs) values.push_back(IValue::FromTensor(t));
   PrintOutputs(model, values);
+  if (const std::string dir = absl::GetFlag(FLAGS_save_outputs); !dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(ResolveUserPath(dir), ec);
+    for (size_t k = 0; k < r->outputs.size(); ++k) {
+      const std::string bytes =
+          frontend::onnx_import::TensorToProto(r->outputs[k], absl::StrCat("output_", k)).SerializeAsString();
+      const absl::Status s = WriteFileAtomically(absl::StrCat(ResolveUserPath(dir), "/output_", k, ".pb"), bytes);
+      if (!s.ok()) return ReportError(s);
+    }
+  }
+  if (const std::string file = absl::GetFlag(FLAGS_json); !file.empty()) {
+    const absl::Status s = WriteFileAtomically(
+        ResolveUserPath(file), RunJson(*m, *r, options.compile.device,
+                                       options.precision ? driver::PrecisionName(*options.precision) : "fp32"));
+    if (!s.ok()) return ReportError(s);
+  }
   const driver::CompileTimes& ct = m->compiled.times;
   std::printf("import %.1f ms, passes %.1f ms, lower+fuse+wrapper+plan %.1f ms, %s compile %.1f ms\n",
               m->model.import_ms, m->passes_ms, ct.FrontHalfMs(), options.compile.device.c_str(), ct.compile_ms);
@@ -261,7 +317,7 @@ Command RunCommand() {
       "torch.autocast does (matmuls and convolutions in the narrow type, softmax/norms/sums\n"
       "in float32, weights converted once); tf32 runs float32 matmuls on TF32 tensor cores.";
   command.flags = {"inputs", "backend", "device", "pipeline", "iterations", "warmup", "check", "profile",
-                   "precision"};
+                   "precision", "save_outputs", "json"};
   command.run = RunRun;
   return command;
 }
