@@ -92,6 +92,15 @@ std::vector<GraphCase> CorrectnessCases() {
                "  %beta : float = prim::Constant[value=0.5]()\n  %alpha : float = prim::Constant[value=2.]()\n"
                "  %y : Tensor = aten::addmm(%s, %a, %b, %beta, %alpha)\n  return (%y)\n",
                {{24}, {32, 40}, {40, 24}}});
+  c.push_back({"addmm_lt_bias_256x512x384",
+               "graph(%s : Float(384), %a : Float(256, 512), %b : Float(512, 384)):\n"
+               "  %one : int = prim::Constant[value=1]()\n"
+               "  %y : Tensor = aten::addmm(%s, %a, %b, %one, %one)\n  return (%y)\n",
+               {{384}, {256, 512}, {512, 384}}});
+  c.push_back({"linear_3d_lt_bias_4x33x96x80",
+               "graph(%x : Float(4, 33, 96), %w : Float(80, 96), %b : Float(80)):\n"
+               "  %y : Tensor = aten::linear(%x, %w, %b)\n  return (%y)\n",
+               {{4, 33, 96}, {80, 96}, {80}}});
   c.push_back({"bmm_4x16x32x8",
                "graph(%a : Float(4, 16, 32), %b : Float(4, 32, 8)):\n"
                "  %c : Tensor = aten::bmm(%a, %b)\n  %t : Tensor = aten::tanh(%c)\n  return (%t)\n",

@@ -1,6 +1,10 @@
 #include "backends/cuda/cublas_matmul.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_loader.h"
@@ -133,6 +137,123 @@ std::optional<absl::Status> Gemm(const GemmContext& ctx, const Mat& a, const Mat
                                     A, static_cast<int>(lda), a.batch == 1 ? 0 : a.bs, &beta, C,
                                     static_cast<int>(ldc), c.bs, static_cast<int>(batch)),
       "cublasSgemmStridedBatched");
+}
+
+// cuBLASLt matmuls with a bias epilogue: descriptors and the heuristic's
+// algorithm per shape, kept for the process (they hold no device memory).
+struct LtPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  CublasLtMatmulAlgo algo = {};
+  size_t workspace = 0;
+};
+
+struct LtCache {
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<LtPlan>> plans;
+};
+
+LtCache& LtPlans() {
+  static LtCache* cache = new LtCache();  // never destroyed: cuBLASLt may be gone at exit
+  return *cache;
+}
+
+absl::Status LtCheck(cublasStatus_t s, const char* what) { return CublasCheck(s, what); }
+
+// C[m, n] (row-major) = alpha * A @ B + bias[n], through cuBLASLt; nullopt
+// when cuBLASLt is missing or has no algorithm for the shape.
+std::optional<absl::Status> LtGemmBias(const GemmContext& ctx, const Mat& a, const Mat& b, const Mat& c,
+                                       CUdeviceptr bias, float alpha) {
+  if (ctx.lt == nullptr || ctx.workspace == 0) return std::nullopt;
+  const int64_t m = a.rows, k = a.cols, n = b.cols;
+  if (b.rows != k || c.rows != m || c.cols != n || a.batch != 1 || b.batch != 1 || c.batch != 1) return std::nullopt;
+  if (a.dtype != c.dtype || b.dtype != c.dtype || !FitsInt(m) || !FitsInt(n) || !FitsInt(k) || k == 0) {
+    return std::nullopt;
+  }
+  if (m == 0 || n == 0) return absl::OkStatus();
+  if (!((c.s1 == 1 || n == 1) && (c.s0 >= n || m == 1))) return std::nullopt;
+  const int64_t ldc = m == 1 ? std::max<int64_t>(n, 1) : c.s0;
+  cublasOperation_t op_a, op_b;
+  int64_t lda, ldb;
+  if (!Operand(a, &op_a, &lda) || !Operand(b, &op_b, &ldb)) return std::nullopt;
+  const int t = CudaDataType(c.dtype);
+  const int compute = c.dtype == DType::kFloat32 && ctx.tf32 ? kCublasCompute32FFastTf32 : kCublasCompute32F;
+  // Column-major view: D (n x m) = op(B) (n x k) @ op(A) (k x m), as Gemm's cublasSgemm call.
+  const std::string key = absl::StrCat(t, "|", compute, "|", m, "|", n, "|", k, "|", op_a, ",", lda, "|", op_b, ",",
+                                       ldb, "|", ldc, "|", (a.ptr | b.ptr | c.ptr | bias) % 16);
+  const CublasLtApi& api = LoadCudaLibraries().cublaslt;
+  LtCache& cache = LtPlans();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  auto it = cache.plans.find(key);
+  if (it == cache.plans.end()) {
+    auto plan = std::make_unique<LtPlan>();
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescCreate(&plan->desc, compute, kCudaR32F), "cublasLtMatmulDescCreate"));
+    const int32_t trans_a = op_b, trans_b = op_a;
+    const uint32_t epilogue = kLtEpilogueBias;
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescTransA, &trans_a, sizeof(trans_a)),
+                            "cublasLtMatmulDescSetAttribute(transa)"));
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescTransB, &trans_b, sizeof(trans_b)),
+                            "cublasLtMatmulDescSetAttribute(transb)"));
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescEpilogue, &epilogue, sizeof(epilogue)),
+                            "cublasLtMatmulDescSetAttribute(epilogue)"));
+    const void* bias_ptr = reinterpret_cast<const void*>(bias);
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescBiasPointer, &bias_ptr, sizeof(bias_ptr)),
+                            "cublasLtMatmulDescSetAttribute(bias)"));
+    // Stored shapes: A is B (n x k, or k x n transposed), B is A.
+    const bool a_n = op_b == kCublasOpN, b_n = op_a == kCublasOpN;
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatrixLayoutCreate(&plan->a, t, a_n ? n : k, a_n ? k : n, ldb),
+                            "cublasLtMatrixLayoutCreate(A)"));
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatrixLayoutCreate(&plan->b, t, b_n ? k : m, b_n ? m : k, lda),
+                            "cublasLtMatrixLayoutCreate(B)"));
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatrixLayoutCreate(&plan->d, t, n, m, ldc), "cublasLtMatrixLayoutCreate(D)"));
+    cublasLtMatmulPreference_t pref = nullptr;
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate"));
+    const uint64_t limit = static_cast<uint64_t>(kLtWorkspaceBytes);
+    absl::Status s = LtCheck(api.cublasLtMatmulPreferenceSetAttribute(pref, kLtPrefMaxWorkspaceBytes, &limit, sizeof(limit)),
+                             "cublasLtMatmulPreferenceSetAttribute");
+    CublasLtHeuristicResult result = {};
+    int found = 0;
+    if (s.ok()) {
+      s = LtCheck(api.cublasLtMatmulAlgoGetHeuristic(ctx.lt, plan->desc, plan->a, plan->b, plan->d, plan->d, pref, 1,
+                                                     &result, &found),
+                  "cublasLtMatmulAlgoGetHeuristic");
+    }
+    api.cublasLtMatmulPreferenceDestroy(pref);
+    if (!s.ok() || found == 0 || result.state != kCublasSuccess) {
+      api.cublasLtMatrixLayoutDestroy(plan->a);
+      api.cublasLtMatrixLayoutDestroy(plan->b);
+      api.cublasLtMatrixLayoutDestroy(plan->d);
+      api.cublasLtMatmulDescDestroy(plan->desc);
+      return std::nullopt;
+    }
+    plan->algo = result.algo;
+    plan->workspace = result.workspace_size;
+    it = cache.plans.emplace(key, std::move(plan)).first;
+  }
+  const LtPlan& plan = *it->second;
+  // The bias pointer is part of the descriptor: set it for this call.
+  const void* bias_ptr = reinterpret_cast<const void*>(bias);
+  RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan.desc, kLtDescBiasPointer, &bias_ptr, sizeof(bias_ptr)),
+                          "cublasLtMatmulDescSetAttribute(bias)"));
+  const float beta = 0.0f;
+  return LtCheck(api.cublasLtMatmul(ctx.lt, plan.desc, &alpha, reinterpret_cast<const void*>(b.ptr), plan.a,
+                                    reinterpret_cast<const void*>(a.ptr), plan.b, &beta,
+                                    reinterpret_cast<const void*>(c.ptr), plan.d, reinterpret_cast<void*>(c.ptr),
+                                    plan.d, &plan.algo, reinterpret_cast<void*>(ctx.workspace), plan.workspace,
+                                    ctx.stream),
+                 "cublasLtMatmul");
+}
+
+// The address of a bias of `n` elements along the output's columns
+// ([n] or [1, n], unit stride), or nullopt.
+std::optional<CUdeviceptr> ColumnBias(const DeviceView& bias, const Mat& out) {
+  const lowering::Layout& l = bias.layout;
+  if (l.dtype != out.dtype || l.sizes.empty() || l.sizes.size() > 2 || l.sizes.size() != l.strides.size()) {
+    return std::nullopt;
+  }
+  if (l.sizes.back() != out.cols || (l.sizes.size() == 2 && l.sizes[0] != 1)) return std::nullopt;
+  if (out.cols > 1 && l.strides.back() != 1) return std::nullopt;
+  return bias.base + static_cast<CUdeviceptr>(l.offset) * DTypeSize(l.dtype);
 }
 
 // out[M, N] = scale * bias broadcast (bias: [N], [1, N], [M, 1] or [M, N]
@@ -269,6 +390,9 @@ std::optional<absl::Status> TryCublasExtern(const std::string& op, const std::ve
     const bool has_bias = args.size() > 2 && (bias != nullptr || (args[2].constant && !args[2].constant->isNone()));
     if (has_bias) {
       if (bias == nullptr) return std::nullopt;
+      if (std::optional<CUdeviceptr> column = ColumnBias(*bias, *mc)) {
+        if (std::optional<absl::Status> done = LtGemmBias(ctx, *mx, Transposed(*mw), *mc, *column, 1.0f)) return done;
+      }
       std::optional<absl::Status> filled = FillBias(ctx, *bias, *mc, 1.0f);
       if (!filled) return std::nullopt;
       RETURN_IF_ERROR(*filled);
@@ -285,6 +409,13 @@ std::optional<absl::Status> TryCublasExtern(const std::string& op, const std::ve
     if (!ma || !mb || !mc || a->layout.sizes.size() != 2 || b->layout.sizes.size() != 2 ||
         out.layout.sizes.size() != 2) {
       return std::nullopt;
+    }
+    if (*beta == 1) {
+      if (std::optional<CUdeviceptr> column = ColumnBias(*self, *mc)) {
+        if (std::optional<absl::Status> done = LtGemmBias(ctx, *ma, *mb, *mc, *column, static_cast<float>(*alpha))) {
+          return done;
+        }
+      }
     }
     if (*beta != 0) {
       std::optional<absl::Status> filled = FillBias(ctx, *self, *mc, static_cast<float>(*beta));

@@ -4,8 +4,10 @@
 // matmul (2-D, batched 3-D, and N-D @ 2-D with contiguous leading dims),
 // bmm, linear and addmm. Row-major operands map onto column-major cuBLAS by
 // computing C^T = B^T A^T; an operand may be row- or column-major strided.
-// Biases are broadcast into the output by a rank-1 sgemm with a vector of
-// ones (no kernel of our own). Calls that fit none of this return nullopt
+// A bias along the output's columns (linear, addmm with alpha = beta = 1)
+// is added by cuBLASLt's bias epilogue (one GEMM, no extra pass); other
+// biases are broadcast into the output by a rank-1 GEMM with a vector of
+// ones, then accumulated into (no kernel of our own). Calls that fit none of this return nullopt
 // and run on the host instead.
 #ifndef KILN_BACKENDS_CUDA_CUBLAS_MATMUL_H_
 #define KILN_BACKENDS_CUDA_CUBLAS_MATMUL_H_
@@ -31,6 +33,13 @@ struct DeviceView {
 
 struct GemmContext {
   cublasHandle_t handle = nullptr;
+  // cuBLASLt for matmuls with a bias (the bias added by the GEMM's
+  // epilogue); null without cuBLASLt. Lt calls run on `stream` with
+  // `workspace` (kWorkspaceBytes, kept by the program) and TF32 as `tf32`.
+  cublasLtHandle_t lt = nullptr;
+  CUstream stream = nullptr;
+  bool tf32 = false;
+  CUdeviceptr workspace = 0;
   // At least n ones of `dtype` (float32, float16, bfloat16) on the device.
   std::function<absl::StatusOr<CUdeviceptr>(int64_t n, DType dtype)> ones;
 };
@@ -41,6 +50,9 @@ struct GemmContext {
 absl::Status SgemmRowMajor(cublasHandle_t handle, int64_t m, int64_t n, int64_t k, float alpha, CUdeviceptr a,
                            int64_t lda, int64_t stride_a, CUdeviceptr b, int64_t ldb, int64_t stride_b, float beta,
                            CUdeviceptr c, int64_t ldc, int64_t stride_c, int64_t batch);
+
+// Workspace bytes a GemmContext's `workspace` holds (cuBLASLt).
+inline constexpr int64_t kLtWorkspaceBytes = int64_t{32} << 20;
 
 // True for the ops TryCublasExtern may take (by name only).
 bool IsCublasOp(const std::string& op);

@@ -80,6 +80,36 @@ inline constexpr int kCudaR16BF = 14;
 inline constexpr int kCublasCompute32F = 68;        // CUBLAS_COMPUTE_32F: float accumulation
 inline constexpr int kCublasGemmDefault = -1;       // CUBLAS_GEMM_DEFAULT
 
+// ---- cuBLASLt (libcublasLt.so.N): matmuls with fused epilogues
+struct cublasLtContext;
+struct cublasLtMatmulDescOpaque;
+struct cublasLtMatrixLayoutOpaque;
+struct cublasLtMatmulPreferenceOpaque;
+using cublasLtHandle_t = cublasLtContext*;
+using cublasLtMatmulDesc_t = cublasLtMatmulDescOpaque*;
+using cublasLtMatrixLayout_t = cublasLtMatrixLayoutOpaque*;
+using cublasLtMatmulPreference_t = cublasLtMatmulPreferenceOpaque*;
+// cublasLtMatmulAlgo_t and cublasLtMatmulHeuristicResult_t, as cublasLt.h lays them out.
+struct CublasLtMatmulAlgo {
+  uint64_t data[8];
+};
+struct CublasLtHeuristicResult {
+  CublasLtMatmulAlgo algo;
+  size_t workspace_size;
+  cublasStatus_t state;
+  float waves_count;
+  int reserved[4];
+};
+inline constexpr int kCublasCompute32FFastTf32 = 77;  // CUBLAS_COMPUTE_32F_FAST_TF32
+// cublasLtMatmulDescAttributes_t / cublasLtEpilogue_t / preference attributes.
+inline constexpr int kLtDescTransA = 3;
+inline constexpr int kLtDescTransB = 4;
+inline constexpr int kLtDescEpilogue = 7;
+inline constexpr int kLtDescBiasPointer = 8;
+inline constexpr uint32_t kLtEpilogueDefault = 1;
+inline constexpr uint32_t kLtEpilogueBias = 4;
+inline constexpr int kLtPrefMaxWorkspaceBytes = 1;
+
 // ---- cuDNN 9 (libcudnn.so.9): the legacy convolution API
 using cudnnStatus_t = int;
 struct cudnnContext;

@@ -25,6 +25,7 @@ struct IndexState {
   std::unique_ptr<devices::DeviceAllocator> device_allocator;
   cublasHandle_t cublas = nullptr;
   cudnnHandle_t cudnn = nullptr;
+  cublasLtHandle_t cublaslt = nullptr;
 };
 
 struct ProcessState {
@@ -418,6 +419,21 @@ absl::StatusOr<cudnnHandle_t> CudaDevice::CudnnHandle(int index, CUstream stream
   }
   RETURN_IF_ERROR(CudnnCheck(libs.cudnn.cudnnSetStream(st->cudnn, stream), "cudnnSetStream"));
   return st->cudnn;
+}
+
+absl::StatusOr<cublasLtHandle_t> CudaDevice::CublasLtHandle(int index) {
+  const CudaLibraries& libs = LoadCudaLibraries();
+  RETURN_IF_ERROR(libs.cublaslt_status);
+  RETURN_IF_ERROR(MakeCurrent(index));
+  ASSIGN_OR_RETURN(IndexState * st, Index(index));
+  ProcessState& s = State();
+  absl::MutexLock lock(&s.mu);
+  if (st->cublaslt == nullptr) {
+    cublasLtHandle_t h = nullptr;
+    RETURN_IF_ERROR(CublasCheck(libs.cublaslt.cublasLtCreate(&h), "cublasLtCreate"));
+    st->cublaslt = h;
+  }
+  return st->cublaslt;
 }
 
 absl::StatusOr<cublasHandle_t> CudaDevice::CublasHandle(int index, CUstream stream) {

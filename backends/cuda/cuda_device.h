@@ -126,6 +126,8 @@ class CudaDevice : public devices::DeviceInterface {
   // its math mode TF32 when `tf32` (else MatmulTf32()).
   absl::StatusOr<cublasHandle_t> CublasHandle(int index, CUstream stream);
   absl::StatusOr<cublasHandle_t> CublasHandle(int index, CUstream stream, bool tf32);
+  // The device's cuBLASLt handle (created on first use; streams are per call).
+  absl::StatusOr<cublasLtHandle_t> CublasLtHandle(int index);
   // The device's cuDNN handle (created on first use; bound to `stream`);
   // Unavailable without cuDNN 9.
   absl::StatusOr<cudnnHandle_t> CudnnHandle(int index, CUstream stream);

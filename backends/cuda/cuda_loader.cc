@@ -189,6 +189,29 @@ void LoadCublas(CudaLibraries& libs) {
   libs.cublas_status = MissingSymbols(libs.cublas_path, missing);
 }
 
+void LoadCublasLt(CudaLibraries& libs) {
+  std::string errors;
+  void* h = OpenFirst({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, {}, &libs.cublaslt_path, &errors);
+  if (h == nullptr) {
+    libs.cublaslt_status = absl::UnavailableError(absl::StrCat("cuBLASLt not found: ", errors));
+    return;
+  }
+  CublasLtApi& c = libs.cublaslt;
+  std::vector<std::string> missing;
+  Resolve(h, &c.cublasLtCreate, {"cublasLtCreate"}, &missing);
+  Resolve(h, &c.cublasLtMatmulDescCreate, {"cublasLtMatmulDescCreate"}, &missing);
+  Resolve(h, &c.cublasLtMatmulDescDestroy, {"cublasLtMatmulDescDestroy"}, &missing);
+  Resolve(h, &c.cublasLtMatmulDescSetAttribute, {"cublasLtMatmulDescSetAttribute"}, &missing);
+  Resolve(h, &c.cublasLtMatrixLayoutCreate, {"cublasLtMatrixLayoutCreate"}, &missing);
+  Resolve(h, &c.cublasLtMatrixLayoutDestroy, {"cublasLtMatrixLayoutDestroy"}, &missing);
+  Resolve(h, &c.cublasLtMatmulPreferenceCreate, {"cublasLtMatmulPreferenceCreate"}, &missing);
+  Resolve(h, &c.cublasLtMatmulPreferenceDestroy, {"cublasLtMatmulPreferenceDestroy"}, &missing);
+  Resolve(h, &c.cublasLtMatmulPreferenceSetAttribute, {"cublasLtMatmulPreferenceSetAttribute"}, &missing);
+  Resolve(h, &c.cublasLtMatmulAlgoGetHeuristic, {"cublasLtMatmulAlgoGetHeuristic"}, &missing);
+  Resolve(h, &c.cublasLtMatmul, {"cublasLtMatmul"}, &missing);
+  libs.cublaslt_status = MissingSymbols(libs.cublaslt_path, missing);
+}
+
 // Where pip's nvidia-cudnn wheels put the library (the GPU machine's
 // PyTorch brings cuDNN that way).
 std::vector<std::string> CudnnWheelDirs() {
@@ -291,6 +314,7 @@ const CudaLibraries& LoadCudaLibraries() {
     }
     LoadNvrtc(*l);
     LoadCublas(*l);
+    LoadCublasLt(*l);
     LoadCudnn(*l);
     return l;
   }();

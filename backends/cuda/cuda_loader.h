@@ -111,6 +111,26 @@ struct CublasApi {
                                                long long, int, int, int) = nullptr;  // NOLINT(runtime/int)
 };
 
+struct CublasLtApi {
+  cublasStatus_t (*cublasLtCreate)(cublasLtHandle_t*) = nullptr;
+  cublasStatus_t (*cublasLtMatmulDescCreate)(cublasLtMatmulDesc_t*, int, int) = nullptr;
+  cublasStatus_t (*cublasLtMatmulDescDestroy)(cublasLtMatmulDesc_t) = nullptr;
+  cublasStatus_t (*cublasLtMatmulDescSetAttribute)(cublasLtMatmulDesc_t, int, const void*, size_t) = nullptr;
+  cublasStatus_t (*cublasLtMatrixLayoutCreate)(cublasLtMatrixLayout_t*, int, uint64_t, uint64_t, int64_t) = nullptr;
+  cublasStatus_t (*cublasLtMatrixLayoutDestroy)(cublasLtMatrixLayout_t) = nullptr;
+  cublasStatus_t (*cublasLtMatmulPreferenceCreate)(cublasLtMatmulPreference_t*) = nullptr;
+  cublasStatus_t (*cublasLtMatmulPreferenceDestroy)(cublasLtMatmulPreference_t) = nullptr;
+  cublasStatus_t (*cublasLtMatmulPreferenceSetAttribute)(cublasLtMatmulPreference_t, int, const void*, size_t) = nullptr;
+  cublasStatus_t (*cublasLtMatmulAlgoGetHeuristic)(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
+                                                   cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                                   cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int,
+                                                   CublasLtHeuristicResult*, int*) = nullptr;
+  cublasStatus_t (*cublasLtMatmul)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void*, const void*,
+                                   cublasLtMatrixLayout_t, const void*, cublasLtMatrixLayout_t, const void*,
+                                   const void*, cublasLtMatrixLayout_t, void*, cublasLtMatrixLayout_t,
+                                   const CublasLtMatmulAlgo*, void*, size_t, CUstream) = nullptr;
+};
+
 // cuDNN 9's legacy convolution API (libcudnn.so.9, which loads its
 // sub-libraries itself; kiln preloads them from the same directory).
 struct CudnnApi {
@@ -168,14 +188,17 @@ struct CudaLibraries {
   absl::Status nvrtc_status;
   absl::Status cublas_status;
   absl::Status cudnn_status;
+  absl::Status cublaslt_status;
   CudaDriverApi driver;
   NvrtcApi nvrtc;
   CublasApi cublas;
+  CublasLtApi cublaslt;
   CudnnApi cudnn;
   int driver_version = 0;  // e.g. 13000
   int nvrtc_major = 0, nvrtc_minor = 0;
   std::string nvrtc_path;   // where NVRTC was found
   std::string cublas_path;  // where cuBLAS was found
+  std::string cublaslt_path;
   std::string cudnn_path;   // where cuDNN was found
   size_t cudnn_version = 0;  // e.g. 91900
 };

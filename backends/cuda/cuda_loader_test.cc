@@ -30,6 +30,12 @@ TEST(CudaLoaderTest, CublasResolvesEveryFunction) {
   EXPECT_TRUE(libs.cublas_status.ok()) << libs.cublas_status;
 }
 
+TEST(CudaLoaderTest, CublasLtResolvesEveryFunction) {
+  const CudaLibraries& libs = LoadCudaLibraries();
+  if (absl::IsUnavailable(libs.cublaslt_status)) GTEST_SKIP() << libs.cublaslt_status;
+  EXPECT_TRUE(libs.cublaslt_status.ok()) << libs.cublaslt_status;
+}
+
 TEST(CudaLoaderTest, CudnnResolvesEveryFunction) {
   const CudaLibraries& libs = LoadCudaLibraries();
   if (absl::IsUnavailable(libs.cudnn_status)) GTEST_SKIP() << libs.cudnn_status;

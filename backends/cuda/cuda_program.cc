@@ -198,6 +198,17 @@ absl::StatusOr<std::shared_ptr<DeviceStorage>> CudaProgram::Allocate(int64_t byt
   return storage;
 }
 
+absl::StatusOr<CUdeviceptr> CudaProgram::Workspace(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(ones_mu_);
+  if (!workspace_ || static_cast<int64_t>(workspace_->nbytes()) < bytes) {
+    // Allocated once, before any capture replays it (never replaced while a
+    // graph could hold it: the size is fixed).
+    CudaDevice device;
+    ASSIGN_OR_RETURN(workspace_, device.AllocateStorage(device_index_, static_cast<size_t>(bytes)));
+  }
+  return workspace_->ptr();
+}
+
 absl::StatusOr<CUdeviceptr> CudaProgram::Ones(int64_t n, DType dtype, CUstream stream, const CallHooks& hooks) {
   std::lock_guard<std::mutex> lock(ones_mu_);
   OnesVector& ones = ones_[dtype];
@@ -252,6 +263,16 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
     ASSIGN_OR_RETURN(cublasHandle_t handle, device.CublasHandle(device_index_, stream));
     GemmContext ctx;
     ctx.handle = handle;
+    ctx.stream = stream;
+    ctx.tf32 = CudaDevice::MatmulTf32();
+    if (LoadCudaLibraries().cublaslt_status.ok()) {
+      absl::StatusOr<cublasLtHandle_t> lt = device.CublasLtHandle(device_index_);
+      absl::StatusOr<CUdeviceptr> workspace = Workspace(kLtWorkspaceBytes);
+      if (lt.ok() && workspace.ok()) {
+        ctx.lt = *lt;
+        ctx.workspace = *workspace;
+      }
+    }
     ctx.ones = [this, stream, &hooks](int64_t n, DType dtype) { return Ones(n, dtype, stream, hooks); };
     if (std::optional<absl::Status> done = TryCublasExtern(e.op, e.args, args, outs, ctx)) {
       RETURN_IF_ERROR(*done);

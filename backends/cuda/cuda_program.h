@@ -180,6 +180,8 @@ class CudaProgram : public wrapper::CompiledProgram {
   absl::StatusOr<std::shared_ptr<DeviceStorage>> Allocate(int64_t bytes, const CallHooks& hooks);
   absl::Status RunExtern(const ExternStep& e, std::vector<Slot>& slots, CUstream stream, const CallHooks& hooks,
                          ExternPath* path);
+  // `bytes` of scratch for cuBLASLt, kept by the program (one size).
+  absl::StatusOr<CUdeviceptr> Workspace(int64_t bytes);
   // At least `n` ones of `dtype`, kept by the program.
   absl::StatusOr<CUdeviceptr> Ones(int64_t n, DType dtype, CUstream stream, const CallHooks& hooks);
 
@@ -194,6 +196,7 @@ class CudaProgram : public wrapper::CompiledProgram {
     int64_t count = 0;
   };
   std::map<DType, OnesVector> ones_;
+  std::shared_ptr<DeviceStorage> workspace_;
   CudaProgramStats stats_;
   std::vector<std::string> unit_sources_;
 };
