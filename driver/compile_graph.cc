@@ -71,9 +71,7 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen, wrapper::CreateDeviceCodegen(options.device));
 
   t = Clock::now();
-  lowering::LowerOptions lower_options;
-  lower_options.narrow_float_kernels = codegen->NarrowFloatKernels();
-  ASSIGN_OR_RETURN(out.loop_graph, lowering::LowerGraph(graph, lower_options));
+  ASSIGN_OR_RETURN(out.loop_graph, lowering::LowerGraph(graph, codegen->LoweringOptions()));
   out.times.lower_ms = MsSince(t);
   out.num_islands = out.loop_graph.num_islands;
   out.num_island_nodes = out.loop_graph.num_island_nodes;

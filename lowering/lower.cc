@@ -240,6 +240,7 @@ absl::StatusOr<LoopGraph> TryLower(const ir::Graph& graph, const ir::OpRegistry&
   LoopGraph out;
   LowerContext ctx(registry, &out);
   ctx.set_narrow_float_kernels(options.narrow_float_kernels);
+  ctx.set_conv_bias_epilogue(options.conv_bias_epilogue);
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     RETURN_IF_ERROR(LowerInput(ctx, graph.inputs()[i], i));
   }

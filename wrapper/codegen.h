@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lowering/loop_ir.h"
+#include "lowering/lower.h"
 #include "lowering/schedule.h"
 #include "support/tensor.h"
 #include "wrapper/program_session.h"
@@ -35,10 +36,10 @@ class DeviceCodegen {
   // the on-disk cache and loaded with dlopen.
   virtual absl::StatusOr<std::unique_ptr<class CompiledProgram>> Compile(
       const WrapperProgram& program) = 0;
-  // Whether KernelSource handles float16/bfloat16 buffers (loads widen to
-  // float32, stores round); the driver lowers their ops into kernels then
-  // (lowering::LowerOptions).
-  virtual bool NarrowFloatKernels() const { return false; }
+  // How the driver should lower graphs for this device: whether
+  // KernelSource handles float16/bfloat16 buffers, whether convolution
+  // biases become pointwise epilogues (lowering/lower.h).
+  virtual lowering::LowerOptions LoweringOptions() const { return lowering::LowerOptions(); }
 };
 
 // A compiled program ready to run.
