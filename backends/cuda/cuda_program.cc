@@ -147,9 +147,10 @@ std::vector<std::string> CudaProgram::ReportLines() const {
   std::string cudnn = libs.cudnn_status.ok()
                           ? absl::StrCat("cuDNN ", libs.cudnn_version, " (", libs.cudnn_path, ")")
                           : absl::StrCat("no cuDNN (", libs.cudnn_status.message(), "): kiln's own convolutions");
-  return {cudnn, absl::StrFormat("NVRTC: %d kernels in %d translation units, %d cubin cache hits; codegen %.2f ms, "
-                          "NVRTC + cache %.2f ms (inside NVRTC %.2f ms summed over units), module load %.2f ms",
-                          s.kernels, s.translation_units, s.cache_hits, s.codegen_seconds * 1e3,
+  return {cudnn, absl::StrFormat("NVRTC: %d kernels (%d distinct) in %d translation units, %d cubin cache hits; "
+                          "codegen %.2f ms, NVRTC + cache %.2f ms (inside NVRTC %.2f ms summed over units), "
+                          "module load %.2f ms",
+                          s.kernels, s.distinct_kernels, s.translation_units, s.cache_hits, s.codegen_seconds * 1e3,
                           s.nvrtc_seconds * 1e3, s.compiler_seconds * 1e3, s.load_seconds * 1e3)};
 }
 

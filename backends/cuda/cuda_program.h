@@ -109,6 +109,7 @@ struct CudaProgramStats {
   int translation_units = 0;
   int cache_hits = 0;
   int kernels = 0;
+  int distinct_kernels = 0;  // of `kernels`: distinct texts, each compiled once
   // Runs (cumulative).
   std::atomic<int64_t> runs{0};
   std::atomic<int64_t> launches{0};

@@ -3,66 +3,10 @@
 #include <cmath>
 #include <limits>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace kiln::backends::cuda {
-namespace {
-
-// `prefix` followed by digits only.
-bool IsNumbered(absl::string_view s, absl::string_view prefix) {
-  if (s.size() <= prefix.size() || !absl::StartsWith(s, prefix)) return false;
-  for (size_t i = prefix.size(); i < s.size(); ++i) {
-    if (!absl::ascii_isdigit(static_cast<unsigned char>(s[i]))) return false;
-  }
-  return true;
-}
-
-bool IsLoweringBufferName(absl::string_view mapped) {
-  return IsNumbered(mapped, "arg") || IsNumbered(mapped, "buf") || IsNumbered(mapped, "const") ||
-         IsNumbered(mapped, "view");
-}
-
-// `<device>_fused_...`; the reserved prefixes below exclude kiln's helpers
-// and generated locals.
-bool IsSchedulerKernelName(absl::string_view mapped) {
-  const size_t fused = mapped.find("_fused_");
-  return fused != absl::string_view::npos && fused > 0 && absl::ascii_isalpha(static_cast<unsigned char>(mapped[0]));
-}
-
-// Every name but the lowering's own gets the prefix, so no model name can
-// collide with a CUDA keyword, built-in or math function.
-const devices::IdentifierRules& BufferRules() {
-  static const devices::IdentifierRules* rules = [] {
-    auto* r = new devices::IdentifierRules;
-    r->prefix_other_names = true;
-    r->is_own_name = IsLoweringBufferName;
-    return r;
-  }();
-  return *rules;
-}
-
-const devices::IdentifierRules& KernelNameRules() {
-  static const devices::IdentifierRules* rules = [] {
-    auto* r = new devices::IdentifierRules;
-    r->reserved_prefixes = {"kiln", "l_"};
-    r->prefix_other_names = true;
-    r->is_own_name = IsSchedulerKernelName;
-    return r;
-  }();
-  return *rules;
-}
-
-}  // namespace
-
-std::string CudaBufferIdentifier(absl::string_view name) { return devices::SanitizeIdentifier(name, BufferRules()); }
-
-std::string CudaKernelName(absl::string_view name) { return devices::SanitizeIdentifier(name, KernelNameRules()); }
-
-CudaIdentifierTable::CudaIdentifierTable() : devices::IdentifierTable(BufferRules()) {}
-
 absl::StatusOr<std::string> CudaTypeName(DType dtype) {
   switch (dtype) {
     case DType::kFloat32: return std::string("float");
