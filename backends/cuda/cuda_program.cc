@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/cuda/cublas_matmul.h"
 #include "backends/cuda/cuda_conv.h"
+#include "backends/cuda/cuda_gather.h"
 #include "backends/cuda/cuda_loader.h"
 #include "runtime/tensor_ops.h"
 #include "support/status.h"
@@ -52,6 +53,7 @@ const char* ExternPathName(ExternPath path) {
     case ExternPath::kCublas: return "cublas";
     case ExternPath::kCudnn: return "cudnn";
     case ExternPath::kConv: return "conv";
+    case ExternPath::kGather: return "gather";
     case ExternPath::kHost: return "host";
   }
   return "?";
@@ -316,6 +318,13 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
       stats_.gpu_convolutions.fetch_add(1);
       if (used_cudnn) stats_.cudnn_convolutions.fetch_add(1);
       *path = used_cudnn ? ExternPath::kCudnn : ExternPath::kConv;
+      return absl::OkStatus();
+    }
+  }
+  if (!e.island && IsGatherOp(e.op)) {
+    if (std::optional<absl::Status> done = TryCudaGather(e.op, e.args, args, outs, device_index_, stream)) {
+      RETURN_IF_ERROR(*done);
+      *path = ExternPath::kGather;
       return absl::OkStatus();
     }
   }

@@ -13,6 +13,7 @@
 #include "backends/cuda/cuda_program.h"
 #include "backends/cuda/cuda_session.h"
 #include "backends/cuda/kernel_prelude.h"
+#include "backends/cuda/runtime_kernels.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
 #include "ir/text_parser.h"
@@ -190,6 +191,12 @@ TEST(CudaCodegenTest, NarrowFloatGraphsLowerIntoKernels) {
       EXPECT_TRUE(cubin.ok()) << cubin.status();
     }
   }
+}
+
+TEST(CudaCodegenTest, RuntimeKernelsCompileWithNvrtc) {
+  if (!LoadCudaLibraries().nvrtc_status.ok()) GTEST_SKIP() << LoadCudaLibraries().nvrtc_status;
+  absl::StatusOr<std::string> cubin = CompileWithNvrtc(RuntimeKernelSource(), {"--gpu-architecture=sm_90", "-std=c++17"});
+  EXPECT_TRUE(cubin.ok()) << cubin.status();
 }
 
 // ---------------------------------------------------------------- GPU
@@ -439,6 +446,39 @@ TEST(CudaProgramGpuTest, NarrowFloatGraphsRunOnTheGpu) {
     EXPECT_EQ(program->stats().host_fallbacks.load(), 0) << "every step on the GPU";
     EXPECT_EQ(program->stats().cublas_calls.load(), 2);
   }
+}
+
+// Embedding lookups on the GPU (no host fallback): aten::embedding, and
+// ONNX's Gather as aten::index.Tensor, with int64 and int32 indices,
+// negative ones counting from the end.
+TEST(CudaProgramGpuTest, GathersRunOnTheGpu) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  constexpr char kText[] = R"(graph(%w : Float(50, 12), %ids : Long(3, 7), %j : Int(5)):
+  %pad : int = prim::Constant[value=-1]()
+  %f : bool = prim::Constant[value=0]()
+  %e : Tensor = aten::embedding(%w, %ids, %pad, %f, %f)
+  %l : Tensor?[] = prim::ListConstruct(%j)
+  %g : Tensor = aten::index(%w, %l)
+  %t : Tensor = aten::tanh(%g)
+  return (%e, %t))";
+  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(kText);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  driver::CompileOptions options;
+  options.device = "cuda";
+  absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  Tensor ids = Tensor::Empty(DType::kInt64, {3, 7});
+  for (int64_t i = 0; i < ids.numel(); ++i) ids.data<int64_t>()[i] = (i * 7) % 50 - (i % 4 == 0 ? 50 : 0);
+  Tensor j = Tensor::Empty(DType::kInt32, {5});
+  for (int64_t i = 0; i < j.numel(); ++i) j.data<int32_t>()[i] = static_cast<int32_t>(49 - 11 * i);
+  std::vector<Tensor> inputs = {Random({50, 12}, 31), ids, j};
+  absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectMatchesInterpreter(**graph, inputs, *got, 1e-6);
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
+  EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
 }
 
 }  // namespace

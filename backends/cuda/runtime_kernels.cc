@@ -54,6 +54,42 @@ extern "C" __global__ void __launch_bounds__(256) kiln_rt_depthwise(
   }
 }
 
+// out[r][c] = table[index[r]][c] over rows of `row_words` words; a
+// negative index counts from the end, one out of range gives zeros (the
+// device cannot report it; the host path raises).
+template <typename Word, typename Index>
+__device__ void kiln_rt_gather(const Word* __restrict__ table, const Index* __restrict__ index, Word* __restrict__ out,
+                               i64 n, i64 rows, i64 row_words) {
+  const i64 total = n * row_words;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
+    const i64 r = i / row_words, c = i - r * row_words;
+    i64 j = (i64)index[r];
+    if (j < 0) j += rows;
+    out[i] = (j >= 0 && j < rows) ? table[j * row_words + c] : Word(0);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_gather_u32_i64(
+    const unsigned* __restrict__ table, const long long* __restrict__ index, unsigned* __restrict__ out, i64 n,
+    i64 rows, i64 row_words) {
+  kiln_rt_gather(table, index, out, n, rows, row_words);
+}
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_gather_u32_i32(
+    const unsigned* __restrict__ table, const int* __restrict__ index, unsigned* __restrict__ out, i64 n,
+    i64 rows, i64 row_words) {
+  kiln_rt_gather(table, index, out, n, rows, row_words);
+}
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_gather_u8_i64(
+    const unsigned char* __restrict__ table, const long long* __restrict__ index, unsigned char* __restrict__ out,
+    i64 n, i64 rows, i64 row_words) {
+  kiln_rt_gather(table, index, out, n, rows, row_words);
+}
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_gather_u8_i32(
+    const unsigned char* __restrict__ table, const int* __restrict__ index, unsigned char* __restrict__ out, i64 n,
+    i64 rows, i64 row_words) {
+  kiln_rt_gather(table, index, out, n, rows, row_words);
+}
+
 extern "C" __global__ void __launch_bounds__(256) kiln_rt_fill_bias(
     float* __restrict__ y, const float* __restrict__ bias, i64 total, i64 channels, i64 hw) {
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
@@ -68,6 +104,8 @@ struct Loaded {
 };
 
 }  // namespace
+
+const char* RuntimeKernelSource() { return kSource; }
 
 absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
   static std::mutex mu;
@@ -90,6 +128,10 @@ absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.im2col, module, "kiln_rt_im2col"), "im2col"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.depthwise, module, "kiln_rt_depthwise"), "depthwise"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.fill_bias, module, "kiln_rt_fill_bias"), "fill_bias"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[0][0], module, "kiln_rt_gather_u32_i64"), "gather"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[0][1], module, "kiln_rt_gather_u32_i32"), "gather"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[1][0], module, "kiln_rt_gather_u8_i64"), "gather"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[1][1], module, "kiln_rt_gather_u8_i32"), "gather"));
       return absl::OkStatus();
     }();
     it = loaded->emplace(index, std::move(l)).first;

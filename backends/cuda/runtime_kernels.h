@@ -1,6 +1,7 @@
 // The CUDA runtime's own small kernels (not generated from the loop IR):
 // im2col, direct depthwise convolution and a per-channel bias fill, which
-// the convolution extern (cuda_conv.h) combines with cuBLAS sgemm. Compiled
+// the convolution extern (cuda_conv.h) combines with cuBLAS sgemm when
+// cuDNN is absent, and the row gather of embedding lookups (cuda_gather.h). Compiled
 // once per process with NVRTC through the cubin cache, loaded per device.
 #ifndef KILN_BACKENDS_CUDA_RUNTIME_KERNELS_H_
 #define KILN_BACKENDS_CUDA_RUNTIME_KERNELS_H_
@@ -18,7 +19,14 @@ struct RuntimeKernels {
   CUfunction depthwise = nullptr;
   // y[i] = bias[(i / hw) % channels].
   CUfunction fill_bias = nullptr;
+  // out[r][:] = table[index[r]][:]: gather[word][index] with words of 4
+  // bytes (0) or 1 byte (1) and int64 (0) or int32 (1) indices; arguments
+  // (table, index, out, n, rows, row_words).
+  CUfunction gather[2][2] = {};
 };
+
+// Their CUDA source (one NVRTC translation unit).
+const char* RuntimeKernelSource();
 
 // The kernels on device `index` (compiled and loaded on first use).
 absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index);
