@@ -1,6 +1,7 @@
 #include "backends/cuda/cublas_matmul.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -62,6 +63,79 @@ std::optional<Mat> AsMat(const DeviceView& v, bool fold_leading) {
   }
   return std::nullopt;
 }
+
+// An operand of a batched N-D matmul over the output's batch dims
+// `batch_sizes`, split at `inner_from`: the batch dims from there on
+// collapse into the Mat's one batch stride (the operand's dims, left-padded
+// with ones, either all broadcast there or all follow the output's,
+// row-major), and each outer dim has its own stride (0: broadcast), walked
+// by the caller with one GEMM per outer index. nullopt when the inner dims
+// do not collapse.
+struct BatchedOperand {
+  Mat mat;
+  std::vector<int64_t> outer_strides;  // elements, per dim before inner_from
+};
+
+std::optional<BatchedOperand> AsBatchedMat(const DeviceView& v, const std::vector<int64_t>& batch_sizes,
+                                           size_t inner_from) {
+  const lowering::Layout& l = v.layout;
+  const size_t r = l.sizes.size();
+  if (!GemmDType(l.dtype) || r < 2 || l.strides.size() != r || r - 2 > batch_sizes.size()) return std::nullopt;
+  BatchedOperand out;
+  Mat& m = out.mat;
+  m.dtype = l.dtype;
+  m.ptr = v.base + static_cast<CUdeviceptr>(l.offset) * DTypeSize(l.dtype);
+  m.rows = l.sizes[r - 2], m.cols = l.sizes[r - 1], m.s0 = l.strides[r - 2], m.s1 = l.strides[r - 1];
+  const size_t pad = batch_sizes.size() - (r - 2);
+  auto dim = [&](size_t d, int64_t* size, int64_t* stride) {
+    *size = d < pad ? 1 : l.sizes[d - pad];
+    *stride = d < pad ? 0 : l.strides[d - pad];
+  };
+  for (size_t d = 0; d < inner_from; ++d) {
+    int64_t size, stride;
+    dim(d, &size, &stride);
+    if (size != 1 && size != batch_sizes[d]) return std::nullopt;
+    out.outer_strides.push_back(size == 1 ? 0 : stride);
+  }
+  bool broadcast = false, follows = false;
+  int64_t stride = 0, expect = -1;
+  m.batch = 1;
+  for (size_t d = batch_sizes.size(); d-- > inner_from;) {
+    m.batch *= batch_sizes[d];
+    if (batch_sizes[d] == 1) continue;
+    int64_t size, st;
+    dim(d, &size, &st);
+    if (size == 1) {
+      broadcast = true;
+      continue;
+    }
+    if (size != batch_sizes[d]) return std::nullopt;
+    if (!follows) {
+      stride = st;  // the innermost batch dim's
+    } else if (st != expect) {
+      return std::nullopt;
+    }
+    follows = true;
+    expect = st * size;
+  }
+  if (broadcast && follows) return std::nullopt;
+  m.bs = follows ? stride : 0;
+  return out;
+}
+
+// The first batch dim from which a, b and c all collapse (0: one call).
+std::optional<size_t> CollapsibleFrom(const DeviceView& a, const DeviceView& b, const DeviceView& c,
+                                      const std::vector<int64_t>& batch) {
+  for (size_t k = 0; k <= batch.size(); ++k) {
+    if (AsBatchedMat(a, batch, k) && AsBatchedMat(b, batch, k) && AsBatchedMat(c, batch, k)) return k;
+  }
+  return std::nullopt;
+}
+
+// Batched N-D matmul c = a @ b over `batch`: one strided-batched GEMM per
+// index of the dims that do not collapse (none, for contiguous operands).
+std::optional<absl::Status> BatchedNdGemm(const GemmContext& ctx, const DeviceView& a, const DeviceView& b,
+                                          const DeviceView& c, const std::vector<int64_t>& batch);
 
 Mat Transposed(Mat m) {
   std::swap(m.rows, m.cols);
@@ -312,6 +386,58 @@ std::optional<absl::Status> FillBias(const GemmContext& ctx, const DeviceView& b
                      "cublasSgemm (bias)");
 }
 
+std::optional<absl::Status> BatchedNdGemm(const GemmContext& ctx, const DeviceView& a, const DeviceView& b,
+                                          const DeviceView& c, const std::vector<int64_t>& batch) {
+  std::optional<size_t> from = CollapsibleFrom(a, b, c, batch);
+  // Operands whose batch dims do not collapse (the heads of a transposed
+  // [B, S, H, D] view) are copied contiguous when that saves calls.
+  std::optional<DeviceView> ca, cb;
+  if ((!from || *from > 0) && ctx.contiguous) {
+    if (!AsBatchedMat(a, batch, 0)) {
+      absl::StatusOr<DeviceView> copy = ctx.contiguous(a);
+      if (!copy.ok()) return copy.status();
+      ca = *std::move(copy);
+    }
+    if (!AsBatchedMat(b, batch, 0)) {
+      absl::StatusOr<DeviceView> copy = ctx.contiguous(b);
+      if (!copy.ok()) return copy.status();
+      cb = *std::move(copy);
+    }
+    std::optional<size_t> copied = CollapsibleFrom(ca ? *ca : a, cb ? *cb : b, c, batch);
+    if (copied && (!from || *copied < *from)) {
+      from = copied;
+    } else {
+      ca.reset();
+      cb.reset();
+    }
+  }
+  if (!from) return std::nullopt;
+  std::optional<BatchedOperand> oa = AsBatchedMat(ca ? *ca : a, batch, *from);
+  std::optional<BatchedOperand> ob = AsBatchedMat(cb ? *cb : b, batch, *from);
+  std::optional<BatchedOperand> oc = AsBatchedMat(c, batch, *from);
+  if (!oa || !ob || !oc || (oc->mat.bs == 0 && oc->mat.batch > 1)) return std::nullopt;
+  int64_t outer = 1;
+  for (size_t d = 0; d < *from; ++d) outer *= batch[d];
+  const int64_t elem = static_cast<int64_t>(DTypeSize(oc->mat.dtype));
+  std::vector<int64_t> index(*from, 0);
+  for (int64_t i = 0; i < outer; ++i) {
+    Mat ma = oa->mat, mb = ob->mat, mc = oc->mat;
+    for (size_t d = 0; d < *from; ++d) {
+      ma.ptr += static_cast<CUdeviceptr>(index[d] * oa->outer_strides[d] * elem);
+      mb.ptr += static_cast<CUdeviceptr>(index[d] * ob->outer_strides[d] * elem);
+      mc.ptr += static_cast<CUdeviceptr>(index[d] * oc->outer_strides[d] * elem);
+    }
+    std::optional<absl::Status> done = Gemm(ctx, ma, mb, mc, 1.0f, 0.0f);
+    if (!done) return std::nullopt;
+    RETURN_IF_ERROR(*done);
+    for (size_t d = *from; d-- > 0;) {  // next outer index, row-major
+      if (++index[d] < batch[d]) break;
+      index[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::optional<double> Number(const std::vector<lowering::ExternArg>& args, size_t i, double dflt) {
   if (i >= args.size()) return dflt;
   const lowering::ExternArg& a = args[i];
@@ -374,6 +500,11 @@ std::optional<absl::Status> TryCublasExtern(const std::string& op, const std::ve
       ma = AsMat(*a, false), mb = AsMat(*b, false), mc = AsMat(out, false);
     } else if (ra >= 3 && rb == 2 && ro == ra && base == "aten::matmul") {
       ma = AsMat(*a, true), mb = AsMat(*b, false), mc = AsMat(out, true);
+    }
+    if ((!ma || !mb || !mc) && base == "aten::matmul" && ro >= 3 && ra >= 2 && rb >= 2 && ro == std::max(ra, rb)) {
+      // Batched N-D (attention's [B, H, S, D] @ [B, H, D, S]).
+      const std::vector<int64_t> batch(out.layout.sizes.begin(), out.layout.sizes.end() - 2);
+      return BatchedNdGemm(ctx, *a, *b, out, batch);
     }
     if (!ma || !mb || !mc) return std::nullopt;
     return Gemm(ctx, *ma, *mb, *mc, 1.0f, 0.0f);

@@ -1,7 +1,9 @@
 // Matmul-family externs on the GPU through cuBLAS: sgemm for float32 (TF32
 // when the handle's math mode says so), cublasGemmEx with float
 // accumulation for float16/bfloat16 (operands and result of one dtype): aten::mm,
-// matmul (2-D, batched 3-D, and N-D @ 2-D with contiguous leading dims),
+// matmul (2-D, batched 3-D, N-D @ 2-D with contiguous leading dims, and N-D
+// @ N-D whose batch dims collapse into one strided batch, a broadcast side
+// included),
 // bmm, linear and addmm. Row-major operands map onto column-major cuBLAS by
 // computing C^T = B^T A^T; an operand may be row- or column-major strided.
 // A bias along the output's columns (linear, addmm with alpha = beta = 1)
@@ -40,6 +42,9 @@ struct GemmContext {
   CUstream stream = nullptr;
   bool tf32 = false;
   CUdeviceptr workspace = 0;
+  // A contiguous copy of a view (kept until the call returns), for batched
+  // operands whose batch dims do not collapse into one stride; null: none.
+  std::function<absl::StatusOr<DeviceView>(const DeviceView&)> contiguous;
   // At least n ones of `dtype` (float32, float16, bfloat16) on the device.
   std::function<absl::StatusOr<CUdeviceptr>(int64_t n, DType dtype)> ones;
 };

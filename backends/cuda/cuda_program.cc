@@ -9,6 +9,7 @@
 #include "backends/cuda/cuda_conv.h"
 #include "backends/cuda/cuda_gather.h"
 #include "backends/cuda/cuda_loader.h"
+#include "backends/cuda/runtime_kernels.h"
 #include "runtime/tensor_ops.h"
 #include "support/status.h"
 #include "wrapper/host_fallback.h"
@@ -277,6 +278,16 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
       }
     }
     ctx.ones = [this, stream, &hooks](int64_t n, DType dtype) { return Ones(n, dtype, stream, hooks); };
+    std::vector<std::shared_ptr<DeviceStorage>> copies;  // stream order makes their release safe
+    ctx.contiguous = [&](const DeviceView& view) -> absl::StatusOr<DeviceView> {
+      ASSIGN_OR_RETURN(CUdeviceptr ptr,
+                       CopyToContiguous(view, device_index_, stream, [&](int64_t bytes) -> absl::StatusOr<CUdeviceptr> {
+                         ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> s, Allocate(bytes, hooks));
+                         copies.push_back(s);
+                         return s->ptr();
+                       }));
+      return DeviceView{ptr, lowering::Layout::Contiguous(view.layout.dtype, view.layout.sizes, view.layout.device)};
+    };
     if (std::optional<absl::Status> done = TryCublasExtern(e.op, e.args, args, outs, ctx)) {
       RETURN_IF_ERROR(*done);
       stats_.cublas_calls.fetch_add(1);

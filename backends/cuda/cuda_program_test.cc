@@ -481,5 +481,40 @@ TEST(CudaProgramGpuTest, GathersRunOnTheGpu) {
   EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
 }
 
+// Attention's batched 4-D matmuls on cuBLAS: heads as transposed views of
+// [B, S, H, D] (copied contiguous first), contiguous batches (one strided
+// call), and a broadcast batch side.
+TEST(CudaProgramGpuTest, BatchedMatmulsRunOnTheGpu) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  constexpr char kText[] = R"(graph(%x : Float(2, 5, 3, 4), %m : Float(1, 3, 5, 5)):
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %perm : int[] = prim::Constant[value=[0, 2, 3, 1]]()
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %q : Tensor = aten::transpose(%x, %one, %two)
+  %kt : Tensor = aten::permute(%x, %perm)
+  %s : Tensor = aten::matmul(%q, %kt)
+  %p : Tensor = aten::softmax(%s, %d, %n)
+  %o : Tensor = aten::matmul(%p, %q)
+  %b : Tensor = aten::matmul(%m, %p)
+  return (%o, %b))";
+  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(kText);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  driver::CompileOptions options;
+  options.device = "cuda";
+  absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<Tensor> inputs = {Random({2, 5, 3, 4}, 41), Random({1, 3, 5, 5}, 42)};
+  absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectMatchesInterpreter(**graph, inputs, *got, 1e-4);
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
+  EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+  EXPECT_EQ(program->stats().cublas_calls.load(), 3);
+}
+
 }  // namespace
 }  // namespace kiln::backends::cuda

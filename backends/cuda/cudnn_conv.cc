@@ -188,13 +188,19 @@ std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvCon
   for (int64_t v : {p.n, p.cin, p.cout, p.kh, p.kw, p.ph, p.pw, p.sh, p.sw, p.dh, p.dw, p.groups}) {
     if (!FitsInt(v)) return std::nullopt;
   }
-  const bool search = SearchEnabled() && !ctx.capturing;
-  const std::string key = Key(p, ctx.device_index, ctx.tf32, search);
+  const bool search = SearchEnabled();
   PlanCache& cache = Plans();
   std::lock_guard<std::mutex> lock(cache.mu);
-  auto it = cache.plans.find(key);
+  // The searched plan when there is one (the warm-up call made it); a
+  // capture, which cannot search, makes a heuristic one otherwise.
+  auto it = cache.plans.find(Key(p, ctx.device_index, ctx.tf32, search));
+  if (it == cache.plans.end() && search && ctx.capturing) {
+    it = cache.plans.find(Key(p, ctx.device_index, ctx.tf32, false));
+  }
   if (it == cache.plans.end()) {
-    absl::StatusOr<std::unique_ptr<ConvPlan>> plan = MakePlan(p, *dtype, ctx, search);
+    const bool searching = search && !ctx.capturing;
+    const std::string key = Key(p, ctx.device_index, ctx.tf32, searching);
+    absl::StatusOr<std::unique_ptr<ConvPlan>> plan = MakePlan(p, *dtype, ctx, searching);
     if (!plan.ok()) return plan.status();
     it = cache.plans.emplace(key, *std::move(plan)).first;
   }

@@ -1,8 +1,10 @@
 #include "backends/cuda/runtime_kernels.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cubin_cache.h"
@@ -90,6 +92,37 @@ extern "C" __global__ void __launch_bounds__(256) kiln_rt_gather_u8_i32(
   kiln_rt_gather(table, index, out, n, rows, row_words);
 }
 
+// dst[i] = src at the i-th index (row-major over `sizes`) of a strided view.
+struct kiln_rt_strided {
+  long long sizes[8];
+  long long strides[8];
+  int rank;
+};
+template <typename T>
+__device__ void kiln_rt_copy(const T* __restrict__ src, T* __restrict__ dst, kiln_rt_strided v, i64 n) {
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+    i64 rem = i, at = 0;
+    for (int d = v.rank - 1; d >= 0; --d) {
+      const i64 size = v.sizes[d];
+      at += (rem % size) * v.strides[d];
+      rem /= size;
+    }
+    dst[i] = src[at];
+  }
+}
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_copy_u16(
+    const unsigned short* __restrict__ src, unsigned short* __restrict__ dst, kiln_rt_strided v, i64 n) {
+  kiln_rt_copy(src, dst, v, n);
+}
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_copy_u32(
+    const unsigned* __restrict__ src, unsigned* __restrict__ dst, kiln_rt_strided v, i64 n) {
+  kiln_rt_copy(src, dst, v, n);
+}
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_copy_u64(
+    const unsigned long long* __restrict__ src, unsigned long long* __restrict__ dst, kiln_rt_strided v, i64 n) {
+  kiln_rt_copy(src, dst, v, n);
+}
+
 extern "C" __global__ void __launch_bounds__(256) kiln_rt_fill_bias(
     float* __restrict__ y, const float* __restrict__ bias, i64 total, i64 channels, i64 hw) {
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
@@ -106,6 +139,35 @@ struct Loaded {
 }  // namespace
 
 const char* RuntimeKernelSource() { return kSource; }
+
+absl::StatusOr<CUdeviceptr> CopyToContiguous(const DeviceView& view, int device_index, CUstream stream,
+                                             const std::function<absl::StatusOr<CUdeviceptr>(int64_t)>& allocate) {
+  const lowering::Layout& l = view.layout;
+  const size_t elem = DTypeSize(l.dtype);
+  const int which = elem == 2 ? 0 : elem == 4 ? 1 : elem == 8 ? 2 : -1;
+  if (which < 0 || l.sizes.size() > 8 || l.sizes.size() != l.strides.size()) {
+    return absl::UnimplementedError("copy to contiguous: element size or rank not handled");
+  }
+  StridedView v = {};
+  v.rank = static_cast<int>(l.sizes.size());
+  int64_t n = 1;
+  for (size_t d = 0; d < l.sizes.size(); ++d) {
+    v.sizes[d] = l.sizes[d];
+    v.strides[d] = l.strides[d];
+    n *= l.sizes[d];
+  }
+  ASSIGN_OR_RETURN(CUdeviceptr dst, allocate(std::max<int64_t>(n, 1) * static_cast<int64_t>(elem)));
+  if (n == 0) return dst;
+  ASSIGN_OR_RETURN(const RuntimeKernels* k, GetRuntimeKernels(device_index));
+  CUdeviceptr src = view.base + static_cast<CUdeviceptr>(l.offset) * elem;
+  int64_t count = n;
+  std::vector<void*> params = {&src, &dst, &v, &count};
+  const unsigned blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 132 * 64)));
+  RETURN_IF_ERROR(CuCheck(LoadCudaLibraries().driver.cuLaunchKernel(k->copy[which], blocks, 1, 1, 256, 1, 1, 0, stream,
+                                                                    params.data(), nullptr),
+                          "cuLaunchKernel (copy to contiguous)"));
+  return dst;
+}
 
 absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
   static std::mutex mu;
@@ -128,6 +190,9 @@ absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.im2col, module, "kiln_rt_im2col"), "im2col"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.depthwise, module, "kiln_rt_depthwise"), "depthwise"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.fill_bias, module, "kiln_rt_fill_bias"), "fill_bias"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[0], module, "kiln_rt_copy_u16"), "copy"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[1], module, "kiln_rt_copy_u32"), "copy"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[2], module, "kiln_rt_copy_u64"), "copy"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[0][0], module, "kiln_rt_gather_u32_i64"), "gather"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[0][1], module, "kiln_rt_gather_u32_i32"), "gather"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[1][0], module, "kiln_rt_gather_u8_i64"), "gather"));

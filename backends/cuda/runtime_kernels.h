@@ -6,8 +6,11 @@
 #ifndef KILN_BACKENDS_CUDA_RUNTIME_KERNELS_H_
 #define KILN_BACKENDS_CUDA_RUNTIME_KERNELS_H_
 
+#include <functional>
+
 #include "absl/status/statusor.h"
 #include "backends/cuda/cuda_api.h"
+#include "backends/cuda/cublas_matmul.h"
 
 namespace kiln::backends::cuda {
 
@@ -23,7 +26,22 @@ struct RuntimeKernels {
   // bytes (0) or 1 byte (1) and int64 (0) or int32 (1) indices; arguments
   // (table, index, out, n, rows, row_words).
   CUfunction gather[2][2] = {};
+  // dst[i] = the i-th element (row-major) of a strided view: copy[k] for
+  // 2, 4 and 8-byte elements; arguments (src, dst, StridedView, n).
+  CUfunction copy[3] = {};
 };
+
+// A view's shape for the copy kernels (passed by value; at most rank 8).
+struct StridedView {
+  long long sizes[8];    // NOLINT(runtime/int): the kernel's type
+  long long strides[8];  // NOLINT(runtime/int)
+  int rank;
+};
+
+// Copies `view` into `allocate`d contiguous storage on `stream` (2, 4 or
+// 8-byte elements, rank <= 8); returns its address.
+absl::StatusOr<CUdeviceptr> CopyToContiguous(const DeviceView& view, int device_index, CUstream stream,
+                                             const std::function<absl::StatusOr<CUdeviceptr>(int64_t)>& allocate);
 
 // Their CUDA source (one NVRTC translation unit).
 const char* RuntimeKernelSource();
