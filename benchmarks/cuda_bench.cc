@@ -454,14 +454,7 @@ int Main(int argc, char** argv) {
   ProbeCompileLatency();
   std::printf("\n==== benchmarks (median of %d, device-resident inputs, CUDA events) ====\n", g_flags.reps);
   RunBenchmarks();
-  absl::StatusOr<AllocatorStats> s = device.allocator_stats(0);
-  if (s.ok()) {
-    std::printf("allocator: allocated %lld peak %lld cached %lld reserved %lld driver_allocs %lld hits %lld/%lld\n",
-                static_cast<long long>(s->allocated_bytes), static_cast<long long>(s->peak_allocated_bytes),  // NOLINT
-                static_cast<long long>(s->cached_bytes), static_cast<long long>(s->reserved_bytes),  // NOLINT
-                static_cast<long long>(s->driver_allocs), static_cast<long long>(s->cache_hits),  // NOLINT
-                static_cast<long long>(s->requests));  // NOLINT
-  }
+  testing::PrintAllocatorStats();
   PrintSummary();
   return 0;
 }

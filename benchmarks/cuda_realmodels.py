@@ -34,7 +34,6 @@ import argparse
 import inspect
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,8 @@ import traceback
 
 import numpy as np
 import torch
+
+from cuda_torch_compile import time_ms  # CUDA events, median (the same protocol as the single-op figures)
 
 MODELS = ["resnet50", "mobilenet_v3_large", "efficientnet_b0", "convnext_tiny", "vit_b_16", "swin_t",
           "bert_base", "gpt2", "llama_tiny"]
@@ -128,21 +129,6 @@ def first_tensor(y):
     return y.last_hidden_state
 
 
-def gpu_median(fn, n, warm):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(n):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
-
-
 def set_tf32(matmul, cudnn):
     torch.backends.cuda.matmul.allow_tf32 = matmul
     torch.backends.cudnn.allow_tf32 = cudnn
@@ -203,7 +189,7 @@ def torch_cell(args, model, xs, precision, mode):
     y = call()
     torch.cuda.synchronize()
     first_s = time.time() - t0
-    ms = gpu_median(call, args.iterations, args.warmup)
+    ms = time_ms(call, args.iterations, args.warmup)
     out = first_tensor(call()).float().cpu().numpy()
     return first_s, ms, out
 

@@ -303,14 +303,7 @@ int Main(int argc, char** argv) {
   CheckModels();
   CudaDevice::SetConvTf32(true);  // PyTorch's default again
   std::fflush(stdout);
-  absl::StatusOr<AllocatorStats> s = device.allocator_stats(0);
-  if (s.ok()) {
-    std::printf("allocator: allocated %lld peak %lld cached %lld reserved %lld driver_allocs %lld hits %lld/%lld\n",
-                static_cast<long long>(s->allocated_bytes), static_cast<long long>(s->peak_allocated_bytes),  // NOLINT
-                static_cast<long long>(s->cached_bytes), static_cast<long long>(s->reserved_bytes),  // NOLINT
-                static_cast<long long>(s->driver_allocs), static_cast<long long>(s->cache_hits),  // NOLINT
-                static_cast<long long>(s->requests));  // NOLINT
-  }
+  PrintAllocatorStats();
   PrintSummary();
   return test_rc != 0 || g_fail != 0 ? 1 : 0;
 }

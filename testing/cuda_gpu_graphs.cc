@@ -2,12 +2,14 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backends/cuda/cuda_device.h"
 #include "frontend/onnx/importer.h"
 #include "passes/all_passes.h"
 #include "passes/pipeline.h"
@@ -103,6 +105,16 @@ std::string FallbackSummary(backends::cuda::CudaProgram* p) {
                       " cublas=", p->stats().cublas_calls.load(), " gpu_conv=", p->stats().gpu_convolutions.load(),
                       " cudnn=", p->stats().cudnn_convolutions.load(), " host_fallbacks=", p->stats().host_fallbacks.load(),
                       parts.empty() ? "" : absl::StrCat(" (", absl::StrJoin(parts, ", "), ")"));
+}
+
+void PrintAllocatorStats() {
+  absl::StatusOr<backends::cuda::AllocatorStats> s = backends::cuda::CudaDevice().allocator_stats(0);
+  if (!s.ok()) return;
+  std::printf("allocator: allocated %lld peak %lld cached %lld reserved %lld driver_allocs %lld hits %lld/%lld\n",
+              static_cast<long long>(s->allocated_bytes), static_cast<long long>(s->peak_allocated_bytes),  // NOLINT
+              static_cast<long long>(s->cached_bytes), static_cast<long long>(s->reserved_bytes),  // NOLINT
+              static_cast<long long>(s->driver_allocs), static_cast<long long>(s->cache_hits),  // NOLINT
+              static_cast<long long>(s->requests));  // NOLINT
 }
 
 std::string TempCacheDir(const std::string& tag) {

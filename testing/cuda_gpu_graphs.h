@@ -39,6 +39,9 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> ImportOptimized(onnx::ModelProto mode
 // "interpreted" for null.
 std::string FallbackSummary(backends::cuda::CudaProgram* p);
 
+// "allocator: allocated ... hits N/M" for device 0 (nothing when unavailable).
+void PrintAllocatorStats();
+
 // A fresh directory name under $TMPDIR for a cold cubin cache.
 std::string TempCacheDir(const std::string& tag);
 

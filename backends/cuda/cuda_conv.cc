@@ -11,14 +11,6 @@
 namespace kiln::backends::cuda {
 namespace {
 
-bool Contiguous(const lowering::Layout& l) {
-  int64_t expect = 1;
-  for (size_t d = l.sizes.size(); d-- > 0;) {
-    if (l.sizes[d] != 1 && l.strides[d] != expect) return false;
-    expect *= l.sizes[d];
-  }
-  return true;
-}
 
 // An int list of `n` values, or one value repeated.
 std::optional<std::vector<int64_t>> IntList(const std::vector<lowering::ExternArg>& args, size_t i, size_t n) {
@@ -150,9 +142,9 @@ std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector
   const DeviceView& y = c.y;
   const bool has_bias = c.bias.has_value();
   for (const DeviceView* v : {&x, &w, &y}) {
-    if (v->layout.dtype != DType::kFloat32 || !Contiguous(v->layout)) return std::nullopt;
+    if (v->layout.dtype != DType::kFloat32 || !v->layout.IsContiguous()) return std::nullopt;
   }
-  if (has_bias && (c.bias->layout.dtype != DType::kFloat32 || !Contiguous(c.bias->layout))) return std::nullopt;
+  if (has_bias && (c.bias->layout.dtype != DType::kFloat32 || !c.bias->layout.IsContiguous())) return std::nullopt;
   if (ctx.handle == nullptr) return std::nullopt;
   const auto& ws = w.layout.sizes;
   absl::StatusOr<const RuntimeKernels*> kernels = GetRuntimeKernels(ctx.device_index);

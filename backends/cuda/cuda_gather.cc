@@ -11,14 +11,6 @@ namespace {
 
 std::string BaseName(const std::string& op) { return op.substr(0, op.find('.')); }
 
-bool Contiguous(const lowering::Layout& l) {
-  int64_t expect = 1;
-  for (size_t d = l.sizes.size(); d-- > 0;) {
-    if (l.sizes[d] != 1 && l.strides[d] != expect) return false;
-    expect *= l.sizes[d];
-  }
-  return true;
-}
 
 // Rows of `table` (dim 0) contiguous from dim 1 on.
 bool RowsContiguous(const lowering::Layout& l) {
@@ -74,7 +66,7 @@ std::optional<absl::Status> TryCudaGather(const std::string& op, const std::vect
   const lowering::Layout& ix = index->layout;
   const lowering::Layout& o = outputs[0].layout;
   if (ix.dtype != DType::kInt64 && ix.dtype != DType::kInt32) return std::nullopt;
-  if (o.dtype != t.dtype || !RowsContiguous(t) || !Contiguous(ix) || !Contiguous(o) || t.sizes.empty()) {
+  if (o.dtype != t.dtype || !RowsContiguous(t) || !ix.IsContiguous() || !o.IsContiguous() || t.sizes.empty()) {
     return std::nullopt;
   }
   // out = index.shape + table.shape[1:].

@@ -201,44 +201,13 @@ TEST(CudaCodegenTest, RuntimeKernelsCompileWithNvrtc) {
 
 // ---------------------------------------------------------------- GPU
 
-Tensor Random(std::vector<int64_t> sizes, uint32_t seed) {
-  Tensor t = Tensor::Empty(DType::kFloat32, std::move(sizes));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-  return t;
-}
-
-TEST(CudaProgramGpuTest, MixedGraphMatchesTheInterpreter) {
-  RegisterAll();
-  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(kMixed);
-  ASSERT_TRUE(graph.ok());
+// Parses `text` into *graph (shape-propagated: the interpreter's input too)
+// and compiles it for cuda.
+absl::StatusOr<driver::CompiledGraph> CompileForGpu(const std::string& text, std::unique_ptr<ir::Graph>* graph) {
+  ASSIGN_OR_RETURN(*graph, ir::ParseGraph(text));
   driver::CompileOptions options;
   options.device = "cuda";
-  absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
-  ASSERT_TRUE(c.ok()) << c.status();
-  std::vector<Tensor> inputs = {Random({8, 16}, 1), Random({16, 4}, 2)};
-  for (int run = 0; run < 2; ++run) {  // the second run reuses cached blocks
-    absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
-    ASSERT_TRUE(got.ok()) << got.status();
-    std::vector<ir::IValue> args;
-    for (const Tensor& t : inputs) args.push_back(ir::IValue::FromTensor(t));
-    absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(**graph, args);
-    ASSERT_TRUE(want.ok()) << want.status();
-    ASSERT_EQ(got->size(), want->size());
-    for (size_t o = 0; o < got->size(); ++o) {
-      const Tensor& w = (*want)[o].toTensor();
-      ASSERT_EQ((*got)[o].sizes(), w.sizes());
-      for (int64_t i = 0; i < w.numel(); ++i) {
-        EXPECT_NEAR((*got)[o].GetDouble(i), w.GetDouble(i), 1e-4) << "output " << o << " element " << i;
-      }
-    }
-  }
-  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
-  ASSERT_NE(program, nullptr);
-  EXPECT_EQ(program->stats().cublas_calls.load(), 2);
-  EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+  return driver::CompileGraph(**graph, options);
 }
 
 // Expects `got` to match the interpreter's outputs of `graph` on `inputs`.
@@ -258,17 +227,41 @@ void ExpectMatchesInterpreter(const ir::Graph& graph, const std::vector<Tensor>&
   }
 }
 
+
+Tensor Random(std::vector<int64_t> sizes, uint32_t seed) {
+  Tensor t = Tensor::Empty(DType::kFloat32, std::move(sizes));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+TEST(CudaProgramGpuTest, MixedGraphMatchesTheInterpreter) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  std::unique_ptr<ir::Graph> graph;
+  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kMixed, &graph);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<Tensor> inputs = {Random({8, 16}, 1), Random({16, 4}, 2)};
+  for (int run = 0; run < 2; ++run) {  // the second run reuses cached blocks
+    absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectMatchesInterpreter(*graph, inputs, *got, 1e-4);
+  }
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
+  EXPECT_EQ(program->stats().cublas_calls.load(), 2);
+  EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+}
+
 // Sessions: inputs uploaded once, the second call captured as a CUDA graph
 // and replayed; every replay's outputs match the interpreter, also after
 // other work reused the allocator's blocks in between.
 TEST(CudaProgramGpuTest, SessionCapturesAGraphAndReplaysIt) {
   RegisterAll();
   if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(kMixed);
-  ASSERT_TRUE(graph.ok());
-  driver::CompileOptions options;
-  options.device = "cuda";
-  absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
+  std::unique_ptr<ir::Graph> graph;
+  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kMixed, &graph);
   ASSERT_TRUE(c.ok()) << c.status();
   auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
   ASSERT_NE(program, nullptr);
@@ -283,7 +276,7 @@ TEST(CudaProgramGpuTest, SessionCapturesAGraphAndReplaysIt) {
     ASSERT_TRUE(program->Run({Random({8, 16}, 100 + call), Random({16, 4}, 200 + call)}).ok());
     absl::StatusOr<std::vector<Tensor>> got = (*session)->FetchOutputs();
     ASSERT_TRUE(got.ok()) << got.status();
-    ExpectMatchesInterpreter(**graph, inputs, *got, 1e-4);
+    ExpectMatchesInterpreter(*graph, inputs, *got, 1e-4);
   }
   ASSERT_EQ((*session)->Notes().size(), 2u);
   EXPECT_TRUE(absl::StrContains((*session)->Notes()[0], "1 cuBLAS calls")) << (*session)->Notes()[0];
@@ -314,11 +307,8 @@ TEST(CudaProgramGpuTest, SessionWithAHostFallbackStaysEager) {
   %c : Tensor = aten::cumsum(%x, %d, %n)
   %t : Tensor = aten::tanh(%c)
   return (%t))";
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(kText);
-  ASSERT_TRUE(graph.ok());
-  driver::CompileOptions options;
-  options.device = "cuda";
-  absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
+  std::unique_ptr<ir::Graph> graph;
+  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
   ASSERT_TRUE(c.ok()) << c.status();
   auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
   ASSERT_NE(program, nullptr);
@@ -335,7 +325,7 @@ TEST(CudaProgramGpuTest, SessionWithAHostFallbackStaysEager) {
       << (*session)->Notes()[1];
   absl::StatusOr<std::vector<Tensor>> got = (*session)->FetchOutputs();
   ASSERT_TRUE(got.ok()) << got.status();
-  ExpectMatchesInterpreter(**graph, inputs, *got, 1e-4);
+  ExpectMatchesInterpreter(*graph, inputs, *got, 1e-4);
 }
 
 // Convolutions through cuDNN (when it loads) in full float32 against the
@@ -377,17 +367,14 @@ TEST(CudaProgramGpuTest, ConvolutionsMatchTheInterpreter) {
         "]()\n  %d : int[] = prim::Constant[value=", c.dilation, "]()\n  %g : int = prim::Constant[value=", c.groups,
         "]()\n", c.bias ? "" : "  %b : NoneType = prim::Constant()\n", "  %y : Tensor = aten::", one_d ? "conv1d" : "conv2d",
         "(%x, %w, %b, %s, %p, %d, %g)\n  %r : Tensor = aten::relu(%y)\n  return (%r)\n");
-    absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(text);
-    ASSERT_TRUE(graph.ok()) << graph.status() << "\n" << text;
-    driver::CompileOptions options;
-    options.device = "cuda";
-    absl::StatusOr<driver::CompiledGraph> compiled = driver::CompileGraph(**graph, options);
-    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    std::unique_ptr<ir::Graph> graph;
+    absl::StatusOr<driver::CompiledGraph> compiled = CompileForGpu(text, &graph);
+    ASSERT_TRUE(compiled.ok()) << compiled.status() << "\n" << text;
     std::vector<Tensor> inputs = {Random(c.x, 11), Random(c.w, 12)};
     if (c.bias) inputs.push_back(Random({c.w[0]}, 13));
     absl::StatusOr<std::vector<Tensor>> got = compiled->compiled->Run(inputs);
     ASSERT_TRUE(got.ok()) << got.status();
-    ExpectMatchesInterpreter(**graph, inputs, *got, 1e-4);
+    ExpectMatchesInterpreter(*graph, inputs, *got, 1e-4);
     auto* program = dynamic_cast<CudaProgram*>(compiled->compiled.get());
     ASSERT_NE(program, nullptr);
     EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
@@ -408,11 +395,8 @@ TEST(CudaProgramGpuTest, NarrowFloatGraphsRunOnTheGpu) {
   for (const char* type : {"BFloat16", "Half"}) {
     SCOPED_TRACE(type);
     const std::string text = NarrowGraphText(type);
-    absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(text);
-    ASSERT_TRUE(graph.ok()) << graph.status();
-    driver::CompileOptions options;
-    options.device = "cuda";
-    absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
+    std::unique_ptr<ir::Graph> graph;
+    absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(text, &graph);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(c->num_islands, 0);
     const DType dtype = std::string(type) == "Half" ? DType::kFloat16 : DType::kBFloat16;
@@ -428,7 +412,7 @@ TEST(CudaProgramGpuTest, NarrowFloatGraphsRunOnTheGpu) {
     ASSERT_TRUE(got.ok()) << got.status();
     std::vector<ir::IValue> args;
     for (const Tensor& t : inputs) args.push_back(ir::IValue::FromTensor(t));
-    absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(**graph, args);
+    absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(*graph, args);
     ASSERT_TRUE(want.ok()) << want.status();
     for (size_t o = 0; o < got->size(); ++o) {
       const Tensor& w = (*want)[o].toTensor();
@@ -462,11 +446,8 @@ TEST(CudaProgramGpuTest, GathersRunOnTheGpu) {
   %g : Tensor = aten::index(%w, %l)
   %t : Tensor = aten::tanh(%g)
   return (%e, %t))";
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(kText);
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  driver::CompileOptions options;
-  options.device = "cuda";
-  absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
+  std::unique_ptr<ir::Graph> graph;
+  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
   ASSERT_TRUE(c.ok()) << c.status();
   Tensor ids = Tensor::Empty(DType::kInt64, {3, 7});
   for (int64_t i = 0; i < ids.numel(); ++i) ids.data<int64_t>()[i] = (i * 7) % 50 - (i % 4 == 0 ? 50 : 0);
@@ -475,7 +456,7 @@ TEST(CudaProgramGpuTest, GathersRunOnTheGpu) {
   std::vector<Tensor> inputs = {Random({50, 12}, 31), ids, j};
   absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
   ASSERT_TRUE(got.ok()) << got.status();
-  ExpectMatchesInterpreter(**graph, inputs, *got, 1e-6);
+  ExpectMatchesInterpreter(*graph, inputs, *got, 1e-6);
   auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
   ASSERT_NE(program, nullptr);
   EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
@@ -500,16 +481,13 @@ TEST(CudaProgramGpuTest, BatchedMatmulsRunOnTheGpu) {
   %o : Tensor = aten::matmul(%p, %q)
   %b : Tensor = aten::matmul(%m, %p)
   return (%o, %b))";
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(kText);
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  driver::CompileOptions options;
-  options.device = "cuda";
-  absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
+  std::unique_ptr<ir::Graph> graph;
+  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
   ASSERT_TRUE(c.ok()) << c.status();
   std::vector<Tensor> inputs = {Random({2, 5, 3, 4}, 41), Random({1, 3, 5, 5}, 42)};
   absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
   ASSERT_TRUE(got.ok()) << got.status();
-  ExpectMatchesInterpreter(**graph, inputs, *got, 1e-4);
+  ExpectMatchesInterpreter(*graph, inputs, *got, 1e-4);
   auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
   ASSERT_NE(program, nullptr);
   EXPECT_EQ(program->stats().host_fallbacks.load(), 0);

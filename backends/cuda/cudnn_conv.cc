@@ -26,14 +26,6 @@ std::optional<int> CudnnDataType(DType t) {
   }
 }
 
-bool Packed(const lowering::Layout& l) {
-  int64_t expect = 1;
-  for (size_t d = l.sizes.size(); d-- > 0;) {
-    if (l.sizes[d] != 1 && l.strides[d] != expect) return false;
-    expect *= l.sizes[d];
-  }
-  return true;
-}
 
 bool FitsInt(int64_t v) { return v >= 0 && v <= 0x7fffffff; }
 
@@ -183,8 +175,8 @@ bool SearchEnabled() {
 std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvContext& ctx) {
   if (ctx.cudnn == nullptr || p.spatial_dims < 1 || p.spatial_dims > 2) return std::nullopt;
   const std::optional<int> dtype = CudnnDataType(p.x.layout.dtype);
-  if (!dtype || !Packed(p.weight.layout)) return std::nullopt;
-  if (p.bias && (p.bias->layout.dtype != p.x.layout.dtype || !Packed(p.bias->layout))) return std::nullopt;
+  if (!dtype || !p.weight.layout.IsContiguous()) return std::nullopt;
+  if (p.bias && (p.bias->layout.dtype != p.x.layout.dtype || !p.bias->layout.IsContiguous())) return std::nullopt;
   for (int64_t v : {p.n, p.cin, p.cout, p.kh, p.kw, p.ph, p.pw, p.sh, p.sw, p.dh, p.dw, p.groups}) {
     if (!FitsInt(v)) return std::nullopt;
   }
