@@ -8,6 +8,7 @@
 #include "backends/cuda/cublas_matmul.h"
 #include "backends/cuda/cuda_conv.h"
 #include "backends/cuda/cuda_gather.h"
+#include "backends/cuda/cuda_pool.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "runtime/tensor_ops.h"
@@ -55,6 +56,7 @@ const char* ExternPathName(ExternPath path) {
     case ExternPath::kCudnn: return "cudnn";
     case ExternPath::kConv: return "conv";
     case ExternPath::kGather: return "gather";
+    case ExternPath::kPool: return "pool";
     case ExternPath::kHost: return "host";
   }
   return "?";
@@ -329,6 +331,13 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
       stats_.gpu_convolutions.fetch_add(1);
       if (used_cudnn) stats_.cudnn_convolutions.fetch_add(1);
       *path = used_cudnn ? ExternPath::kCudnn : ExternPath::kConv;
+      return absl::OkStatus();
+    }
+  }
+  if (!e.island && IsPoolOp(e.op)) {
+    if (std::optional<absl::Status> done = TryCudaPool(e.op, e.args, args, outs, device_index_, stream)) {
+      RETURN_IF_ERROR(*done);
+      *path = ExternPath::kPool;
       return absl::OkStatus();
     }
   }

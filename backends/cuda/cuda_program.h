@@ -92,8 +92,8 @@ struct ResolvedProgram {
 absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program);
 
 // How an extern step ran.
-enum class ExternPath { kCublas, kCudnn, kConv, kGather, kHost };
-const char* ExternPathName(ExternPath path);  // "cublas", "cudnn", "conv", "gather", "host"
+enum class ExternPath { kCublas, kCudnn, kConv, kGather, kPool, kHost };
+const char* ExternPathName(ExternPath path);  // "cublas", "cudnn", "conv", "gather", "pool", "host"
 
 // Per-step device timing of calls (CudaProgram::Profile): events recorded
 // around every launch and extern step.

@@ -2,6 +2,7 @@
 // backend's NVRTC units (NVRTC needs no GPU), and, on a GPU, compiled graphs
 // against the interpreter.
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "absl/strings/match.h"
@@ -492,6 +493,52 @@ TEST(CudaProgramGpuTest, BatchedMatmulsRunOnTheGpu) {
   ASSERT_NE(program, nullptr);
   EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
   EXPECT_EQ(program->stats().cublas_calls.load(), 3);
+}
+
+// 2-D pooling on the GPU: max (padding, stride, dilation, ceil_mode, a NaN)
+// and average (count_include_pad off, ceil_mode, a divisor override).
+TEST(CudaProgramGpuTest, PoolingRunsOnTheGpu) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  constexpr char kText[] = R"(graph(%x : Float(2, 3, 11, 9)):
+  %k : int[] = prim::Constant[value=[3, 3]]()
+  %s : int[] = prim::Constant[value=[2, 2]]()
+  %p : int[] = prim::Constant[value=[1, 1]]()
+  %d : int[] = prim::Constant[value=[1, 2]]()
+  %t : bool = prim::Constant[value=1]()
+  %f : bool = prim::Constant[value=0]()
+  %n : NoneType = prim::Constant()
+  %six : int = prim::Constant[value=6]()
+  %m : Tensor = aten::max_pool2d(%x, %k, %s, %p, %d, %t)
+  %a : Tensor = aten::avg_pool2d(%x, %k, %s, %p, %t, %f, %n)
+  %b : Tensor = aten::avg_pool2d(%x, %k, %s, %p, %f, %t, %six)
+  return (%m, %a, %b))";
+  std::unique_ptr<ir::Graph> graph;
+  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
+  ASSERT_TRUE(c.ok()) << c.status();
+  Tensor x = Random({2, 3, 11, 9}, 51);
+  x.data<float>()[17] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<Tensor> inputs = {x};
+  absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::vector<ir::IValue> args = {ir::IValue::FromTensor(x)};
+  absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(*graph, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (size_t o = 0; o < got->size(); ++o) {
+    const Tensor& w = (*want)[o].toTensor();
+    ASSERT_EQ((*got)[o].sizes(), w.sizes()) << "output " << o;
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      const double g = (*got)[o].GetDouble(i), e = w.GetDouble(i);
+      if (std::isnan(e)) {
+        EXPECT_TRUE(std::isnan(g)) << "output " << o << " element " << i;
+      } else {
+        EXPECT_NEAR(g, e, 1e-5) << "output " << o << " element " << i;
+      }
+    }
+  }
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
+  EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
 }
 
 }  // namespace

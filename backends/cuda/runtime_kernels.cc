@@ -123,6 +123,98 @@ extern "C" __global__ void __launch_bounds__(256) kiln_rt_copy_u64(
   kiln_rt_copy(src, dst, v, n);
 }
 
+// 2-D pooling (PoolArgs of runtime_kernels.h, passed by value) over float,
+// half and bfloat16 storage with float math.
+struct kiln_rt_pool_args {
+  i64 n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+  i64 x_strides[4];
+  int count_include_pad;
+  i64 divisor;
+};
+__device__ __forceinline__ float kiln_rt_load(const float* p) { return *p; }
+__device__ __forceinline__ void kiln_rt_store(float* p, float v) { *p = v; }
+__device__ __forceinline__ float kiln_rt_load(const unsigned short* p, int bf16) {
+  if (bf16) return __uint_as_float(static_cast<unsigned>(*p) << 16);
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*p));
+  return f;
+}
+__device__ __forceinline__ void kiln_rt_store(unsigned short* p, float f, int bf16) {
+  if (bf16) {
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      *p = static_cast<unsigned short>((u >> 16) | 0x40u);
+      return;
+    }
+    u += 0x7fffu + ((u >> 16) & 1u);
+    *p = static_cast<unsigned short>(u >> 16);
+    return;
+  }
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  *p = h;
+}
+struct kiln_rt_f32 {
+  static __device__ float load(const float* p) { return *p; }
+  static __device__ void store(float* p, float v) { *p = v; }
+};
+template <int kBf16> struct kiln_rt_f16 {
+  static __device__ float load(const unsigned short* p) { return kiln_rt_load(p, kBf16); }
+  static __device__ void store(unsigned short* p, float v) { kiln_rt_store(p, v, kBf16); }
+};
+
+template <typename IO, typename T>
+__device__ void kiln_rt_pool(const T* __restrict__ x, T* __restrict__ y, const kiln_rt_pool_args& a, bool is_max) {
+  const i64 total = a.n * a.c * a.oh * a.ow;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
+    const i64 ox = i % a.ow, oy = (i / a.ow) % a.oh, ch = (i / (a.ow * a.oh)) % a.c, img = i / (a.ow * a.oh * a.c);
+    const T* xp = x + img * a.x_strides[0] + ch * a.x_strides[1];
+    const i64 y0 = oy * a.sh - a.ph, x0 = ox * a.sw - a.pw;
+    if (is_max) {
+      float m = -__int_as_float(0x7f800000);
+      for (i64 ky = 0; ky < a.kh; ++ky) {
+        const i64 iy = y0 + ky * a.dh;
+        if (iy < 0 || iy >= a.h) continue;
+        for (i64 kx = 0; kx < a.kw; ++kx) {
+          const i64 ix = x0 + kx * a.dw;
+          if (ix < 0 || ix >= a.w) continue;
+          const float v = IO::load(xp + iy * a.x_strides[2] + ix * a.x_strides[3]);
+          if (v > m || v != v) m = v;
+        }
+      }
+      IO::store(y + i, m);
+    } else {
+      // PyTorch's windows: clipped to the padded input, then to the input.
+      i64 hs = y0, ws = x0;
+      i64 he = hs + a.kh < a.h + a.ph ? hs + a.kh : a.h + a.ph;
+      i64 we = ws + a.kw < a.w + a.pw ? ws + a.kw : a.w + a.pw;
+      const i64 pool = (he - hs) * (we - ws);
+      hs = hs > 0 ? hs : 0;
+      ws = ws > 0 ? ws : 0;
+      he = he < a.h ? he : a.h;
+      we = we < a.w ? we : a.w;
+      float sum = 0.0f;
+      for (i64 iy = hs; iy < he; ++iy) {
+        for (i64 ix = ws; ix < we; ++ix) sum += IO::load(xp + iy * a.x_strides[2] + ix * a.x_strides[3]);
+      }
+      const i64 count = a.divisor != 0 ? a.divisor : (a.count_include_pad ? pool : (he - hs) * (we - ws));
+      IO::store(y + i, count > 0 ? sum / (float)count : 0.0f);
+    }
+  }
+}
+
+#define KILN_RT_POOL(name, IO, T, is_max) \
+  extern "C" __global__ void __launch_bounds__(256) name(const T* __restrict__ x, T* __restrict__ y, \
+                                                         kiln_rt_pool_args a) { \
+    kiln_rt_pool<IO>(x, y, a, is_max); \
+  }
+KILN_RT_POOL(kiln_rt_max_pool2d_f32, kiln_rt_f32, float, true)
+KILN_RT_POOL(kiln_rt_max_pool2d_f16, kiln_rt_f16<0>, unsigned short, true)
+KILN_RT_POOL(kiln_rt_max_pool2d_bf16, kiln_rt_f16<1>, unsigned short, true)
+KILN_RT_POOL(kiln_rt_avg_pool2d_f32, kiln_rt_f32, float, false)
+KILN_RT_POOL(kiln_rt_avg_pool2d_f16, kiln_rt_f16<0>, unsigned short, false)
+KILN_RT_POOL(kiln_rt_avg_pool2d_bf16, kiln_rt_f16<1>, unsigned short, false)
+
 extern "C" __global__ void __launch_bounds__(256) kiln_rt_fill_bias(
     float* __restrict__ y, const float* __restrict__ bias, i64 total, i64 channels, i64 hw) {
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
@@ -190,6 +282,12 @@ absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.im2col, module, "kiln_rt_im2col"), "im2col"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.depthwise, module, "kiln_rt_depthwise"), "depthwise"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.fill_bias, module, "kiln_rt_fill_bias"), "fill_bias"));
+      const char* const pools[2][3] = {{"kiln_rt_max_pool2d_f32", "kiln_rt_max_pool2d_f16", "kiln_rt_max_pool2d_bf16"},
+                                       {"kiln_rt_avg_pool2d_f32", "kiln_rt_avg_pool2d_f16", "kiln_rt_avg_pool2d_bf16"}};
+      for (int t = 0; t < 3; ++t) {
+        RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.max_pool2d[t], module, pools[0][t]), pools[0][t]));
+        RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.avg_pool2d[t], module, pools[1][t]), pools[1][t]));
+      }
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[0], module, "kiln_rt_copy_u16"), "copy"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[1], module, "kiln_rt_copy_u32"), "copy"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[2], module, "kiln_rt_copy_u64"), "copy"));

@@ -29,6 +29,20 @@ struct RuntimeKernels {
   // dst[i] = the i-th element (row-major) of a strided view: copy[k] for
   // 2, 4 and 8-byte elements; arguments (src, dst, StridedView, n).
   CUfunction copy[3] = {};
+  // 2-D pooling per storage type (float32, float16, bfloat16); arguments
+  // (x, y, PoolArgs).
+  CUfunction max_pool2d[3] = {};
+  CUfunction avg_pool2d[3] = {};
+};
+
+// The pooling kernels' parameters (passed by value; the kernel's own
+// struct lays them out the same). x is read at the strides given; y is
+// contiguous [n, c, oh, ow].
+struct PoolArgs {
+  long long n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;  // NOLINT(runtime/int)
+  long long x_strides[4];                                          // NOLINT(runtime/int)
+  int count_include_pad = 1;
+  long long divisor = 0;  // NOLINT(runtime/int): divisor_override, 0 for none
 };
 
 // A view's shape for the copy kernels (passed by value; at most rank 8).
