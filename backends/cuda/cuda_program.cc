@@ -57,6 +57,7 @@ const char* ExternPathName(ExternPath path) {
     case ExternPath::kConv: return "conv";
     case ExternPath::kGather: return "gather";
     case ExternPath::kPool: return "pool";
+    case ExternPath::kMetadata: return "shape";
     case ExternPath::kHost: return "host";
   }
   return "?";
@@ -204,6 +205,39 @@ absl::StatusOr<std::shared_ptr<DeviceStorage>> CudaProgram::Allocate(int64_t byt
   return storage;
 }
 
+bool IsMetadataOnlyOp(const std::string& op) {
+  return op == "kiln::shape" || op == "kiln::size" || op == "aten::_shape_as_tensor";
+}
+
+absl::StatusOr<const DeviceStorage*> CudaProgram::MetadataResult(const ExternStep& e,
+                                                                 const std::vector<DeviceView>& args,
+                                                                 const std::vector<DeviceView>& outs, CUstream stream) {
+  std::lock_guard<std::mutex> lock(ones_mu_);
+  auto it = metadata_results_.find(&e);
+  if (it != metadata_results_.end()) return it->second.get();
+  if (outs.size() != 1 || !outs[0].layout.IsContiguous()) {
+    return absl::InternalError(absl::StrCat("extern ", e.op, ": one contiguous output expected"));
+  }
+  std::vector<Tensor> host_args, host_outs;
+  for (const DeviceView& v : args) host_args.push_back(Tensor::Empty(v.layout.dtype, v.layout.sizes));
+  Tensor out = Tensor::Empty(outs[0].layout.dtype, outs[0].layout.sizes);
+  host_outs.push_back(out);
+  RETURN_IF_ERROR(wrapper::RunHostExtern(e.op, e.args, host_args, host_outs));
+  const int64_t nbytes = out.numel() * static_cast<int64_t>(DTypeSize(out.dtype()));
+  CudaDevice device;
+  ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
+                   device.AllocateStorage(device_index_, static_cast<size_t>(std::max<int64_t>(nbytes, 1))));
+  if (nbytes > 0) {
+    RETURN_IF_ERROR(CuCheck(Driver().cuMemcpyHtoDAsync(storage->ptr(), out.raw_data(), static_cast<size_t>(nbytes),
+                                                       stream),
+                            "cuMemcpyHtoDAsync (metadata extern)"));
+    RETURN_IF_ERROR(CuCheck(Driver().cuStreamSynchronize(stream), "cuStreamSynchronize"));
+  }
+  const DeviceStorage* raw = storage.get();
+  metadata_results_.emplace(&e, std::move(storage));
+  return raw;
+}
+
 absl::StatusOr<CUdeviceptr> CudaProgram::Workspace(int64_t bytes) {
   std::lock_guard<std::mutex> lock(ones_mu_);
   if (!workspace_ || static_cast<int64_t>(workspace_->nbytes()) < bytes) {
@@ -347,6 +381,19 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
       *path = ExternPath::kGather;
       return absl::OkStatus();
     }
+  }
+  if (!e.island && IsMetadataOnlyOp(e.op)) {
+    // The result depends on the input's shape alone: computed once on the
+    // host (over an uninitialized tensor of that shape), kept on the device,
+    // copied into the output by every call (a memcpy a CUDA graph captures).
+    ASSIGN_OR_RETURN(const DeviceStorage* result, MetadataResult(e, args, outs, stream));
+    const int64_t bytes = outs[0].layout.StorageBytes();
+    if (bytes > 0) {
+      RETURN_IF_ERROR(CuCheck(Driver().cuMemcpyDtoDAsync(outs[0].base, result->ptr(), static_cast<size_t>(bytes), stream),
+                              "cuMemcpyDtoDAsync (metadata extern)"));
+    }
+    *path = ExternPath::kMetadata;
+    return absl::OkStatus();
   }
   // Host fallback over copies.
   std::vector<Tensor> host_args, host_outs, out_staging(outs.size());

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backends/cuda/cublas_matmul.h"
 #include "backends/cuda/cuda_api.h"
 #include "backends/cuda/cuda_device.h"
 #include "lowering/loop_ir.h"
@@ -92,8 +93,13 @@ struct ResolvedProgram {
 absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program);
 
 // How an extern step ran.
-enum class ExternPath { kCublas, kCudnn, kConv, kGather, kPool, kHost };
-const char* ExternPathName(ExternPath path);  // "cublas", "cudnn", "conv", "gather", "pool", "host"
+enum class ExternPath { kCublas, kCudnn, kConv, kGather, kPool, kMetadata, kHost };
+// "cublas", "cudnn", "conv", "gather", "pool", "shape", "host".
+const char* ExternPathName(ExternPath path);
+
+// Externs whose outputs depend on their inputs' shapes alone (kiln::shape,
+// kiln::size): computed once, kept on the device.
+bool IsMetadataOnlyOp(const std::string& op);
 
 // Per-step device timing of calls (CudaProgram::Profile): events recorded
 // around every launch and extern step.
@@ -181,6 +187,9 @@ class CudaProgram : public wrapper::CompiledProgram {
   absl::StatusOr<std::shared_ptr<DeviceStorage>> Allocate(int64_t bytes, const CallHooks& hooks);
   absl::Status RunExtern(const ExternStep& e, std::vector<Slot>& slots, CUstream stream, const CallHooks& hooks,
                          ExternPath* path);
+  // The (once computed, device-resident) result of a metadata-only extern.
+  absl::StatusOr<const DeviceStorage*> MetadataResult(const ExternStep& e, const std::vector<DeviceView>& args,
+                                                      const std::vector<DeviceView>& outs, CUstream stream);
   // `bytes` of scratch for cuBLASLt, kept by the program (one size).
   absl::StatusOr<CUdeviceptr> Workspace(int64_t bytes);
   // At least `n` ones of `dtype`, kept by the program.
@@ -198,6 +207,7 @@ class CudaProgram : public wrapper::CompiledProgram {
   };
   std::map<DType, OnesVector> ones_;
   std::shared_ptr<DeviceStorage> workspace_;
+  std::map<const ExternStep*, std::shared_ptr<DeviceStorage>> metadata_results_;
   CudaProgramStats stats_;
   std::vector<std::string> unit_sources_;
 };

@@ -541,5 +541,30 @@ TEST(CudaProgramGpuTest, PoolingRunsOnTheGpu) {
   EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
 }
 
+// kiln::shape (ONNX's Shape) never downloads its input: computed once from
+// the static shape, copied on the device by every call.
+TEST(CudaProgramGpuTest, ShapeOfAStaticTensorStaysOnTheGpu) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  constexpr char kText[] = R"(graph(%x : Float(4, 6, 5)):
+  %one : int = prim::Constant[value=1]()
+  %n : NoneType = prim::Constant()
+  %s : Tensor = kiln::shape(%x, %one, %n)
+  %t : Tensor = aten::tanh(%x)
+  return (%s, %t))";
+  std::unique_ptr<ir::Graph> graph;
+  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<Tensor> inputs = {Random({4, 6, 5}, 61)};
+  for (int call = 0; call < 2; ++call) {
+    absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectMatchesInterpreter(*graph, inputs, *got, 1e-6);
+  }
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
+  EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+}
+
 }  // namespace
 }  // namespace kiln::backends::cuda
