@@ -1,10 +1,12 @@
 #include "driver/compile_graph.h"
 
 #include <chrono>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "devices/device_guard.h"
 #include "lowering/lower.h"
 #include "runtime/interpreter.h"
 #include "passes/all_passes.h"
@@ -153,6 +155,13 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   (void)changed;
   out.times.shapes_ms = StageDone(options, "shape propagation", t);
 
+  // "cuda:1": the codegen and the program it compiles belong to the index
+  // current when the codegen is made.
+  std::optional<devices::DeviceGuard> guard;
+  if (options.device.find(':') != std::string::npos) {
+    ASSIGN_OR_RETURN(devices::DeviceGuard g, devices::DeviceGuard::Create(options.device));
+    guard.emplace(std::move(g));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen, wrapper::CreateDeviceCodegen(options.device));
   if (options.device_passes && !codegen->PreLoweringPipeline().empty()) {
     t = Clock::now();
@@ -163,7 +172,7 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   }
 
   t = Clock::now();
-  ASSIGN_OR_RETURN(out.loop_graph, lowering::LowerGraph(graph));
+  ASSIGN_OR_RETURN(out.loop_graph, lowering::LowerGraph(graph, codegen->LoweringOptions()));
   out.times.lower_ms = StageDone(options, "lowering", t);
   out.num_islands = out.loop_graph.num_islands;
   out.num_island_nodes = out.loop_graph.num_island_nodes;

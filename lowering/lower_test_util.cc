@@ -13,12 +13,17 @@
 
 namespace kiln::lowering::testing {
 
-absl::StatusOr<LoopGraph> LowerText(const std::string& text) {
+absl::StatusOr<std::unique_ptr<ir::Graph>> ParsePropagated(const std::string& text) {
   RETURN_IF_ERROR(passes::RegisterShapeFunctions());
   RETURN_IF_ERROR(runtime::RegisterReferenceKernels(ir::BuiltinOps()));
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, ir::ParseGraph(text));
   passes::PassStatistics stats;
   RETURN_IF_ERROR(passes::PropagateShapes(*graph, stats).status());
+  return graph;
+}
+
+absl::StatusOr<LoopGraph> LowerText(const std::string& text) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, ParsePropagated(text));
   return LowerGraph(*graph);
 }
 

@@ -291,7 +291,7 @@ namespace {
 // converts the bindings' pointers to whatever a kernel's parameters are.
 std::string PythonKernelPrelude() {
   std::string text = absl::StrCat(
-      "#include <math.h>\n#include <stdint.h>\n#undef INT64_C\n", kCpuPrelude,
+      "#include <math.h>\n#include <stdint.h>\n#undef INT64_C\n", CpuPrelude(),
       "struct kiln_ptr {\n  void* p;\n"
       "  template <typename T> operator T*() const { return static_cast<T*>(p); }\n};\n");
   // A raw literal when it can be one (the prelude is kiln's own text).

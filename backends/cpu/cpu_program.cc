@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/env.h"
@@ -509,6 +510,15 @@ absl::StatusOr<std::vector<Tensor>> CpuProgram::Run(const std::vector<Tensor>& i
   ReturnRunState(std::move(run_state));
   RETURN_IF_ERROR(status);
   return outputs;
+}
+
+std::vector<std::pair<std::string, std::string>> CpuProgram::SourceFiles() const {
+  return {{"program.cpp", generated_.source}};
+}
+
+std::vector<std::string> CpuProgram::ReportLines() const {
+  return {absl::StrFormat("C++ cache %s: %.2f ms; dlopen %.2f ms", stats_.cache_hit ? "hit" : "miss",
+                          stats_.cache_seconds * 1e3, stats_.load_seconds * 1e3)};
 }
 
 }  // namespace kiln::backends::cpu

@@ -51,6 +51,10 @@ class CpuProgram : public wrapper::CompiledProgram {
   ~CpuProgram() override;
 
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
+  // program.cpp: the kernels and the C++ wrapper.
+  std::vector<std::pair<std::string, std::string>> SourceFiles() const override;
+  // The compile cache's hit or miss, the compiler's and dlopen's time.
+  std::vector<std::string> ReportLines() const override;
 
   CompileStats& stats() { return stats_; }
   const LibraryStats& library_stats() const { return library_stats_; }

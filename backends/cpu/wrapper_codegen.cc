@@ -86,7 +86,7 @@ class WrapperEmitter {
         "  (void)inputs; (void)constants; (void)outputs;\n", decls_, body, "  return 0;\n}\n");
     out.value_needs_plain.assign(value_ids_.size(), false);
     for (int v : plain_values_) out.value_needs_plain[static_cast<size_t>(v)] = true;
-    out.source = absl::StrCat(kCpuPrelude, "\n// ---- kernels ----\n", kernels, "\n// ---- wrapper ----\n", wrapper);
+    out.source = absl::StrCat(CpuPrelude(), "\n// ---- kernels ----\n", kernels, "\n// ---- wrapper ----\n", wrapper);
     out.units = SplitUnits(out.source, wrapper);
     return out;
   }
@@ -433,7 +433,7 @@ class WrapperEmitter {
     std::string declarations;
     for (size_t s = 0; s < shards; ++s) {
       std::sort(members[s].begin(), members[s].end());
-      std::string unit = absl::StrCat(kCpuPrelude, "\n// ---- kernels (unit ", s + 1, " of ", shards, ") ----\n");
+      std::string unit = absl::StrCat(CpuPrelude(), "\n// ---- kernels (unit ", s + 1, " of ", shards, ") ----\n");
       for (size_t i : members[s]) {
         const KernelDef& k = kernel_defs_[i];
         // External linkage (hidden by -fvisibility=hidden): the wrapper
@@ -443,7 +443,7 @@ class WrapperEmitter {
       }
       units.push_back(std::move(unit));
     }
-    units.push_back(absl::StrCat(kCpuPrelude, "\n// ---- kernels (other units) ----\n", declarations,
+    units.push_back(absl::StrCat(CpuPrelude(), "\n// ---- kernels (other units) ----\n", declarations,
                                  "\n// ---- wrapper ----\n", wrapper));
     return units;
   }
