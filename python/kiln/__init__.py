@@ -50,8 +50,11 @@ def _register_dynamo_backend():
     try:
         from . import dynamo
         dynamo.register()
-    except ImportError:  # torch without torch._dynamo (1.x): no torch.compile backend
+    except ImportError:  # no torch, or torch without torch._dynamo (1.x): no torch.compile backend
         pass
+    except Exception as e:  # noqa: kiln itself stays usable
+        import warnings
+        warnings.warn("kiln: could not register the torch.compile backend: %r" % (e,))
 
 
 _register_dynamo_backend()
