@@ -115,14 +115,8 @@ absl::StatusOr<std::unique_ptr<kiln_model>> CompileModel(driver::ImportedModel m
   }
   double passes_ms = 0;
   RETURN_IF_ERROR(driver::RunPipeline(*model.graph, pipeline, &passes_ms));
-  if (examples.empty() && model.HasDynamicShapes()) {
-    // The shapes it was traced with.
-    ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> traced, model.pt2->ExampleShapes());
-    for (size_t i = 0; i < traced.size(); ++i) {
-      const frontend::pt2::SignatureInput& in = model.pt2->inputs[i];
-      examples.push_back(in.is_tensor ? ir::IValue::FromTensor(Tensor::Placeholder(in.dtype, traced[i]))
-                                      : ir::IValue::None());
-    }
+  if (examples.empty()) {
+    ASSIGN_OR_RETURN(examples, model.TracedInputs());  // empty for static shapes
   }
   driver::CompiledGraph first;
   ASSIGN_OR_RETURN(std::unique_ptr<driver::SpecializingProgram> program,

@@ -6,6 +6,7 @@ result is compared with eager PyTorch or with PyTorch's recorded outputs.
 """
 import copy
 import os
+import sys
 import unittest
 import warnings
 
@@ -19,6 +20,9 @@ import torchvision
 import kiln
 import kiln.dynamo
 import kiln.fx_compile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import training  # noqa: E402 (next to this file)
 
 TESTDATA = os.environ.get("KILN_TESTDATA", "testdata")
 RTOL, ATOL = 1e-4, 1e-5
@@ -168,17 +172,8 @@ class TrainingTest(unittest.TestCase):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 fn = kiln.dynamo.kiln_backend(torch.fx.symbolic_trace(m), [x])
-                opt, ref_opt = torch.optim.SGD(m.parameters(), lr=0.05), torch.optim.SGD(ref.parameters(), lr=0.05)
-                for _ in range(20):
-                    opt.zero_grad()
-                    loss = torch.nn.functional.mse_loss(fn(x), target)
-                    loss.backward()
-                    opt.step()
-                    ref_opt.zero_grad()
-                    ref_loss = torch.nn.functional.mse_loss(ref(x), target)
-                    ref_loss.backward()
-                    ref_opt.step()
-                    self.assertLess(abs(loss.item() - ref_loss.item()), 1e-4)
+                for loss, ref_loss in training.sgd_losses(fn, m, ref, x, target, steps=20):
+                    self.assertLess(abs(loss - ref_loss), 1e-4)
         finally:
             kiln.fx_compile.CompiledGraph.__call__ = original_call
         fallbacks = [str(w.message) for w in caught if issubclass(w.category, kiln.fx_compile.KilnFallbackWarning)]

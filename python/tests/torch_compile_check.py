@@ -21,6 +21,7 @@ import argparse
 import copy
 import importlib.util
 import json
+import os
 import statistics
 import sys
 import time
@@ -30,6 +31,9 @@ import torch
 
 import kiln  # registers the backend
 import kiln.fx_compile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import training  # noqa: E402 (next to this file)
 
 
 def emit(**kw):
@@ -138,19 +142,8 @@ def check_training(devices):
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     c = torch.compile(m, backend="kiln", dynamic=False)
-                    opt = torch.optim.SGD(m.parameters(), lr=0.05)
-                    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05)
-                    worst = 0.0
-                    for _ in range(20):
-                        opt.zero_grad()
-                        loss = torch.nn.functional.mse_loss(c(x), target)
-                        loss.backward()
-                        opt.step()
-                        ref_opt.zero_grad()
-                        ref_loss = torch.nn.functional.mse_loss(ref(x), target)
-                        ref_loss.backward()
-                        ref_opt.step()
-                        worst = max(worst, abs(loss.item() - ref_loss.item()))
+                    losses = training.sgd_losses(c, m, ref, x, target, steps=20)
+                    worst = max(abs(a - b) for a, b in losses)
                 r = dict(check="training", model=name, device=device, steps=20, max_loss_diff=worst,
                          passed=worst <= 1e-4, fallbacks=fallbacks_of(caught))
                 ok &= r["passed"]
