@@ -32,17 +32,22 @@ def _qualified(op):
 @functools.lru_cache(maxsize=None)
 def _decompositions_cached():
     from torch._decomp import decomposition_table
+    from . import decompositions as kiln_decompositions
     table = {}
     for op, fn in decomposition_table.items():
         if not isinstance(op, torch._ops.OpOverload) or op._schema.overload_name == "out":
             continue
         if not _capi.has_operator(_qualified(op)):
             table[op] = fn
+    for op, fn in kiln_decompositions.TABLE.items():
+        if not _capi.has_operator(_qualified(op)):
+            table[op] = fn
     return table
 
 
 def decompositions():
-    """torch's decompositions of the ops kiln's registry does not know."""
+    """torch's decompositions of the ops kiln's registry does not know, and
+    kiln's own (kiln.decompositions) where torch has none."""
     return dict(_decompositions_cached())
 
 
