@@ -173,7 +173,7 @@ class _Exporter:
             return {"as_device": {"type": "cpu", "index": None}}
         if isinstance(value, (list, tuple)):
             if any(isinstance(v, torch.fx.Node) for v in value) or "Tensor" in t:
-                if "Tensor?" in t:
+                if "Optional[Tensor]" in t or "Tensor?" in t:
                     return {"as_optional_tensors": [
                         {"as_none": True} if v is None else {"as_tensor": {"name": v.name}} for v in value]}
                 if any(not isinstance(v, torch.fx.Node) for v in value):

@@ -136,6 +136,14 @@ class FxCompileTest(unittest.TestCase):
         torch.testing.assert_close(got[2], x + y)
         torch.testing.assert_close(got[3], x)
 
+    def test_indexing_with_optional_tensor_lists(self):
+        def fn(x, i):
+            return x[:, i] * 2
+
+        x, i = torch.randn(4, 6), torch.tensor([0, 5, 2])
+        f = kiln.compile(torch.fx.symbolic_trace(fn), [x, i], fallback=False)
+        torch.testing.assert_close(f(x, i), x[:, i] * 2)
+
     def test_unsupported_op_falls_back_with_warning(self):
         def fn(x):
             return torch.lgamma(x) + 1

@@ -160,6 +160,9 @@ def main():
     ap.add_argument("--devices", default="cpu,cuda")
     ap.add_argument("--no-default-backend", action="store_true", help="skip torch.compile's default backend times")
     args = ap.parse_args()
+    if not hasattr(torch, "compile"):
+        print("torch %s has no torch.compile (torch 2.x needed)" % torch.__version__, file=sys.stderr)
+        return 2
     devices = [d for d in args.devices.split(",") if d != "cuda" or torch.cuda.is_available()]
     emit(check="env", torch=torch.__version__, kiln=kiln.version(), devices=devices,
          library=kiln._capi.library_path())
