@@ -81,6 +81,8 @@ std::string Summary(const driver::CompiledGraph& c, const driver::ImportedModel&
   j["islands"] = c.num_islands;
   j["island_nodes"] = c.num_island_nodes;
   j["whole_graph_interpreted"] = c.whole_graph_interpreted;
+  j["reference_externs"] = c.num_reference_externs;
+  j["not_compiled_ops"] = driver::NotCompiledOps(c);  // ops run by reference kernels
   j["import_ms"] = m.import_ms;
   j["passes_ms"] = passes_ms;
   j["lower_ms"] = c.times.FrontHalfMs();

@@ -117,8 +117,10 @@ int kiln_model_num_outputs(const kiln_model* model);
 kiln_status kiln_model_run(kiln_model* model, const DLTensor* const* inputs, int num_inputs,
                            DLManagedTensor** outputs, int num_outputs);
 
-/* What the first compile did, as a JSON object: kernels, externs,
- * interpreter islands, compile times. Valid until kiln_model_free. */
+/* What the first compile did, as a JSON object: kernels, externs (library
+ * and reference-kernel calls), interpreter islands, the ops that ran
+ * uncompiled ("not_compiled_ops"), compile times. Valid until
+ * kiln_model_free. */
 const char* kiln_model_summary(const kiln_model* model);
 
 void kiln_model_free(kiln_model* model);
