@@ -173,7 +173,8 @@ def compile_aten_graph(gm, example_inputs, device=None, pipeline=None, fallback=
 def compile(gm, example_inputs, device=None, pipeline=None, fallback=True):
     """kiln.compile(graph_module, example_inputs) -> callable.
 
-    `gm`: a torch.fx.GraphModule (of aten ops or not) or an nn.Module;
+    `gm`: a torch.fx.GraphModule (of aten ops or not), an nn.Module, or a
+    torch.export ExportedProgram;
     `example_inputs`: tensors in the graph's input order. Parameters and
     buffers are compiled in as constants read in place (do not change them
     afterwards: recompile instead). The callable returns what the graph
@@ -182,6 +183,8 @@ def compile(gm, example_inputs, device=None, pipeline=None, fallback=True):
     KilnFallbackWarning naming the op; fallback=False raises instead.
     """
     example_inputs = list(example_inputs)
+    if hasattr(gm, "graph_signature") and hasattr(gm, "module"):
+        gm = gm.module()  # a torch.export ExportedProgram (torch 2.x)
     if not isinstance(gm, torch.fx.GraphModule) or not is_aten_graph(gm):
         try:
             gm = to_aten(gm, example_inputs)

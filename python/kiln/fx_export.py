@@ -18,6 +18,7 @@ from a run of the graph on the example inputs (torch.fx ShapeProp), so a
 graph traced without metadata (torch 1.13's make_fx) still exports.
 """
 import json
+import math
 import operator
 
 import torch
@@ -69,6 +70,16 @@ def _tensor_meta(t):
         "device": {"type": "cpu", "index": None},
         "layout": _STRIDED_LAYOUT,
     }
+
+
+def _float(v):
+    """A float as torch.export writes it: non-finite ones as strings (JSON
+    has no infinities)."""
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return v
 
 
 def _static(t):
@@ -155,7 +166,7 @@ class _Exporter:
         if isinstance(value, int):
             return {"as_int": value}
         if isinstance(value, float):
-            return {"as_float": value}
+            return {"as_float": _float(value)}
         if isinstance(value, str):
             return {"as_string": value}
         if isinstance(value, torch.dtype):
@@ -185,7 +196,7 @@ class _Exporter:
             if all(isinstance(v, int) and not isinstance(v, bool) for v in value):
                 return {"as_ints": list(value)}
             if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-                return {"as_floats": [float(v) for v in value]}
+                return {"as_floats": [_float(float(v)) for v in value]}
         raise UnsupportedGraph("node '%s' (%s): argument of type %s" % (
             node.name, op_target(node.target) if _is_op_overload(node.target) else node.target,
             type(value).__name__))
@@ -295,7 +306,7 @@ class _Exporter:
             "opset_version": {"aten": 10}, "range_constraints": {},
             "schema_version": SCHEMA_VERSION, "verifiers": [], "torch_version": torch.__version__,
         }
-        return json.dumps(program, separators=(",", ":")), self.constants, plan
+        return json.dumps(program, separators=(",", ":"), allow_nan=False), self.constants, plan
 
 
 class OutputPlan:

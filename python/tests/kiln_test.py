@@ -151,6 +151,15 @@ class FxCompileTest(unittest.TestCase):
         f = kiln.compile(torch.fx.symbolic_trace(fn), [x, i], fallback=False)
         torch.testing.assert_close(f(x, i), x[:, i] * 2)
 
+    def test_non_finite_constants(self):
+        def fn(x):
+            return torch.softmax(x.masked_fill(x < 0, float("-inf")), -1)
+
+        x = torch.randn(4, 6)
+        x[:, 0] = 1.0  # every row keeps one element
+        f = kiln.compile(torch.fx.symbolic_trace(fn), [x], fallback=False)
+        torch.testing.assert_close(f(x), fn(x), rtol=RTOL, atol=ATOL)
+
     def test_unsupported_op_falls_back_with_warning(self):
         def fn(x):
             return torch.lgamma(x) + 1
