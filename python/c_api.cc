@@ -1,7 +1,7 @@
 // kiln_c.h over the driver: import (file, or torch.export JSON with the
 // constants given), the pass pipeline, a SpecializingProgram per model.
 // Every entry point converts Status (and any C++ exception) into a
-// kiln_status plus the thread's last-error message.
+// kilnc_status plus the thread's last-error message.
 #include "python/kiln_c.h"
 
 #include <chrono>
@@ -30,7 +30,7 @@
 #include "support/status.h"
 #include "tools/version.h"
 
-struct kiln_model {
+struct kilnc_model {
   std::unique_ptr<kiln::driver::SpecializingProgram> program;
   int num_inputs = 0;
   int num_outputs = 0;
@@ -42,20 +42,20 @@ namespace {
 
 thread_local std::string last_error;
 
-kiln_status Fail(const absl::Status& s) {
+kilnc_status Fail(const absl::Status& s) {
   last_error = std::string(s.message());
   if (last_error.empty()) last_error = absl::StatusCodeToString(s.code());
-  return static_cast<kiln_status>(s.code());
+  return static_cast<kilnc_status>(s.code());
 }
 
 // Runs `body` (returning absl::Status) with no exception escaping.
 template <typename Fn>
-kiln_status Guarded(Fn&& body) {
+kilnc_status Guarded(Fn&& body) {
   try {
     const absl::Status s = body();
     if (!s.ok()) return Fail(s);
     last_error.clear();
-    return KILN_OK;
+    return KILNC_OK;
   } catch (const std::bad_alloc&) {
     return Fail(absl::ResourceExhaustedError("out of memory"));
   } catch (const std::exception& e) {
@@ -101,8 +101,8 @@ absl::StatusOr<std::vector<ir::IValue>> Placeholders(const DLTensor* const* tens
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<kiln_model>> CompileModel(driver::ImportedModel model,
-                                                         const kiln_compile_options* options,
+absl::StatusOr<std::unique_ptr<kilnc_model>> CompileModel(driver::ImportedModel model,
+                                                         const kilnc_compile_options* options,
                                                          std::vector<ir::IValue> examples) {
   driver::CompileOptions compile;
   std::string pipeline = "-O2";
@@ -125,7 +125,7 @@ absl::StatusOr<std::unique_ptr<kiln_model>> CompileModel(driver::ImportedModel m
                    driver::SpecializingProgram::Create(*model.graph, compile, max_versions, &first,
                                                        model.Refiner(),
                                                        examples.empty() ? nullptr : &examples));
-  auto m = std::make_unique<kiln_model>();
+  auto m = std::make_unique<kilnc_model>();
   m->program = std::move(program);
   m->num_inputs = static_cast<int>(model.graph->inputs().size());
   m->num_outputs = static_cast<int>(model.graph->outputs().size());
@@ -133,7 +133,7 @@ absl::StatusOr<std::unique_ptr<kiln_model>> CompileModel(driver::ImportedModel m
   return m;
 }
 
-absl::Status CheckOut(kiln_model** out) {
+absl::Status CheckOut(kilnc_model** out) {
   if (out == nullptr) return absl::InvalidArgumentError("out is NULL");
   *out = nullptr;
   return absl::OkStatus();
@@ -147,26 +147,26 @@ using kiln::capi::Guarded;
 
 extern "C" {
 
-int kiln_api_version(void) { return KILN_C_API_VERSION; }
+int kilnc_api_version(void) { return KILNC_API_VERSION; }
 
-const char* kiln_version(void) { return kiln::tools::kKilnVersion; }
+const char* kilnc_version(void) { return kiln::tools::kKilnVersion; }
 
-const char* kiln_last_error(void) { return kiln::capi::last_error.c_str(); }
+const char* kilnc_last_error(void) { return kiln::capi::last_error.c_str(); }
 
-int kiln_has_operator(const char* qualified_name) {
+int kilnc_has_operator(const char* qualified_name) {
   int known = 0;
-  const kiln_status s = Guarded([&]() -> absl::Status {
+  const kilnc_status s = Guarded([&]() -> absl::Status {
     if (qualified_name == nullptr) return absl::InvalidArgumentError("qualified_name is NULL");
     RETURN_IF_ERROR(kiln::capi::Setup());
     known = kiln::ir::BuiltinOps().Find(qualified_name) != nullptr ? 1 : 0;
     return absl::OkStatus();
   });
-  return s == KILN_OK ? known : 0;
+  return s == KILNC_OK ? known : 0;
 }
 
-kiln_status kiln_compile_file(const char* path, const kiln_compile_options* options,
+kilnc_status kilnc_compile_file(const char* path, const kilnc_compile_options* options,
                               const DLTensor* const* example_inputs, int num_example_inputs,
-                              kiln_model** out) {
+                              kilnc_model** out) {
   return Guarded([&]() -> absl::Status {
     RETURN_IF_ERROR(kiln::capi::CheckOut(out));
     if (path == nullptr) return absl::InvalidArgumentError("path is NULL");
@@ -174,7 +174,7 @@ kiln_status kiln_compile_file(const char* path, const kiln_compile_options* opti
     ASSIGN_OR_RETURN(std::vector<kiln::ir::IValue> examples,
                      kiln::capi::Placeholders(example_inputs, num_example_inputs));
     ASSIGN_OR_RETURN(kiln::driver::ImportedModel model, kiln::driver::ImportModelFile(path));
-    absl::StatusOr<std::unique_ptr<kiln_model>> m =
+    absl::StatusOr<std::unique_ptr<kilnc_model>> m =
         kiln::capi::CompileModel(std::move(model), options, std::move(examples));
     if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
     *out = m->release();
@@ -182,10 +182,10 @@ kiln_status kiln_compile_file(const char* path, const kiln_compile_options* opti
   });
 }
 
-kiln_status kiln_compile_export_json(const char* json, size_t json_size, const char* origin,
+kilnc_status kilnc_compile_export_json(const char* json, size_t json_size, const char* origin,
                                      const char* const* constant_names,
                                      const DLTensor* const* constants, int num_constants,
-                                     const kiln_compile_options* options, kiln_model** out) {
+                                     const kilnc_compile_options* options, kilnc_model** out) {
   return Guarded([&]() -> absl::Status {
     RETURN_IF_ERROR(kiln::capi::CheckOut(out));
     if (json == nullptr) return absl::InvalidArgumentError("json is NULL");
@@ -218,18 +218,18 @@ kiln_status kiln_compile_export_json(const char* json, size_t json_size, const c
     model.pt2 = std::move(imported.signature);
     model.import_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    absl::StatusOr<std::unique_ptr<kiln_model>> m = kiln::capi::CompileModel(std::move(model), options, {});
+    absl::StatusOr<std::unique_ptr<kilnc_model>> m = kiln::capi::CompileModel(std::move(model), options, {});
     if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat(where, ": ", m.status().message()));
     *out = m->release();
     return absl::OkStatus();
   });
 }
 
-int kiln_model_num_inputs(const kiln_model* model) { return model != nullptr ? model->num_inputs : -1; }
+int kilnc_model_num_inputs(const kilnc_model* model) { return model != nullptr ? model->num_inputs : -1; }
 
-int kiln_model_num_outputs(const kiln_model* model) { return model != nullptr ? model->num_outputs : -1; }
+int kilnc_model_num_outputs(const kilnc_model* model) { return model != nullptr ? model->num_outputs : -1; }
 
-kiln_status kiln_model_run(kiln_model* model, const DLTensor* const* inputs, int num_inputs,
+kilnc_status kilnc_model_run(kilnc_model* model, const DLTensor* const* inputs, int num_inputs,
                            DLManagedTensor** outputs, int num_outputs) {
   return Guarded([&]() -> absl::Status {
     if (model == nullptr) return absl::InvalidArgumentError("model is NULL");
@@ -268,10 +268,10 @@ kiln_status kiln_model_run(kiln_model* model, const DLTensor* const* inputs, int
   });
 }
 
-const char* kiln_model_summary(const kiln_model* model) {
+const char* kilnc_model_summary(const kilnc_model* model) {
   return model != nullptr ? model->summary.c_str() : "";
 }
 
-void kiln_model_free(kiln_model* model) { delete model; }
+void kilnc_model_free(kilnc_model* model) { delete model; }
 
 }  // extern "C"

@@ -172,19 +172,19 @@ TEST_F(CApiTest, CompiledExportJsonMatchesTheInterpreter) {
   DLTensor x_dl = Float32View(x, x_shape, nullptr);
   const char* names[] = {"w"};
   const DLTensor* constants[] = {&w_dl};
-  kiln_model* model = nullptr;
-  ASSERT_EQ(kiln_compile_export_json(kProgram, sizeof(kProgram) - 1, "test", names, constants, 1, nullptr,
+  kilnc_model* model = nullptr;
+  ASSERT_EQ(kilnc_compile_export_json(kProgram, sizeof(kProgram) - 1, "test", names, constants, 1, nullptr,
                                      &model),
-            KILN_OK)
-      << kiln_last_error();
-  EXPECT_STREQ(kiln_last_error(), "");
-  EXPECT_EQ(kiln_model_num_inputs(model), 1);
-  EXPECT_EQ(kiln_model_num_outputs(model), 1);
-  EXPECT_THAT(std::string(kiln_model_summary(model)), HasSubstr("\"kernels\":"));
+            KILNC_OK)
+      << kilnc_last_error();
+  EXPECT_STREQ(kilnc_last_error(), "");
+  EXPECT_EQ(kilnc_model_num_inputs(model), 1);
+  EXPECT_EQ(kilnc_model_num_outputs(model), 1);
+  EXPECT_THAT(std::string(kilnc_model_summary(model)), HasSubstr("\"kernels\":"));
 
   const DLTensor* inputs[] = {&x_dl};
   DLManagedTensor* outputs[1] = {nullptr};
-  ASSERT_EQ(kiln_model_run(model, inputs, 1, outputs, 1), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kilnc_model_run(model, inputs, 1, outputs, 1), KILNC_OK) << kilnc_last_error();
 
   // The interpreter on the same program.
   absl::StatusOr<frontend::pt2::ExportedProgram> program = frontend::pt2::ParseExportedProgram(kProgram, "test");
@@ -208,51 +208,51 @@ TEST_F(CApiTest, CompiledExportJsonMatchesTheInterpreter) {
   outputs[0]->deleter(outputs[0]);
 
   // Wrong counts are errors with messages, not crashes.
-  EXPECT_EQ(kiln_model_run(model, inputs, 0, outputs, 1), KILN_INVALID_ARGUMENT);
-  EXPECT_THAT(std::string(kiln_last_error()), HasSubstr("takes 1 inputs, got 0"));
-  EXPECT_EQ(kiln_model_run(model, inputs, 1, outputs, 2), KILN_INVALID_ARGUMENT);
-  kiln_model_free(model);
+  EXPECT_EQ(kilnc_model_run(model, inputs, 0, outputs, 1), KILNC_INVALID_ARGUMENT);
+  EXPECT_THAT(std::string(kilnc_last_error()), HasSubstr("takes 1 inputs, got 0"));
+  EXPECT_EQ(kilnc_model_run(model, inputs, 1, outputs, 2), KILNC_INVALID_ARGUMENT);
+  kilnc_model_free(model);
 }
 
 TEST_F(CApiTest, ErrorsAreCodesAndMessages) {
-  kiln_model* model = reinterpret_cast<kiln_model*>(0x1);
-  EXPECT_NE(kiln_compile_file("/no/such/model.onnx", nullptr, nullptr, 0, &model), KILN_OK);
+  kilnc_model* model = reinterpret_cast<kilnc_model*>(0x1);
+  EXPECT_NE(kilnc_compile_file("/no/such/model.onnx", nullptr, nullptr, 0, &model), KILNC_OK);
   EXPECT_EQ(model, nullptr);
-  EXPECT_THAT(std::string(kiln_last_error()), HasSubstr("/no/such/model.onnx"));
-  EXPECT_EQ(kiln_compile_file("model.txt", nullptr, nullptr, 0, &model), KILN_INVALID_ARGUMENT);
-  EXPECT_EQ(kiln_compile_export_json("{", 1, "bad", nullptr, nullptr, 0, nullptr, &model), KILN_INVALID_ARGUMENT);
-  EXPECT_THAT(std::string(kiln_last_error()), HasSubstr("bad"));
+  EXPECT_THAT(std::string(kilnc_last_error()), HasSubstr("/no/such/model.onnx"));
+  EXPECT_EQ(kilnc_compile_file("model.txt", nullptr, nullptr, 0, &model), KILNC_INVALID_ARGUMENT);
+  EXPECT_EQ(kilnc_compile_export_json("{", 1, "bad", nullptr, nullptr, 0, nullptr, &model), KILNC_INVALID_ARGUMENT);
+  EXPECT_THAT(std::string(kilnc_last_error()), HasSubstr("bad"));
   // A constant the program does not have / one it needs and lacks.
-  EXPECT_NE(kiln_compile_export_json(kProgram, sizeof(kProgram) - 1, "test", nullptr, nullptr, 0, nullptr, &model),
-            KILN_OK);
-  EXPECT_THAT(std::string(kiln_last_error()), HasSubstr("w"));
-  EXPECT_EQ(kiln_compile_file(nullptr, nullptr, nullptr, 0, &model), KILN_INVALID_ARGUMENT);
-  EXPECT_EQ(kiln_compile_file("x.onnx", nullptr, nullptr, 0, nullptr), KILN_INVALID_ARGUMENT);
-  EXPECT_EQ(kiln_model_run(nullptr, nullptr, 0, nullptr, 0), KILN_INVALID_ARGUMENT);
-  EXPECT_EQ(kiln_model_num_inputs(nullptr), -1);
-  kiln_model_free(nullptr);
-  EXPECT_EQ(kiln_has_operator("aten::convolution"), 1);
-  EXPECT_EQ(kiln_has_operator("aten::no_such_op"), 0);
-  EXPECT_EQ(kiln_has_operator(nullptr), 0);
-  EXPECT_EQ(kiln_api_version(), KILN_C_API_VERSION);
+  EXPECT_NE(kilnc_compile_export_json(kProgram, sizeof(kProgram) - 1, "test", nullptr, nullptr, 0, nullptr, &model),
+            KILNC_OK);
+  EXPECT_THAT(std::string(kilnc_last_error()), HasSubstr("w"));
+  EXPECT_EQ(kilnc_compile_file(nullptr, nullptr, nullptr, 0, &model), KILNC_INVALID_ARGUMENT);
+  EXPECT_EQ(kilnc_compile_file("x.onnx", nullptr, nullptr, 0, nullptr), KILNC_INVALID_ARGUMENT);
+  EXPECT_EQ(kilnc_model_run(nullptr, nullptr, 0, nullptr, 0), KILNC_INVALID_ARGUMENT);
+  EXPECT_EQ(kilnc_model_num_inputs(nullptr), -1);
+  kilnc_model_free(nullptr);
+  EXPECT_EQ(kilnc_has_operator("aten::convolution"), 1);
+  EXPECT_EQ(kilnc_has_operator("aten::no_such_op"), 0);
+  EXPECT_EQ(kilnc_has_operator(nullptr), 0);
+  EXPECT_EQ(kilnc_api_version(), KILNC_API_VERSION);
 }
 
 TEST_F(CApiTest, OnnxModelWithExampleShapes) {
-  kiln_model* model = nullptr;
+  kilnc_model* model = nullptr;
   std::vector<int64_t> shape = {1, 3, 32, 32};
   DLTensor example = Float32View(nullptr, shape, nullptr);  // shape only
   const DLTensor* examples[] = {&example};
-  const kiln_status s =
-      kiln_compile_file("testdata/onnx_models/small_cnn/model.onnx", nullptr, examples, 1, &model);
-  ASSERT_EQ(s, KILN_OK) << kiln_last_error();
+  const kilnc_status s =
+      kilnc_compile_file("testdata/onnx_models/small_cnn/model.onnx", nullptr, examples, 1, &model);
+  ASSERT_EQ(s, KILNC_OK) << kilnc_last_error();
   std::vector<float> x(3 * 32 * 32, 0.5f);
   DLTensor in = Float32View(x.data(), shape, nullptr);
   const DLTensor* inputs[] = {&in};
   DLManagedTensor* outputs[1] = {nullptr};
-  ASSERT_EQ(kiln_model_run(model, inputs, 1, outputs, 1), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kilnc_model_run(model, inputs, 1, outputs, 1), KILNC_OK) << kilnc_last_error();
   EXPECT_EQ(outputs[0]->dl_tensor.shape[0], 1);
   outputs[0]->deleter(outputs[0]);
-  kiln_model_free(model);
+  kilnc_model_free(model);
 }
 
 }  // namespace

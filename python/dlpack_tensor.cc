@@ -118,7 +118,7 @@ absl::StatusOr<DType> DTypeFromDLPack(DLDataType t) {
     case kDLComplex:
       if (t.bits == 64) return DType::kComplex64;
       break;
-    case KILN_DL_BOOL:
+    case KILNC_DL_BOOL:
       if (t.bits == 8) return DType::kBool;
       break;
     default:
@@ -146,7 +146,7 @@ absl::StatusOr<DLDataType> DTypeToDLPack(DType t) {
     case DType::kFloat32: return make(kDLFloat, 32);
     case DType::kFloat64: return make(kDLFloat, 64);
     case DType::kComplex64: return make(kDLComplex, 64);
-    case DType::kBool: return make(KILN_DL_BOOL, 8);
+    case DType::kBool: return make(KILNC_DL_BOOL, 8);
     case DType::kBFloat16: return make(kDLBfloat, 16);
     case DType::kUInt16: return make(kDLUInt, 16);
     case DType::kUInt32: return make(kDLUInt, 32);

@@ -16,7 +16,7 @@ __all__ = ["KilnError", "Model", "compile", "run_onnx", "load_pt2", "load_onnx",
 def version():
     """The kiln release the loaded library was built from."""
     from . import _capi
-    return _capi.lib().kiln_version().decode()
+    return _capi.lib().kilnc_version().decode()
 
 
 def compile(graph_module, example_inputs, device=None, pipeline=None, fallback=True):

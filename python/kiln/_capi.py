@@ -10,15 +10,15 @@ import json
 import os
 import threading
 
-KILN_OK = 0
-KILN_DL_BOOL = 6  # DLPack 0.8's bool code
+KILNC_OK = 0
+KILNC_DL_BOOL = 6  # DLPack 0.8's bool code
 
 _DL_CPU = 1
 _DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_COMPLEX = 0, 1, 2, 4, 5
 
 
 class KilnError(RuntimeError):
-    """A failed kiln call: `code` is the kiln_status (absl status code)."""
+    """A failed kiln call: `code` is the kilnc_status (absl status code)."""
 
     def __init__(self, code, message):
         super().__init__(message)
@@ -89,43 +89,43 @@ def lib():
             raise KilnError(5, "cannot load kiln's C library %s (%s); build it with "
                                "./bazelw build //python:libkiln_c.so or set KILN_C_LIBRARY" % (path, e))
         P = ctypes.POINTER
-        l.kiln_api_version.restype = ctypes.c_int
-        l.kiln_version.restype = ctypes.c_char_p
-        l.kiln_last_error.restype = ctypes.c_char_p
-        l.kiln_has_operator.argtypes = [ctypes.c_char_p]
-        l.kiln_has_operator.restype = ctypes.c_int
-        l.kiln_compile_file.argtypes = [ctypes.c_char_p, P(CompileOptions), P(P(DLTensor)), ctypes.c_int,
+        l.kilnc_api_version.restype = ctypes.c_int
+        l.kilnc_version.restype = ctypes.c_char_p
+        l.kilnc_last_error.restype = ctypes.c_char_p
+        l.kilnc_has_operator.argtypes = [ctypes.c_char_p]
+        l.kilnc_has_operator.restype = ctypes.c_int
+        l.kilnc_compile_file.argtypes = [ctypes.c_char_p, P(CompileOptions), P(P(DLTensor)), ctypes.c_int,
                                         P(ctypes.c_void_p)]
-        l.kiln_compile_file.restype = ctypes.c_int
-        l.kiln_compile_export_json.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+        l.kilnc_compile_file.restype = ctypes.c_int
+        l.kilnc_compile_export_json.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
                                                P(ctypes.c_char_p), P(P(DLTensor)), ctypes.c_int,
                                                P(CompileOptions), P(ctypes.c_void_p)]
-        l.kiln_compile_export_json.restype = ctypes.c_int
-        l.kiln_model_num_inputs.argtypes = [ctypes.c_void_p]
-        l.kiln_model_num_inputs.restype = ctypes.c_int
-        l.kiln_model_num_outputs.argtypes = [ctypes.c_void_p]
-        l.kiln_model_num_outputs.restype = ctypes.c_int
-        l.kiln_model_run.argtypes = [ctypes.c_void_p, P(P(DLTensor)), ctypes.c_int, P(P(DLManagedTensor)),
+        l.kilnc_compile_export_json.restype = ctypes.c_int
+        l.kilnc_model_num_inputs.argtypes = [ctypes.c_void_p]
+        l.kilnc_model_num_inputs.restype = ctypes.c_int
+        l.kilnc_model_num_outputs.argtypes = [ctypes.c_void_p]
+        l.kilnc_model_num_outputs.restype = ctypes.c_int
+        l.kilnc_model_run.argtypes = [ctypes.c_void_p, P(P(DLTensor)), ctypes.c_int, P(P(DLManagedTensor)),
                                      ctypes.c_int]
-        l.kiln_model_run.restype = ctypes.c_int
-        l.kiln_model_summary.argtypes = [ctypes.c_void_p]
-        l.kiln_model_summary.restype = ctypes.c_char_p
-        l.kiln_model_free.argtypes = [ctypes.c_void_p]
-        l.kiln_model_free.restype = None
-        if l.kiln_api_version() != 1:
+        l.kilnc_model_run.restype = ctypes.c_int
+        l.kilnc_model_summary.argtypes = [ctypes.c_void_p]
+        l.kilnc_model_summary.restype = ctypes.c_char_p
+        l.kilnc_model_free.argtypes = [ctypes.c_void_p]
+        l.kilnc_model_free.restype = None
+        if l.kilnc_api_version() != 1:
             raise KilnError(9, "%s has C API version %d; this package speaks version 1"
-                            % (path, l.kiln_api_version()))
+                            % (path, l.kilnc_api_version()))
         _lib = l
         return l
 
 
 def check(code):
-    if code != KILN_OK:
-        raise KilnError(code, lib().kiln_last_error().decode("utf-8", "replace"))
+    if code != KILNC_OK:
+        raise KilnError(code, lib().kilnc_last_error().decode("utf-8", "replace"))
 
 
 def has_operator(qualified_name):
-    return bool(lib().kiln_has_operator(qualified_name.encode()))
+    return bool(lib().kilnc_has_operator(qualified_name.encode()))
 
 
 # ---------------------------------------------------------------------------
@@ -137,11 +137,11 @@ def _torch_dtypes():
         torch.float32: (_DL_FLOAT, 32), torch.float64: (_DL_FLOAT, 64), torch.float16: (_DL_FLOAT, 16),
         torch.bfloat16: (_DL_BFLOAT, 16), torch.int64: (_DL_INT, 64), torch.int32: (_DL_INT, 32),
         torch.int16: (_DL_INT, 16), torch.int8: (_DL_INT, 8), torch.uint8: (_DL_UINT, 8),
-        torch.bool: (KILN_DL_BOOL, 8), torch.complex64: (_DL_COMPLEX, 64),
+        torch.bool: (KILNC_DL_BOOL, 8), torch.complex64: (_DL_COMPLEX, 64),
     }
 
 
-_NUMPY_KINDS = {"f": _DL_FLOAT, "i": _DL_INT, "u": _DL_UINT, "b": KILN_DL_BOOL, "c": _DL_COMPLEX}
+_NUMPY_KINDS = {"f": _DL_FLOAT, "i": _DL_INT, "u": _DL_UINT, "b": KILNC_DL_BOOL, "c": _DL_COMPLEX}
 
 
 class _Borrowed:
@@ -216,7 +216,7 @@ def to_torch(managed):
     import torch
     from torch.utils import dlpack
     dt = managed.contents.dl_tensor.dtype
-    as_bool = dt.code == KILN_DL_BOOL
+    as_bool = dt.code == KILNC_DL_BOOL
     if as_bool and int(torch.__version__.split(".")[0]) < 2:
         dt.code = _DL_UINT
     else:
@@ -246,7 +246,7 @@ class _DLPackHolder:
 def to_numpy(managed):
     import numpy as np
     dt = managed.contents.dl_tensor.dtype
-    as_bool = dt.code == KILN_DL_BOOL
+    as_bool = dt.code == KILNC_DL_BOOL
     if as_bool:
         dt.code = _DL_UINT  # numpy before 1.25 reads no bool code
     try:
@@ -269,10 +269,10 @@ class Model:
         self._handle = handle
         self._keep = list(keep_alive)  # constants the model reads in place
         l = lib()
-        self.num_inputs = l.kiln_model_num_inputs(handle)
-        self.num_outputs = l.kiln_model_num_outputs(handle)
-        self.summary = json.loads(l.kiln_model_summary(handle).decode())
-        self._free = l.kiln_model_free
+        self.num_inputs = l.kilnc_model_num_inputs(handle)
+        self.num_outputs = l.kilnc_model_num_outputs(handle)
+        self.summary = json.loads(l.kilnc_model_summary(handle).decode())
+        self._free = l.kilnc_model_free
 
     def __del__(self):
         h, self._handle = getattr(self, "_handle", None), None
@@ -285,7 +285,7 @@ class Model:
             as_torch = any(type(x).__module__.startswith("torch") for x in inputs)
         borrowed = [borrow(x) for x in inputs]
         outs = (ctypes.POINTER(DLManagedTensor) * max(self.num_outputs, 1))()
-        check(lib().kiln_model_run(self._handle, pointer_array(borrowed), len(borrowed), outs,
+        check(lib().kilnc_model_run(self._handle, pointer_array(borrowed), len(borrowed), outs,
                                    self.num_outputs))
         managed = [outs[i] for i in range(self.num_outputs)]
         convert = to_torch if as_torch else to_numpy
@@ -313,7 +313,7 @@ def compile_file(path, example_inputs=None, device="cpu", pipeline=None, max_spe
         borrowed.append(borrow(x))
     handle = ctypes.c_void_p()
     opts = _options(device, pipeline, max_specializations)
-    check(lib().kiln_compile_file(os.fsencode(path), ctypes.byref(opts), pointer_array(borrowed),
+    check(lib().kilnc_compile_file(os.fsencode(path), ctypes.byref(opts), pointer_array(borrowed),
                                   len(borrowed), ctypes.byref(handle)))
     return Model(handle)
 
@@ -327,6 +327,6 @@ def compile_export_json(program_json, constants, origin="<fx graph>", device="cp
     name_arr = (ctypes.c_char_p * max(len(names), 1))(*[n.encode() for n in names])
     handle = ctypes.c_void_p()
     opts = _options(device, pipeline, max_specializations)
-    check(lib().kiln_compile_export_json(data, len(data), origin.encode(), name_arr, pointer_array(borrowed),
+    check(lib().kilnc_compile_export_json(data, len(data), origin.encode(), name_arr, pointer_array(borrowed),
                                          len(borrowed), ctypes.byref(opts), ctypes.byref(handle)))
     return Model(handle, keep_alive=[b.keep for b in borrowed])
