@@ -72,9 +72,11 @@ def fallbacks_of(caught):
     return [str(w.message)[:300] for w in caught if issubclass(w.category, kiln.fx_compile.KilnFallbackWarning)]
 
 
-def check_inference(realmodels, devices, compare_default):
+def check_inference(realmodels, devices, compare_default, models=()):
     ok = True
     for name, make, inp in realmodels.model_list():
+        if models and name not in models:
+            continue
         for device in devices:
             try:
                 torch.manual_seed(0)
@@ -159,6 +161,8 @@ def main():
     ap.add_argument("--realmodels", help="path of realmodels.py (its model_list()); omit to skip inference")
     ap.add_argument("--devices", default="cpu,cuda")
     ap.add_argument("--no-default-backend", action="store_true", help="skip torch.compile's default backend times")
+    ap.add_argument("--models", default="", help="comma list: only these of model_list() (default: all)")
+    ap.add_argument("--no-training", action="store_true", help="skip the training checks")
     args = ap.parse_args()
     if not hasattr(torch, "compile"):
         print("torch %s has no torch.compile (torch 2.x needed)" % torch.__version__, file=sys.stderr)
@@ -166,12 +170,13 @@ def main():
     devices = [d for d in args.devices.split(",") if d != "cuda" or torch.cuda.is_available()]
     emit(check="env", torch=torch.__version__, kiln=kiln.version(), devices=devices,
          library=kiln._capi.library_path())
-    ok = check_training(devices)
+    ok = True if args.no_training else check_training(devices)
     if args.realmodels:
         spec = importlib.util.spec_from_file_location("realmodels", args.realmodels)
         realmodels = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(realmodels)
-        ok &= check_inference(realmodels, devices, not args.no_default_backend)
+        models = [m for m in args.models.split(",") if m]
+        ok &= check_inference(realmodels, devices, not args.no_default_backend, models)
     return 0 if ok else 1
 
 
