@@ -1,0 +1,33 @@
+// The weights file loader on arbitrary bytes: it must return a status, and
+// every tensor it accepts must lie inside the bytes (ASan checks the reads).
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "deploy/weights_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Aligned like a mapping, sized exactly (no slack for reads past the end).
+  void* copy = std::aligned_alloc(kiln::deploy::kWeightsAlignment,
+                                  (size + kiln::deploy::kWeightsAlignment) / kiln::deploy::kWeightsAlignment *
+                                      kiln::deploy::kWeightsAlignment);
+  if (copy == nullptr) return 0;
+  if (size > 0) std::memcpy(copy, data, size);
+  std::shared_ptr<const void> owner(copy, [](const void* p) { std::free(const_cast<void*>(p)); });
+  auto contents = kiln::deploy::ParseWeights(copy, size, owner, "fuzz.weights");
+  if (contents.ok()) {
+    volatile uint8_t sink = 0;
+    for (const auto& [name, tensor] : contents->tensors) {
+      const auto* bytes = static_cast<const uint8_t*>(tensor.raw_data());
+      const size_t n = static_cast<size_t>(tensor.numel()) * tensor.element_size();
+      if (n > 0 && (bytes < static_cast<const uint8_t*>(copy) ||
+                    bytes + n > static_cast<const uint8_t*>(copy) + size)) {
+        std::abort();  // a tensor outside the file's bytes
+      }
+      for (size_t i = 0; i < n; ++i) sink = sink ^ bytes[i];
+    }
+    (void)sink;
+  }
+  return 0;
+}
