@@ -150,6 +150,8 @@ int main(int argc, char** argv) {
 
   KilnModel* model = nullptr;
   if (api.create(dir.c_str(), &model) != KILN_OK) return Error(api, "kiln_model_create");
+  // Destroyed on every path out (the explicit destroy at the end checks its status).
+  std::unique_ptr<KilnModel, KilnModelDestroyFn> owned(model, api.destroy);
   size_t num_inputs = 0, num_outputs = 0;
   api.num_inputs(model, &num_inputs);
   api.num_outputs(model, &num_outputs);
@@ -230,6 +232,6 @@ int main(int argc, char** argv) {
     std::printf("%d threads x %d runs: %s\n", threads, iterations,
                 status == 0 ? "every result equals the first run's" : "FAILED");
   }
-  if (api.destroy(model) != KILN_OK) return Error(api, "kiln_model_destroy");
+  if (api.destroy(owned.release()) != KILN_OK) return Error(api, "kiln_model_destroy");
   return status;
 }
