@@ -210,7 +210,7 @@ absl::Status WritePictures(const StagedCompile& s, OutputDir& out, std::string* 
 absl::Status WriteDeployment(const StagedCompile& s, OutputDir& out, std::string* note) {
   auto* cpu = dynamic_cast<backends::cpu::CpuProgram*>(s.compiled->compiled.get());
   if (cpu == nullptr || s.compiled->whole_graph_interpreted) {
-    *note = "the whole graph runs in the interpreter (nothing compiled)";
+    *note = "nothing was compiled into a CPU library (the whole graph runs in the interpreter)";
     return absl::OkStatus();
   }
   absl::StatusOr<std::string> runtime = deploy::FindDeployRuntime();
@@ -346,7 +346,10 @@ absl::Status RunCompile(const std::vector<std::string>& args) {
       break;
   }
   std::string deploy_note;
-  if (s.reached == CompileStage::kProgram) RETURN_IF_ERROR(WriteDeployment(s, out, &deploy_note));
+  // CPU programs only: CUDA's have no deployment artifact yet.
+  if (s.reached == CompileStage::kProgram && options.device == "cpu") {
+    RETURN_IF_ERROR(WriteDeployment(s, out, &deploy_note));
+  }
   std::string svg_note;
   if (absl::GetFlag(FLAGS_dot)) RETURN_IF_ERROR(WritePictures(s, out, &svg_note));
   if (options.trace != nullptr) {
@@ -394,8 +397,8 @@ Command CompileCommand() {
       "output code, runnable under PyTorch 2.x; its large constants are raw files in\n"
       "DIR/constants/; KILN_DEBUG_PRINTER=0-3 and KILN_DEBUG_PRINTER_FILTER add the\n"
       "debug printer's calls), DIR/wrapper.pb (the Wrapper IR lines) and DIR/report.md\n"
-      "(kernels, fusion groups, planned memory, time per stage), and the deployment\n"
-      "artifact: DIR/libmodel.so (C API: DIR/kiln_model.h; deploy/README.md) with the\n"
+      "(kernels, fusion groups, planned memory, time per stage), and for cpu the\n"
+      "deployment artifact: DIR/libmodel.so (C API: DIR/kiln_model.h; deploy/README.md) with the\n"
       "model's kernels (model_kernels.so), program (model_program.pb) and weights\n"
       "(model.weights, mapped at load).\n"
       "--compile-to stops early and writes that stage's output instead: graph.txt,\n"
