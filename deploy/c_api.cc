@@ -12,7 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "deploy/deployed_model.h"
-#include "deploy/dlpack_tensors.h"
+#include "deploy/c_api_tensors.h"
+#include "deploy/dlpack_tensor.h"
 #include "deploy/kiln_model.h"
 
 struct KilnModel {
@@ -64,7 +65,9 @@ KilnStatus Guard(F body) {
 std::vector<KilnModel::Info> InfosOf(const std::vector<kiln::deploy::TensorInfo>& infos) {
   std::vector<KilnModel::Info> out;
   for (const kiln::deploy::TensorInfo& i : infos) {
-    out.push_back({i.name, kiln::deploy::DLDataTypeOf(i.dtype), i.shape});
+    absl::StatusOr<DLDataType> dtype = kiln::capi::DTypeToDLPack(i.dtype);
+    // Every kiln dtype has a code; lanes 0 would mark one that had not.
+    out.push_back({i.name, dtype.ok() ? *dtype : DLDataType{kDLOpaqueHandle, 0, 0}, i.shape});
   }
   return out;
 }
@@ -153,7 +156,7 @@ KilnStatus kiln_model_run(KilnModel* model, const DLTensor* inputs, size_t num_i
     std::vector<kiln::Tensor> args;
     for (size_t i = 0; i < num_inputs; ++i) {
       absl::StatusOr<kiln::Tensor> t =
-          kiln::deploy::TensorFromDLTensor(inputs[i], in_infos[i], absl::StrCat("input ", i));
+          kiln::deploy::InputFromDLTensor(inputs[i], in_infos[i], absl::StrCat("input ", i));
       if (!t.ok()) return FromStatus(t.status(), KILN_INVALID_ARGUMENT);
       args.push_back(*std::move(t));
     }

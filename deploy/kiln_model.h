@@ -15,7 +15,8 @@
  *   - kiln_last_error() is the message of the calling thread's latest call
  *     ("" after a call that succeeded), valid until that thread's next call.
  *   - Tensors are DLPack DLTensors on the CPU (kDLCPU), one lane; strides may
- *     be NULL (compact row-major). bool is {kDLUInt, 8, 1}.
+ *     be NULL (compact row-major). bool is {KILN_DL_BOOL, 8, 1} (DLPack 0.8's
+ *     kDLBool, which Debian's 0.6 header lacks; torch uses it).
  *   - kiln_model_run may be called from several threads at once on one
  *     model; create and destroy may not race with other calls on the model.
  *   - Shapes are fixed at compile time. A .pt2 program with symbolic sizes is
@@ -38,6 +39,9 @@ extern "C" {
 #else
 #define KILN_MODEL_EXPORT
 #endif
+
+/* DLPack 0.8's bool type code. */
+#define KILN_DL_BOOL 6
 
 /* Changes with any incompatible change to this header. */
 #define KILN_MODEL_API_VERSION 1

@@ -74,7 +74,8 @@ struct Buffer {
 
 std::string Describe(const KilnTensorInfo& info) {
   const char* code = info.dtype.code == kDLFloat ? "float" : info.dtype.code == kDLInt ? "int"
-                   : info.dtype.code == kDLUInt ? "uint" : info.dtype.code == kDLBfloat ? "bfloat" : "other";
+                   : info.dtype.code == kDLUInt ? "uint" : info.dtype.code == kDLBfloat ? "bfloat"
+                   : info.dtype.code == KILN_DL_BOOL ? "bool" : "other";
   std::string s = std::string(info.name) + ": " + code + std::to_string(info.dtype.bits) + " [";
   for (int d = 0; d < info.ndim; ++d) s += (d ? ", " : "") + std::to_string(info.shape[d]);
   return s + "]";
