@@ -45,6 +45,7 @@ LAYER_DIRS = {
     "devices": "devices",
     "driver": "driver",
     "lazy": "lazy",
+    "deploy": "deploy",
     "tools": "tools",
     "testing": "testing",
     "benchmarks": "benchmarks",

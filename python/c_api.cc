@@ -26,7 +26,7 @@
 #include "frontend/pt2/program.h"
 #include "ir/op_registry.h"
 #include "nlohmann/json.hpp"
-#include "python/dlpack_tensor.h"
+#include "deploy/dlpack_tensor.h"
 #include "support/status.h"
 #include "tools/version.h"
 

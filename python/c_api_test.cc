@@ -15,7 +15,7 @@
 #include "frontend/pt2/program.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "python/dlpack_tensor.h"
+#include "deploy/dlpack_tensor.h"
 #include "python/kiln_c.h"
 #include "runtime/interpreter.h"
 #include "support/tensor.h"

@@ -78,6 +78,9 @@ absl::Status ArgsToProto(const std::vector<lowering::ExternArg>& args,
     proto::ExternArgProto* p = out->Add();
     if (!arg.buffer.empty()) {
       p->set_buffer(arg.buffer);
+    } else if (arg.is_buffer_list) {
+      proto::BufferListProto* list = p->mutable_buffer_list();  // set even when empty
+      for (const std::string& b : arg.buffer_list) list->add_buffers(b);
     } else if (arg.constant.has_value()) {
       RETURN_IF_ERROR(ValueToProto(*arg.constant, 0, p->mutable_constant()));
     }
@@ -260,7 +263,10 @@ absl::StatusOr<std::vector<lowering::ExternArg>> ArgsFromProto(
   for (const proto::ExternArgProto& p : args) {
     lowering::ExternArg arg;
     arg.buffer = p.buffer();
-    if (arg.buffer.empty() && p.has_constant()) {
+    if (arg.buffer.empty() && p.has_buffer_list()) {
+      arg.is_buffer_list = true;
+      arg.buffer_list.assign(p.buffer_list().buffers().begin(), p.buffer_list().buffers().end());
+    } else if (arg.buffer.empty() && p.has_constant()) {
       ASSIGN_OR_RETURN(ir::IValue v, ValueFromProto(p.constant(), 0, where));
       arg.constant = std::move(v);
     }
@@ -358,7 +364,12 @@ absl::StatusOr<proto::WrapperProgramProto> WrapperToProto(const WrapperProgram& 
   return out;
 }
 
-absl::StatusOr<WrapperProgram> WrapperFromProto(const proto::WrapperProgramProto& p) {
+namespace {
+
+// `external`: where constants without a tensor in the proto come from (null:
+// every constant must carry its tensor).
+absl::StatusOr<WrapperProgram> FromProto(const proto::WrapperProgramProto& p,
+                                         const std::map<std::string, Tensor>* external) {
   if (p.format_version() < 1 || p.format_version() > kWrapperProtoVersion) {
     return absl::InvalidArgumentError(absl::StrCat("wrapper proto format_version ",
                                                    p.format_version(), ": expected 1 to ",
@@ -375,6 +386,15 @@ absl::StatusOr<WrapperProgram> WrapperFromProto(const proto::WrapperProgramProto
   }
   for (int i = 0; i < p.constants_size(); ++i) {
     const auto& named = p.constants(i);
+    if (external != nullptr && !named.has_tensor()) {
+      auto it = external->find(named.name());
+      if (it == external->end()) {
+        return Bad(absl::StrCat("constants[", i, "] '", named.name(), "'"),
+                   "no data in the program and none supplied");
+      }
+      program.constants.emplace_back(named.name(), it->second);
+      continue;
+    }
     ASSIGN_OR_RETURN(Tensor tensor, TensorFromProto(named.tensor(), absl::StrCat("constants[", i, "]")));
     program.constants.emplace_back(named.name(), std::move(tensor));
   }
@@ -400,6 +420,21 @@ absl::StatusOr<WrapperProgram> WrapperFromProto(const proto::WrapperProgramProto
   return program;
 }
 
+absl::StatusOr<proto::WrapperProgramProto> ParseProgramProto(absl::string_view bytes) {
+  proto::WrapperProgramProto p;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError("not a wrapper program proto (parse failed)");
+  }
+  return p;
+}
+
+}  // namespace
+
+absl::StatusOr<WrapperProgram> WrapperFromProto(const proto::WrapperProgramProto& p) {
+  return FromProto(p, nullptr);
+}
+
 absl::StatusOr<std::string> SerializeWrapperProgram(const WrapperProgram& program) {
   ASSIGN_OR_RETURN(proto::WrapperProgramProto p, WrapperToProto(program));
   std::string bytes;
@@ -408,12 +443,22 @@ absl::StatusOr<std::string> SerializeWrapperProgram(const WrapperProgram& progra
 }
 
 absl::StatusOr<WrapperProgram> DeserializeWrapperProgram(absl::string_view bytes) {
-  proto::WrapperProgramProto p;
-  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
-      !p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::InvalidArgumentError("not a wrapper program proto (parse failed)");
-  }
-  return WrapperFromProto(p);
+  ASSIGN_OR_RETURN(proto::WrapperProgramProto p, ParseProgramProto(bytes));
+  return FromProto(p, nullptr);
+}
+
+absl::StatusOr<std::string> SerializeWrapperProgramWithoutConstantData(const WrapperProgram& program) {
+  ASSIGN_OR_RETURN(proto::WrapperProgramProto p, WrapperToProto(program));
+  for (auto& named : *p.mutable_constants()) named.clear_tensor();
+  std::string bytes;
+  if (!p.SerializeToString(&bytes)) return absl::InternalError("wrapper proto serialization failed");
+  return bytes;
+}
+
+absl::StatusOr<WrapperProgram> DeserializeWrapperProgram(absl::string_view bytes,
+                                                         const std::map<std::string, Tensor>& constants) {
+  ASSIGN_OR_RETURN(proto::WrapperProgramProto p, ParseProgramProto(bytes));
+  return FromProto(p, &constants);
 }
 
 absl::StatusOr<std::string> WrapperProgramToTextProto(const WrapperProgram& program) {

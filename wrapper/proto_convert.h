@@ -8,6 +8,7 @@
 #ifndef KILN_WRAPPER_PROTO_CONVERT_H_
 #define KILN_WRAPPER_PROTO_CONVERT_H_
 
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -27,6 +28,14 @@ absl::StatusOr<WrapperProgram> WrapperFromProto(const proto::WrapperProgramProto
 
 absl::StatusOr<std::string> SerializeWrapperProgram(const WrapperProgram& program);
 absl::StatusOr<WrapperProgram> DeserializeWrapperProgram(absl::string_view bytes);
+
+// A program whose constants' bytes live elsewhere (deploy/: a mapped weights
+// file). The serialized form names each constant and leaves its tensor out;
+// the loader takes those constants from `constants` by name (a name it lacks
+// is an error) and validates the program as usual.
+absl::StatusOr<std::string> SerializeWrapperProgramWithoutConstantData(const WrapperProgram& program);
+absl::StatusOr<WrapperProgram> DeserializeWrapperProgram(absl::string_view bytes,
+                                                         const std::map<std::string, Tensor>& constants);
 
 absl::StatusOr<std::string> WrapperProgramToTextProto(const WrapperProgram& program);
 absl::StatusOr<WrapperProgram> WrapperProgramFromTextProto(absl::string_view text);

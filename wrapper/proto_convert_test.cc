@@ -143,6 +143,38 @@ TEST(ProtoConvertTest, RoundTripsAWholeGraphIsland) {
   EXPECT_EQ(ir::PrintGraph(*back->interpreted_graph), ir::PrintGraph(*p.interpreted_graph));
 }
 
+TEST(ProtoConvertTest, RoundTripsBufferListsAndExternalConstants) {
+  WrapperProgram p;
+  p.inputs = {"arg0"};
+  p.outputs = {"buf0"};
+  Tensor c = Tensor::Empty(DType::kFloat32, {2});
+  c.data<float>()[1] = 4.5f;
+  p.constants = {{"const0", c}};
+  p.layouts = {{"arg0", F32({2})}, {"const0", F32({2})}, {"buf0", F32({4})}};
+  lowering::ExternArg list{"", std::nullopt, true, {"arg0", "const0"}};
+  lowering::ExternArg empty_list{"", std::nullopt, true, {}};
+  p.lines = {ExternKernelAllocLine{"aten::cat", {list, {"", ir::IValue::Int(0)}, empty_list}, {"buf0"}, {F32({4})}}};
+  auto back = DeserializeWrapperProgram(*SerializeWrapperProgram(p));
+  ASSERT_TRUE(back.ok()) << back.status();
+  const auto& args = std::get<ExternKernelAllocLine>(back->lines[0]).args;
+  ASSERT_EQ(args.size(), 3u);
+  EXPECT_TRUE(args[0].is_buffer_list);
+  EXPECT_THAT(args[0].buffer_list, ::testing::ElementsAre("arg0", "const0"));
+  EXPECT_FALSE(args[1].is_buffer_list);
+  EXPECT_TRUE(args[2].is_buffer_list);
+  EXPECT_TRUE(args[2].buffer_list.empty());
+
+  // Without constant data: the constants come from the caller, by name.
+  auto bytes = SerializeWrapperProgramWithoutConstantData(p);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_FALSE(DeserializeWrapperProgram(*bytes).ok());  // no data, none supplied
+  auto missing = DeserializeWrapperProgram(*bytes, std::map<std::string, Tensor>{});
+  EXPECT_THAT(missing.status().message(), HasSubstr("'const0'"));
+  auto supplied = DeserializeWrapperProgram(*bytes, std::map<std::string, Tensor>{{"const0", c}});
+  ASSERT_TRUE(supplied.ok()) << supplied.status();
+  EXPECT_EQ(supplied->constants[0].second.storage(), c.storage());  // not copied
+}
+
 proto::WrapperProgramProto SampleProto() { return *WrapperToProto(PlannedSample()); }
 
 absl::Status Load(const proto::WrapperProgramProto& p) { return WrapperFromProto(p).status(); }

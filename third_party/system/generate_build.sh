@@ -128,7 +128,7 @@ cc_library(
     name = "nlohmann_json",
 )
 
-# ---- DLPack 0.6 (header-only: dlpack/dlpack.h, the C API's tensors) ----
+# ---- DLPack 0.6 (header-only: dlpack/dlpack.h, the C APIs' tensors: python/, deploy/) ----
 cc_library(
     name = "dlpack",
 )

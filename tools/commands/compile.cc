@@ -16,6 +16,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "backends/cpu/cpu_program.h"
+#include "deploy/artifact_writer.h"
+#include "ir/ir.h"
 #include "ir/text_printer.h"
 #include "support/atomic_file.h"
 #include "support/status.h"
@@ -202,6 +204,36 @@ absl::Status WritePictures(const StagedCompile& s, OutputDir& out, std::string* 
   return absl::OkStatus();
 }
 
+// The deployment artifact (deploy/README.md): DIR/libmodel.so, its kernels,
+// program and weights, and kiln_model.h. `note` says why there is none
+// (nothing compiled, or no runtime installed beside kiln).
+absl::Status WriteDeployment(const StagedCompile& s, OutputDir& out, std::string* note) {
+  auto* cpu = dynamic_cast<backends::cpu::CpuProgram*>(s.compiled->compiled.get());
+  if (cpu == nullptr || s.compiled->whole_graph_interpreted) {
+    *note = "nothing was compiled into a CPU library (the whole graph runs in the interpreter)";
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> runtime = deploy::FindDeployRuntime();
+  if (!runtime.ok()) {
+    *note = std::string(runtime.status().message());
+    return absl::OkStatus();
+  }
+  deploy::ArtifactOptions options;
+  options.kiln_version = VersionLine();
+  options.runtime_path = *runtime;
+  for (const ir::Value* v : s.model.graph->inputs()) {
+    options.input_names.push_back(v->hasDebugName() ? v->debugName() : "");
+  }
+  for (const ir::Value* v : s.model.graph->outputs()) {
+    options.output_names.push_back(v->hasDebugName() ? v->debugName() : "");
+  }
+  ASSIGN_OR_RETURN(std::vector<deploy::ArtifactFile> files,
+                   deploy::DeployArtifactFiles(s.compiled->program, cpu->generated().source,
+                                               cpu->stats().library_path, options));
+  for (const deploy::ArtifactFile& file : files) RETURN_IF_ERROR(out.Write(file.name, file.contents));
+  return absl::OkStatus();
+}
+
 Json CompileJson(const StagedCompile& s, const std::string& dir, const OutputDir& out,
                  const std::string& device) {
   Json doc = JsonDocument("compile");
@@ -313,6 +345,11 @@ absl::Status RunCompile(const std::vector<std::string>& args) {
       RETURN_IF_ERROR(out.Write("report.md", Report(s)));
       break;
   }
+  std::string deploy_note;
+  // CPU programs only: CUDA's have no deployment artifact yet.
+  if (s.reached == CompileStage::kProgram && options.device == "cpu") {
+    RETURN_IF_ERROR(WriteDeployment(s, out, &deploy_note));
+  }
   std::string svg_note;
   if (absl::GetFlag(FLAGS_dot)) RETURN_IF_ERROR(WritePictures(s, out, &svg_note));
   if (options.trace != nullptr) {
@@ -322,6 +359,9 @@ absl::Status RunCompile(const std::vector<std::string>& args) {
   RETURN_IF_ERROR(out.Finish());
   if (!trace_path.empty()) RETURN_IF_ERROR(trace.WriteTo(trace_path));
   if (!svg_note.empty()) std::fprintf(stderr, "kiln: note: no SVGs: %s\n", svg_note.c_str());
+  if (!deploy_note.empty()) {
+    std::fprintf(stderr, "kiln: note: no deployment library: %s\n", Printable(deploy_note).c_str());
+  }
 
   if (json) return PrintJson(CompileJson(s, dir, out, options.device));
   if (!s.compiled.has_value()) {
@@ -357,7 +397,10 @@ Command CompileCommand() {
       "output code, runnable under PyTorch 2.x; its large constants are raw files in\n"
       "DIR/constants/; KILN_DEBUG_PRINTER=0-3 and KILN_DEBUG_PRINTER_FILTER add the\n"
       "debug printer's calls), DIR/wrapper.pb (the Wrapper IR lines) and DIR/report.md\n"
-      "(kernels, fusion groups, planned memory, time per stage).\n"
+      "(kernels, fusion groups, planned memory, time per stage), and for cpu the\n"
+      "deployment artifact: DIR/libmodel.so (C API: DIR/kiln_model.h; deploy/README.md) with the\n"
+      "model's kernels (model_kernels.so), program (model_program.pb) and weights\n"
+      "(model.weights, mapped at load).\n"
       "--compile-to stops early and writes that stage's output instead: graph.txt,\n"
       "optimized.txt, loops.txt, wrapper.txt + wrapper.pb, or the sources without\n"
       "running the C++ compiler (source). --dump-dir writes the IR after every stage.\n"

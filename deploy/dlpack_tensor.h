@@ -1,4 +1,5 @@
-// DLPack tensors <-> kiln Tensors, for the C API (kiln_c.h).
+// DLPack tensors <-> kiln Tensors, for kiln's C APIs (python/kiln_c.h, the
+// compiler; deploy/kiln_model.h, a compiled model).
 //
 // In: a CPU DLTensor becomes a Tensor over the same memory (no copy) when
 // it can: the data must be aligned to its element size and every element
@@ -8,11 +9,12 @@
 // elements are copied into a new contiguous tensor.
 // Out: a Tensor becomes a DLManagedTensor that owns a reference to its
 // storage (released by the deleter): no copy.
-#ifndef KILN_PYTHON_DLPACK_TENSOR_H_
-#define KILN_PYTHON_DLPACK_TENSOR_H_
+#ifndef KILN_DEPLOY_DLPACK_TENSOR_H_
+#define KILN_DEPLOY_DLPACK_TENSOR_H_
 
 #include <dlpack/dlpack.h>
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -20,6 +22,10 @@
 #include "support/tensor.h"
 
 namespace kiln::capi {
+
+// DLPack 0.8's boolean type code (Debian's 0.6 header lacks it): kiln_c.h's
+// KILNC_DL_BOOL and kiln_model.h's KILN_DL_BOOL.
+inline constexpr uint8_t kDLPackBool = 6;
 
 absl::StatusOr<DType> DTypeFromDLPack(DLDataType t);
 absl::StatusOr<DLDataType> DTypeToDLPack(DType t);
@@ -41,4 +47,4 @@ absl::StatusOr<DLManagedTensor*> TensorToDLPack(const Tensor& t);
 
 }  // namespace kiln::capi
 
-#endif  // KILN_PYTHON_DLPACK_TENSOR_H_
+#endif  // KILN_DEPLOY_DLPACK_TENSOR_H_

@@ -1,4 +1,4 @@
-#include "python/dlpack_tensor.h"
+#include "deploy/dlpack_tensor.h"
 
 #include <cstdint>
 #include <cstring>
@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "python/kiln_c.h"
 #include "support/status.h"
 
 namespace kiln::capi {
@@ -118,7 +117,7 @@ absl::StatusOr<DType> DTypeFromDLPack(DLDataType t) {
     case kDLComplex:
       if (t.bits == 64) return DType::kComplex64;
       break;
-    case KILNC_DL_BOOL:
+    case kDLPackBool:
       if (t.bits == 8) return DType::kBool;
       break;
     default:
@@ -146,7 +145,7 @@ absl::StatusOr<DLDataType> DTypeToDLPack(DType t) {
     case DType::kFloat32: return make(kDLFloat, 32);
     case DType::kFloat64: return make(kDLFloat, 64);
     case DType::kComplex64: return make(kDLComplex, 64);
-    case DType::kBool: return make(KILNC_DL_BOOL, 8);
+    case DType::kBool: return make(kDLPackBool, 8);
     case DType::kBFloat16: return make(kDLBfloat, 16);
     case DType::kUInt16: return make(kDLUInt, 16);
     case DType::kUInt32: return make(kDLUInt, 32);
