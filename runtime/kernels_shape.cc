@@ -401,7 +401,7 @@ absl::StatusOr<Tensor> Cat(const std::vector<Tensor>& tensors, int64_t dim) {
     if (!dtype) {
       dtype = t.dtype();
     } else {
-      std::optional<DType> p = PromoteDTypes(*dtype, t.dtype());
+      std::optional<DType> p = PromoteTypes(*dtype, t.dtype());
       if (!p) return Invalid("cat", "operand dtypes have no common type");
       dtype = *p;
     }
