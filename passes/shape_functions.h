@@ -10,26 +10,14 @@
 // the weight, dims that do not broadcast, a view whose element count is
 // wrong) are InvalidArgument errors naming the node.
 //
-// Ops covered (see kShapeOps in shape_functions.cc for the exact overloads):
-//   elementwise unary (relu, tanh, sigmoid, gelu, hardtanh, clamp, neg, ...,
-//     and their in-place forms), int->float unary math (exp, log, sqrt, erf,
-//     ...), bool-valued predicates (isnan, logical_not, ...);
-//   binary arithmetic with broadcasting and PyTorch's type promotion
-//     (add/sub/mul/div/rsub/pow/remainder/maximum/..., Tensor and Scalar
-//     overloads, in-place forms), comparisons and logical ops (bool), where;
-//   conv1d/2d/3d (int and string padding), convolution, _convolution,
-//     conv_transpose1d/2d/3d; max/avg pooling 1d/2d/3d (ceil_mode), adaptive
-//     avg/max pooling 1d/2d/3d;
-//   linear, matmul, mm, bmm, addmm, t, transpose, permute, flatten,
-//     view/reshape (with -1), view_as/reshape_as/expand_as, expand,
-//     unsqueeze, squeeze, select, cat, stack;
-//   reductions: mean, sum, prod, amax, amin, argmax, argmin, max.dim,
-//     min.dim, all, any, logsumexp, var, std (dims or all, keepdim, dtype);
-//   softmax/log_softmax (dtype argument), layer_norm, batch_norm,
-//     group_norm, instance_norm, dropout family, contiguous, clone, detach,
-//     to.dtype/to.other/type_as, masked_fill;
-//   scalars: size, len, dim, numel, gt/lt/ge/le/eq/ne on ints and floats
-//     (their schema return types).
+// Which op has which shape function is the SHAPE column of the op rows
+// (ops/defs/*.def); the implementations live in shape_functions_*.cc, one
+// file per row family (elementwise, reduce, nn, resample, shape_ops, index,
+// special). Arguments whose values decide sizes are read when they are
+// constants (or aten::size of a known dim, or a constant tensor such as an
+// ONNX initializer); data-dependent sizes (nonzero, unique, masked_select)
+// stay unknown. //testing:shape_inference_node checks every function
+// against the reference kernels on ONNX's node tests.
 #ifndef KILN_PASSES_SHAPE_FUNCTIONS_H_
 #define KILN_PASSES_SHAPE_FUNCTIONS_H_
 
