@@ -1,5 +1,5 @@
 // The runtime spells support/promotion.h's names as runtime::... (used by
-// frontend/lazy); the rules live there, once, for passes and runtime alike.
+// lazy/); the rules live there, once, for passes and runtime alike.
 #ifndef KILN_RUNTIME_PROMOTION_H_
 #define KILN_RUNTIME_PROMOTION_H_
 

@@ -25,13 +25,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "driver/initialize.h"
 #include "frontend/onnx/importer.h"
 #include "ir/ir.h"
 #include "passes/pass.h"
 #include "passes/shape_propagation.h"
 #include "re2/re2.h"
 #include "runtime/interpreter.h"
-#include "runtime/register_kernels.h"
 #include "support/status.h"
 #include "testing/onnx_conformance.h"
 
@@ -172,7 +172,7 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "usage: shape_inference_check --root=DIR [--filter=RE] [--floor=FILE]\n");
     return 2;
   }
-  if (absl::Status s = runtime::RegisterReferenceKernels(ir::BuiltinOps()); !s.ok()) {
+  if (absl::Status s = driver::Initialize(); !s.ok()) {
     std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
     return 1;
   }
