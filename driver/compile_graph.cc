@@ -8,7 +8,7 @@
 #include "lowering/lower.h"
 #include "runtime/interpreter.h"
 #include "passes/pass.h"
-#include "passes/shape_propagation.h"
+#include "passes/decompositions.h"
 #include "support/status.h"
 
 namespace kiln::driver {
@@ -59,7 +59,7 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   CompiledGraph out;
   auto t = Clock::now();
   passes::PassStatistics stats;
-  ASSIGN_OR_RETURN(bool changed, passes::PropagateShapes(graph, stats));
+  ASSIGN_OR_RETURN(bool changed, passes::PrepareForLowering(graph, stats));
   (void)changed;
   out.times.shapes_ms = StageDone(options, "shape propagation", t);
 

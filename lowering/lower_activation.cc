@@ -1,5 +1,6 @@
-// Activation lowerings, written as the formulas PyTorch documents.
-#include <cmath>
+// Activation lowerings, written as the formulas PyTorch documents, for the
+// activations without a decomposition (gelu, silu and hardswish arrive
+// decomposed: passes::PrepareForLowering).
 #include <string>
 #include <vector>
 
@@ -48,36 +49,8 @@ ExprPtr Softplus(const ExprPtr& x, DType t, double beta, double threshold) {
 }  // namespace
 
 void AddActivationLowerings(LoweringTable& t) {
-  t["gelu"] = [](LowerContext& ctx) -> absl::StatusOr<bool> {
-    std::string approximate = "none";
-    if (ctx.HasArg("approximate")) {
-      ASSIGN_OR_RETURN(approximate, ctx.StringArg("approximate"));
-    }
-    if (approximate != "none" && approximate != "tanh") return ctx.Invalid("bad gelu approximate");
-    ASSIGN_OR_RETURN(OutputInfo out, ctx.Output(0));
-    if (!IsFloatingPoint(out.dtype)) return false;
-    return LowerElementwise(
-        ctx, {"self"}, ComputeKind::kResult, [&](const Exprs& a, DType d) -> absl::StatusOr<ExprPtr> {
-          const ExprPtr& x = a[0];
-          ExprPtr inner;
-          if (approximate == "tanh") {
-            ExprPtr cube = Mul(Mul(x, x), x);
-            inner = Unary(ExprOp::kTanh, Mul(Literal(std::sqrt(2.0 / M_PI), d),
-                                             Add(x, Mul(Literal(0.044715, d), cube))));
-          } else {
-            inner = Unary(ExprOp::kErf, Mul(x, Literal(M_SQRT1_2, d)));
-          }
-          return Mul(Mul(Literal(0.5, d), x), Add(Literal(1, d), inner));
-        });
-  };
-  t["silu"] = Activation({}, [](const ExprPtr& x, DType, const std::vector<double>&) {
-    return Mul(x, Unary(ExprOp::kSigmoid, x));
-  });
   t["hardsigmoid"] = Activation({}, [](const ExprPtr& x, DType d, const std::vector<double>&) {
     return Hardsigmoid(x, d);
-  });
-  t["hardswish"] = Activation({}, [](const ExprPtr& x, DType d, const std::vector<double>&) {
-    return Mul(x, Hardsigmoid(x, d));
   });
   t["leaky_relu"] = Activation({"negative_slope"},
                                [](const ExprPtr& x, DType d, const std::vector<double>& v) {

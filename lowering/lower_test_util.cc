@@ -7,7 +7,7 @@
 #include "lowering/lower.h"
 #include "passes/pass.h"
 #include "passes/shape_functions.h"
-#include "passes/shape_propagation.h"
+#include "passes/decompositions.h"
 #include "runtime/register_kernels.h"
 #include "support/status.h"
 
@@ -18,7 +18,9 @@ absl::StatusOr<LoopGraph> LowerText(const std::string& text) {
   RETURN_IF_ERROR(runtime::RegisterReferenceKernels(ir::BuiltinOps()));
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, ir::ParseGraph(text));
   passes::PassStatistics stats;
-  RETURN_IF_ERROR(passes::PropagateShapes(*graph, stats).status());
+  // As the compile pipeline does: shapes, then decompositions (composite ops
+  // reach lowering as pointwise ops and reductions).
+  RETURN_IF_ERROR(passes::PrepareForLowering(*graph, stats).status());
   return LowerGraph(*graph);
 }
 

@@ -259,12 +259,6 @@ absl::StatusOr<bool> Contiguous(LowerContext& ctx, bool always_copy) {
 }
 
 // dropout in eval mode is the identity; in training it is random (extern).
-absl::StatusOr<bool> Dropout(LowerContext& ctx) {
-  ASSIGN_OR_RETURN(bool train, ctx.BoolArg("train"));
-  if (train) return false;
-  return Alias(ctx);
-}
-
 // cat/stack: each output element selects one piece; every piece's index is
 // clamped into range so that both sides of each `where` load in bounds.
 absl::StatusOr<bool> Concatenate(LowerContext& ctx, bool stack) {
@@ -343,7 +337,6 @@ void AddViewLowerings(LoweringTable& t) {
   t["contiguous"] = [](LowerContext& ctx) { return Contiguous(ctx, false); };
   t["clone"] = [](LowerContext& ctx) { return Contiguous(ctx, true); };
   for (const char* name : {"detach", "alias", "lift_fresh"}) t[name] = Alias;
-  for (const char* name : {"dropout", "feature_dropout", "alpha_dropout"}) t[name] = Dropout;
   t["cat"] = [](LowerContext& ctx) { return Concatenate(ctx, false); };
   AddAlias(t, "concat", "cat");
   AddAlias(t, "concatenate", "cat");

@@ -157,8 +157,10 @@ absl::StatusOr<Types> TakeAlongDim(const Args& a) {
   xs[d] = 1;
   is[d] = 1;
   ASSIGN_OR_RETURN(SymbolicSizes b, BroadcastOrError(a, xs, is));
-  (*b)[d] = id;
-  return Types{TensorOf(t->dtype, b, t->device)};
+  // Known operands broadcast to known sizes (value_or keeps gcc -O2 quiet).
+  Dims out = b.value_or(Dims(xs.size()));
+  out[d] = id;
+  return Types{TensorOf(t->dtype, out, t->device)};
 }
 
 // embedding(weight [n, d], indices, ...) -> [*indices, d].

@@ -83,18 +83,21 @@ absl::StatusOr<Types> Stft(const Args& a) {
   const TensorInfo* x = a.Tensor(0);
   if (!x) return Types{Type::Tensor()};
   Dim batch, frames, bins;
-  Dim step = a.ConstTensorInt(1);
-  Dim fl = a.IsNone(3) ? std::nullopt : a.ConstTensorInt(3);
-  if (!fl) {
-    if (const TensorInfo* w = a.Tensor(2); w && w->sizes && w->sizes->size() == 1) fl = (*w->sizes)[0];
+  // Plain ints (-1: unknown) keep gcc -O2 from a false -Wmaybe-uninitialized.
+  const int64_t hop = a.ConstTensorInt(1).value_or(-1);
+  int64_t frame = -1;
+  if (!a.IsNone(3)) {
+    frame = a.ConstTensorInt(3).value_or(-1);
+  } else if (const TensorInfo* w = a.Tensor(2); w && w->sizes && w->sizes->size() == 1) {
+    frame = (*w->sizes)[0].value_or(-1);
   }
   std::optional<bool> onesided = a.Bool(4);
   if (x->sizes && x->sizes->size() == 3) {
     batch = (*x->sizes)[0];
-    Dim len = (*x->sizes)[1];
-    if (len && fl && step && *step > 0 && *len >= *fl) frames = (*len - *fl) / *step + 1;
+    const int64_t len = (*x->sizes)[1].value_or(-1);
+    if (len >= 0 && frame > 0 && hop > 0 && len >= frame) frames = (len - frame) / hop + 1;
   }
-  if (fl && onesided) bins = *onesided ? *fl / 2 + 1 : *fl;
+  if (frame > 0 && onesided) bins = *onesided ? frame / 2 + 1 : frame;
   return Types{TensorOf(x->dtype, Dims{batch, frames, bins, Dim(2)}, x->device)};
 }
 

@@ -124,6 +124,58 @@ INSTANTIATE_TEST_SUITE_P(
   %y : Tensor = aten::softmax(%x, %dim, %none)
   return (%y))",
              {{3, 4}}},
+        Case{"native_layer_norm", R"(graph(%x : Float(2, 3, 4), %w : Float(3, 4), %b : Float(3, 4)):
+  %shape : int[] = prim::Constant[value=[3, 4]]()
+  %eps : float = prim::Constant[value=1.0000000000000001e-05]()
+  %y : Tensor, %m : Tensor, %r : Tensor = aten::native_layer_norm(%x, %shape, %w, %b, %eps)
+  return (%y, %m, %r))",
+             {{2, 3, 4}, {3, 4}, {3, 4}}},
+        Case{"onnx_layer_norm", R"(graph(%x : Float(2, 3, 4), %w : Float(4), %b : Float(4)):
+  %axis : int = prim::Constant[value=-1]()
+  %eps : float = prim::Constant[value=1.0000000000000001e-05]()
+  %y : Tensor, %m : Tensor, %r : Tensor = kiln::layer_norm(%x, %axis, %w, %b, %eps)
+  return (%y, %m, %r))",
+             {{2, 3, 4}, {4}, {4}}},
+        Case{"onnx_reduce_kinds", R"(graph(%x : Float(2, 3, 4)):
+  %axes : int[] = prim::Constant[value=[0, 2]]()
+  %all : NoneType = prim::Constant()
+  %t : bool = prim::Constant[value=1]()
+  %f : bool = prim::Constant[value=0]()
+  %sum : str = prim::Constant[value="sum"]()
+  %mean : str = prim::Constant[value="mean"]()
+  %max : str = prim::Constant[value="max"]()
+  %l2 : str = prim::Constant[value="l2"]()
+  %lse : str = prim::Constant[value="log_sum_exp"]()
+  %sq : str = prim::Constant[value="sum_square"]()
+  %a : Tensor = kiln::reduce(%x, %sum, %axes, %t, %f)
+  %b : Tensor = kiln::reduce(%x, %mean, %all, %f, %f)
+  %c : Tensor = kiln::reduce(%x, %max, %axes, %f, %f)
+  %d : Tensor = kiln::reduce(%x, %l2, %axes, %t, %f)
+  %e : Tensor = kiln::reduce(%x, %lse, %all, %t, %f)
+  %g : Tensor = kiln::reduce(%x, %sq, %axes, %f, %f)
+  return (%a, %b, %c, %d, %e, %g))",
+             {{2, 3, 4}}},
+        Case{"onnx_arg_extreme", R"(graph(%x : Float(3, 5)):
+  %d : int = prim::Constant[value=1]()
+  %t : bool = prim::Constant[value=1]()
+  %f : bool = prim::Constant[value=0]()
+  %y : Tensor = kiln::arg_extreme(%x, %d, %t, %f, %f)
+  return (%y))",
+             {{3, 5}}},
+        Case{"onnx_flat_softmax", R"(graph(%x : Float(2, 3, 4)):
+  %axis : int = prim::Constant[value=1]()
+  %soft : int = prim::Constant[value=0]()
+  %logsoft : int = prim::Constant[value=1]()
+  %y : Tensor = kiln::flat_softmax(%x, %axis, %soft)
+  %z : Tensor = kiln::flat_softmax(%x, %axis, %logsoft)
+  return (%y, %z))",
+             {{2, 3, 4}}},
+        Case{"onnx_shrink", R"(graph(%x : Float(9)):
+  %bias : float = prim::Constant[value=0.25]()
+  %lambd : float = prim::Constant[value=0.5]()
+  %y : Tensor = kiln::shrink(%x, %bias, %lambd)
+  return (%y))",
+             {{9}}},
         Case{"log_softmax", R"(graph(%x : Float(3, 4)):
   %dim : int = prim::Constant[value=0]()
   %none : NoneType = prim::Constant()
