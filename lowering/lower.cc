@@ -1,6 +1,7 @@
 // The LowerGraph driver: graph inputs and constants become buffers, scalar
-// nodes fold to constants, every tensor op goes through its family's
-// lowering or the extern fallback, and in-place ops lower functionally.
+// nodes fold to constants, every tensor op goes through its row's lowering
+// (lowering/lowerings.h) or the extern fallback, and in-place ops lower
+// through their functional variant.
 #include "lowering/lower.h"
 
 #include <string>
@@ -14,23 +15,11 @@
 #include "ir/verifier.h"
 #include "lowering/islands.h"
 #include "lowering/lower_context.h"
+#include "lowering/lowerings.h"
 #include "support/status.h"
 
 namespace kiln::lowering {
 namespace {
-
-const LoweringTable& Table() {
-  static const LoweringTable* table = [] {
-    auto* t = new LoweringTable();
-    AddPointwiseLowerings(*t);
-    AddActivationLowerings(*t);
-    AddReductionLowerings(*t);
-    AddNormLowerings(*t);
-    AddViewLowerings(*t);
-    return t;
-  }();
-  return *table;
-}
 
 bool IsTensorType(const ir::Value* v) { return v->type() && v->type()->is_tensor(); }
 
@@ -169,17 +158,17 @@ bool TouchesHalfPrecision(const ir::Node& node) {
 absl::Status LowerTensorNode(LowerContext& ctx, const ir::Node& node) {
   const ir::Operator* op = ctx.registry().Match(node);
   ctx.SetNode(&node, op);
-  std::string name(node.kind().name());
-  bool in_place = op != nullptr && op->traits.mutates && absl::EndsWith(name, "_") &&
-                  !absl::EndsWith(name, "__");
-  if (in_place) name.pop_back();
+  const std::string name(node.kind().name());
+  const bool in_place = op != nullptr && op->traits.mutates && absl::EndsWith(name, "_") &&
+                        !absl::EndsWith(name, "__");
   bool handled = false;
   // Generated kernels compute in float32/float64/ints only: Half/BFloat16
   // computations run as extern calls of their reference kernels (or, when
   // there is none, in an interpreter island).
-  if (node.kind().is_aten() && op != nullptr && !TouchesHalfPrecision(node)) {
-    auto it = Table().find(name);
-    if (it != Table().end()) {
+  const ir::Operator* lowered = FunctionalOverload(ctx, op);
+  if (lowered != nullptr && !TouchesHalfPrecision(node)) {
+    auto it = RowLowerings().find(lowered->schema.QualifiedName());
+    if (it != RowLowerings().end()) {
       ASSIGN_OR_RETURN(handled, it->second(ctx));
     }
   }

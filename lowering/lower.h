@@ -16,6 +16,9 @@
 #ifndef KILN_LOWERING_LOWER_H_
 #define KILN_LOWERING_LOWER_H_
 
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "ir/ir.h"
 #include "ir/op_registry.h"
@@ -25,6 +28,9 @@ namespace kiln::lowering {
 
 absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph,
                                      const ir::OpRegistry& registry = ir::BuiltinOps());
+
+// The overloads with a loop lowering (the op rows' LOWER column), sorted.
+std::vector<std::string> LoweredOverloads();
 
 }  // namespace kiln::lowering
 

@@ -34,18 +34,9 @@ absl::Status LowerAsExtern(LowerContext& ctx) {
   const ir::Node& node = ctx.node();
   const ir::Operator* op = ctx.op();
   if (op == nullptr) return ctx.Unimplemented("no registry overload matches");
-  if (op->traits.mutates) {
-    // Lowered code never writes its inputs: run the functional variant.
-    const ir::Operator* functional = nullptr;
-    if (op->traits.functional_variant.valid()) {
-      std::vector<ir::TypePtr> types;
-      for (const ir::Value* v : node.inputs()) types.push_back(v->type());
-      functional =
-          ctx.registry().Match(op->traits.functional_variant, types, node.outputs().size());
-    }
-    if (functional == nullptr) return ctx.Unimplemented("mutating op without a functional variant");
-    op = functional;
-  }
+  // Lowered code never writes its inputs: run the functional variant.
+  op = FunctionalOverload(ctx, op);
+  if (op == nullptr) return ctx.Unimplemented("mutating op without a functional variant");
   if (!op->kernel) return ctx.Unimplemented("no lowering and no reference kernel");
 
   ExternCall call;

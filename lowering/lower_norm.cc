@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "lowering/elementwise.h"
 #include "lowering/lower_context.h"
+#include "lowering/lowerings.h"
 #include "support/status.h"
 
 namespace kiln::lowering {
@@ -50,8 +51,6 @@ absl::StatusOr<bool> BatchNormEval(LowerContext& ctx) {
 
 }  // namespace
 
-void AddNormLowerings(LoweringTable& t) {
-  t["batch_norm"] = BatchNormEval;
-}
+LoweringFn LowerBatchNormEval() { return BatchNormEval; }
 
 }  // namespace kiln::lowering

@@ -1,10 +1,13 @@
 #include "lowering/lower.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "lowering/lower_test_util.h"
+#include "ops/row_facts.h"
 
 namespace kiln::lowering {
 namespace {
@@ -15,6 +18,31 @@ std::string Dump(const std::string& text) {
   absl::StatusOr<LoopGraph> g = LowerText(text);
   if (!g.ok()) return std::string(g.status().message());
   return g->ToString();
+}
+
+// The lowering table is the rows' LOWER column, nothing more or less.
+TEST(LowerTest, TableIsTheRowsLowerColumn) {
+  std::vector<std::string> from_rows;
+  for (const ops::RowFacts& row : ops::AllRowFacts()) {
+    if (row.lowering) from_rows.push_back(row.name);
+  }
+  std::sort(from_rows.begin(), from_rows.end());
+  EXPECT_EQ(LoweredOverloads(), from_rows);
+  EXPECT_GT(from_rows.size(), 100u);
+}
+
+// An in-place overload lowers through its functional variant's row.
+TEST(LowerTest, InPlaceOpLowersThroughItsFunctionalRow) {
+  EXPECT_EQ(Dump(R"(graph(%x : Float(2, 3)):
+  %one : int = prim::Constant[value=1]()
+  %y : Tensor = aten::add_(%x, %x, %one)
+  %z : Tensor = aten::relu_(%y)
+  return (%z))"),
+            "arg0 : Float[2, 3] = input\n"
+            "buf0 : Float[2, 3] = pointwise [2, 3] load(arg0, v0 * 3 + v1) + load(arg0, v0 * 3 + v1)\n"
+            "buf1 : Float[2, 3] = pointwise [2, 3] relu(load(buf0, v0 * 3 + v1))\n"
+            "inputs: arg0\n"
+            "outputs: buf1\n");
 }
 
 TEST(LowerTest, AddTanh) {
