@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -63,6 +64,13 @@ class Emitter {
     if (!t.HasCompleteSizes()) return std::nullopt;
     return t.ConcreteSizes();
   }
+  // Output i's sizes when every dim is known.
+  std::optional<std::vector<int64_t>> OutputSizes(size_t i) const {
+    if (i >= node_.outputs().size() || !node_.output(i)->type()->is_tensor()) return std::nullopt;
+    const ir::TensorInfo& t = node_.output(i)->type()->tensor();
+    if (!t.HasCompleteSizes()) return std::nullopt;
+    return t.ConcreteSizes();
+  }
   std::optional<size_t> InputRank(size_t i) const {
     if (i >= node_.inputs().size() || !node_.input(i)->type()->is_tensor()) return std::nullopt;
     const auto& sizes = node_.input(i)->type()->tensor().sizes;
@@ -115,6 +123,10 @@ class Emitter {
       case IValue::Tag::kString:
         n->s_(ir::sym::kValue, v.toString());
         out->setType(Type::Str());
+        break;
+      case IValue::Tag::kTensor:
+        n->t_(ir::sym::kValue, v.toTensor());
+        out->setType(v.type());
         break;
       case IValue::Tag::kList: {
         std::vector<int64_t> ints;
@@ -462,6 +474,79 @@ absl::StatusOr<Values> DecomposeFlatSoftmax(Node& n, const ir::FunctionSchema& s
   Value* flat = e.Op("aten::reshape", {e.Arg(0), e.IntList({outer, inner})});
   Value* y = e.Op(kind->toInt() == 0 ? "aten::softmax" : "aten::log_softmax", {flat, e.Int(1), e.None()});
   return Values{e.Op("aten::reshape", {y, e.IntList(*sizes)})};
+}
+
+// kiln::onnx_reshape / onnx_squeeze / onnx_unsqueeze (ONNX's shape or
+// axes given as a run-time tensor): once shapes propagate, a reshape to the
+// output's static sizes.
+absl::StatusOr<Values> DecomposeToStaticReshape(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  std::optional<std::vector<int64_t>> out = e.OutputSizes(0);
+  if (!out || !e.InputSizes(0)) return Values{};
+  return Values{e.Op("aten::reshape", {e.Arg(0), e.IntList(*out)})};
+}
+
+// kiln::onnx_expand: aten::expand to the output's static sizes (the
+// broadcast of the input and the shape argument).
+absl::StatusOr<Values> DecomposeOnnxExpand(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  std::optional<std::vector<int64_t>> out = e.OutputSizes(0);
+  if (!out || !e.InputSizes(0)) return Values{};
+  return Values{e.Op("aten::expand", {e.Arg(0), e.IntList(*out), e.Bool(false)})};
+}
+
+// kiln::shape(self, start, end) (ONNX Shape) and kiln::size (ONNX Size) of
+// a tensor with static sizes: an int64 constant.
+absl::StatusOr<Values> DecomposeOnnxShape(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  std::optional<std::vector<int64_t>> sizes = e.InputSizes(0);
+  std::optional<IValue> start = e.Const(1);
+  std::optional<IValue> end = e.Const(2);
+  if (!sizes || !start || !start->isInt() || !end || !(end->isNone() || end->isInt())) {
+    return Values{};
+  }
+  const int64_t rank = static_cast<int64_t>(sizes->size());
+  auto clamp = [rank](int64_t i) { return std::clamp(i < 0 ? i + rank : i, int64_t{0}, rank); };
+  const int64_t first = clamp(start->toInt());
+  const int64_t last = end->isNone() ? rank : clamp(end->toInt());
+  Tensor t = Tensor::Empty(DType::kInt64, {std::max<int64_t>(last - first, 0)});
+  for (int64_t i = first; i < last; ++i) t.data<int64_t>()[i - first] = (*sizes)[i];
+  return Values{e.Constant(IValue::FromTensor(std::move(t)))};
+}
+
+absl::StatusOr<Values> DecomposeOnnxSize(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  std::optional<std::vector<int64_t>> sizes = e.InputSizes(0);
+  if (!sizes) return Values{};
+  Tensor t = Tensor::Empty(DType::kInt64, {});
+  int64_t numel = 1;
+  for (int64_t d : *sizes) numel *= d;
+  t.data<int64_t>()[0] = numel;
+  return Values{e.Constant(IValue::FromTensor(std::move(t)))};
+}
+
+// celu(x, alpha) = where(x > 0, x, alpha * expm1(x / alpha)) for floating
+// x and a constant alpha.
+absl::StatusOr<Values> DecomposeCelu(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  std::optional<DType> dtype = e.InputDType(0);
+  std::optional<IValue> alpha = e.Const(1);
+  if (!dtype || !IsFloatingPoint(*dtype) || !alpha || !alpha->isNumber()) return Values{};
+  const double a = alpha->toNumberAsDouble();
+  if (a == 0) return Values{};
+  Value* x = e.Arg(0);
+  Value* negative = e.Op("aten::mul", {e.Op("aten::expm1", {e.Op("aten::div", {x, e.Float(a)})}),
+                                       e.Float(a)});
+  return Values{e.Op("aten::where", {e.Op("aten::gt", {x, e.Float(0.0)}), x, negative})};
+}
+
+// isinf(x) = abs(x) == inf for floating x.
+absl::StatusOr<Values> DecomposeIsinf(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  std::optional<DType> dtype = e.InputDType(0);
+  if (!dtype || !IsFloatingPoint(*dtype)) return Values{};
+  return Values{e.Op("aten::eq", {e.Op("aten::abs", {e.Arg(0)}),
+                                  e.Float(std::numeric_limits<double>::infinity())})};
 }
 
 // kiln::shrink(self, bias, lambd) (ONNX Shrink) for floating inputs:

@@ -40,6 +40,15 @@
 //                      axes, known sizes, non-empty reduced dims).
 //   kiln::arg_extreme  argmax / argmin without select_last_index.
 //   kiln::shrink       two wheres (floating inputs).
+//   kiln::onnx_reshape, onnx_squeeze, onnx_unsqueeze
+//                      aten::reshape to the output's static sizes (known
+//                      once shapes propagate).
+//   kiln::onnx_expand  aten::expand to the output's static sizes.
+//   aten::celu         where(x > 0, x, alpha*expm1(x/alpha)) (floating x,
+//                      constant alpha).
+//   aten::isinf        abs(x) == inf (floating x).
+//   kiln::shape, kiln::size (ONNX Shape, Size) of a tensor with static
+//                      sizes: an int64 tensor constant.
 //   aten::dropout (and dropout_, feature_dropout, alpha_dropout,
 //   feature_alpha_dropout) with train the constant False: the input.
 //

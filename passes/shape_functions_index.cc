@@ -13,15 +13,6 @@ SymbolicSizes UnknownDims(const TensorInfo& t) {
   return t.sizes ? SymbolicSizes(Dims(t.sizes->size())) : std::nullopt;
 }
 
-std::optional<int64_t> Product(const Dims& dims) {
-  int64_t p = 1;
-  for (const Dim& d : dims) {
-    if (!d) return std::nullopt;
-    p *= *d;
-  }
-  return p;
-}
-
 // The dtype of a `ScalarType?` argument: None gives `fallback`.
 std::optional<DType> DTypeArg(const Args& a, size_t i, std::optional<DType> fallback) {
   if (a.IsNone(i)) return fallback;

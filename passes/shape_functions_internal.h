@@ -51,6 +51,16 @@ inline TypePtr TensorOf(std::optional<DType> dtype, SymbolicSizes sizes, std::op
 // that x's type knows.
 Dim KnownInt(const Value* v);
 
+// The product of the dims, when all are known.
+inline std::optional<int64_t> Product(const Dims& dims) {
+  int64_t p = 1;
+  for (const Dim& d : dims) {
+    if (!d) return std::nullopt;
+    p *= *d;
+  }
+  return p;
+}
+
 // The arguments of one shape-function call: node inputs, falling back to
 // schema defaults for trailing arguments the node leaves out.
 class Args {

@@ -7,19 +7,6 @@
 
 namespace kiln::passes::shape_internal {
 
-namespace {
-
-std::optional<int64_t> Product(const Dims& dims) {
-  int64_t p = 1;
-  for (const Dim& d : dims) {
-    if (!d) return std::nullopt;
-    p *= *d;
-  }
-  return p;
-}
-
-}  // namespace
-
 absl::StatusOr<Types> TransposeLast2(const Args& a) {  // aten::t
   const TensorInfo* t = a.Tensor(0);
   if (!t) return Types{Type::Tensor()};

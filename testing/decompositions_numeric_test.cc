@@ -176,6 +176,44 @@ INSTANTIATE_TEST_SUITE_P(
   %y : Tensor = kiln::shrink(%x, %bias, %lambd)
   return (%y))",
              {{9}}},
+        Case{"onnx_static_reshapes", R"(graph(%x : Float(2, 3, 4)):
+  %shape : int[] = prim::Constant[value=[6, -1]]()
+  %false : bool = prim::Constant[value=0]()
+  %axes : int[] = prim::Constant[value=[0, 3]]()
+  %r : Float(6, 4) = kiln::onnx_reshape(%x, %shape, %false)
+  %u : Float(1, 2, 3, 1, 4) = kiln::onnx_unsqueeze(%x, %axes)
+  %sq_axes : int[] = prim::Constant[value=[0, 3]]()
+  %s : Float(2, 3, 4) = kiln::onnx_squeeze(%u, %sq_axes)
+  %one : int = prim::Constant[value=1]()
+  %f : Float(2, 12) = kiln::onnx_flatten(%x, %one)
+  return (%r, %s, %f))",
+             {{2, 3, 4}}},
+        Case{"onnx_expand", R"(graph(%x : Float(3, 1)):
+  %shape : int[] = prim::Constant[value=[2, 1, 4]]()
+  %y : Float(2, 3, 4) = kiln::onnx_expand(%x, %shape)
+  return (%y))",
+             {{3, 1}}},
+        Case{"onnx_shape_and_size", R"(graph(%x : Float(2, 3, 4)):
+  %start : int = prim::Constant[value=-2]()
+  %none : NoneType = prim::Constant()
+  %zero : int = prim::Constant[value=0]()
+  %end : int = prim::Constant[value=2]()
+  %a : Tensor = kiln::shape(%x, %start, %none)
+  %b : Tensor = kiln::shape(%x, %zero, %end)
+  %c : Tensor = kiln::size(%x)
+  return (%a, %b, %c))",
+             {{2, 3, 4}}},
+        Case{"celu", R"(graph(%x : Float(3, 4)):
+  %alpha : float = prim::Constant[value=0.75]()
+  %y : Tensor = aten::celu(%x, %alpha)
+  return (%y))",
+             {{3, 4}}},
+        Case{"isinf", R"(graph(%x : Float(16)):
+  %f : Float(16) = aten::floor(%x)
+  %r : Float(16) = aten::reciprocal(%f)
+  %y : Tensor = aten::isinf(%r)
+  return (%y))",
+             {{16}}},
         Case{"log_softmax", R"(graph(%x : Float(3, 4)):
   %dim : int = prim::Constant[value=0]()
   %none : NoneType = prim::Constant()
