@@ -280,7 +280,8 @@ TEST(MatmulTest, Rules) {
 
 TEST(RegisterKernelsTest, FillsBuiltinSlots) {
   ir::OpRegistry& ops = ir::BuiltinOps();
-  ASSERT_TRUE(RegisterReferenceKernels(ops).ok());
+  const absl::Status first = RegisterReferenceKernels(ops);
+  ASSERT_TRUE(first.ok()) << first;
   ASSERT_TRUE(RegisterReferenceKernels(ops).ok());  // idempotent
   for (const char* name : {"aten::add.Tensor", "aten::relu", "aten::gelu", "aten::sum.dim_IntList",
                            "aten::softmax.int", "aten::matmul", "aten::to.dtype",

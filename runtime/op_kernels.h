@@ -100,7 +100,7 @@ absl::StatusOr<Tensor> AnyDim(const Tensor& self, int64_t dim, bool keepdim);
 absl::StatusOr<Tensor> VarUnbiased(const Tensor& self, bool unbiased);
 absl::StatusOr<Tensor> VarDim(const Tensor& self, const Dims& dim, bool unbiased, bool keepdim);
 absl::StatusOr<Tensor> VarCorrection(const Tensor& self, const Dims& dim,
-                                     std::optional<int64_t> correction, bool keepdim);
+                                     std::optional<double> correction, bool keepdim);
 enum class Moment { kStd, kVarMean, kStdMean };
 // The three argument layouts of var/std/var_mean/std_mean.
 enum class MomentLayout { kUnbiased, kDim, kCorrection };

@@ -108,8 +108,8 @@ absl::StatusOr<Tensor> VarDim(const Tensor& self, const Dims& dim, bool unbiased
 }
 
 absl::StatusOr<Tensor> VarCorrection(const Tensor& self, const Dims& dim,
-                                     std::optional<int64_t> correction, bool keepdim) {
-  return Variance(self, dim, correction ? static_cast<double>(*correction) : 1.0, keepdim);
+                                     std::optional<double> correction, bool keepdim) {
+  return Variance(self, dim, correction.value_or(1.0), keepdim);
 }
 
 KernelBinder MomentKernel(Moment moment, MomentLayout layout) {
@@ -134,9 +134,9 @@ KernelBinder MomentKernel(Moment moment, MomentLayout layout) {
     case MomentLayout::kCorrection:
       break;
   }
-  return Unboxed([run](const Tensor& x, const Dims& dims, std::optional<int64_t> correction,
+  return Unboxed([run](const Tensor& x, const Dims& dims, std::optional<double> correction,
                        bool keepdim) {
-    return run(x, dims, correction ? static_cast<double>(*correction) : 1.0, keepdim);
+    return run(x, dims, correction.value_or(1.0), keepdim);
   });
 }
 

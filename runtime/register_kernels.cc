@@ -21,7 +21,8 @@
 namespace kiln::runtime {
 namespace {
 
-// Binds row kernels, keeping the first error.
+// Binds row kernels, collecting every error (one line each), so that a
+// schema list from another PyTorch version shows all the rows it breaks.
 class Registrar {
  public:
   explicit Registrar(ir::OpRegistry& registry) : registry_(registry) {}
@@ -30,21 +31,23 @@ class Registrar {
   void Add(const char* name, const KernelBinder& bind) {
     ir::Operator* op = registry_.FindMutable(name);
     // An aten row may name an overload of another PyTorch version's schema
-    // list; ops_completeness_test checks every row's name.
+    // list; //testing:op_completeness_test checks the rows.
     if (op == nullptr) return;
     absl::StatusOr<ir::KernelFn> fn = bind(op->schema);
     if (!fn.ok()) {
-      if (status_.ok()) status_ = fn.status();
+      absl::StrAppend(&errors_, errors_.empty() ? "" : "\n", fn.status().message());
       return;
     }
     op->kernel = *std::move(fn);
   }
 
-  absl::Status status() const { return status_; }
+  absl::Status status() const {
+    return errors_.empty() ? absl::OkStatus() : absl::InvalidArgumentError(errors_);
+  }
 
  private:
   ir::OpRegistry& registry_;
-  absl::Status status_;
+  std::string errors_;
 };
 
 }  // namespace
