@@ -59,6 +59,25 @@ TEST(LowerTest, AddTanh) {
 }
 
 
+// torch 2.x core ATen spellings lower through their rows.
+TEST(LowerTest, CoreAtenOpsOfTorch2) {
+  EXPECT_EQ(Dump(R"(graph(%x : Float(2, 1, 3)):
+  %dims : int[] = prim::Constant[value=[1, -1]]()
+  %s : Tensor = aten::squeeze(%x, %dims)
+  %a : Tensor = aten::alias(%s)
+  %double : int = prim::Constant[value=7]()
+  %c : Tensor = aten::_to_copy(%a, %double)
+  %keep : bool = prim::Constant[value=0]()
+  %one : int[] = prim::Constant[value=[1]]()
+  %any : Tensor = aten::any(%c, %one, %keep)
+  return (%c, %any))"),
+            "arg0 : Float[2, 1, 3] = input\n"
+            "view0 : Float[2, 3] = view of arg0\n"
+            "buf0 : Double[2, 3] = pointwise [2, 3] cast(load(arg0, v0 * 3 + v1), Double)\n"
+            "buf1 : Bool[2] = max [2] over [3] cast(load(buf0, v0 * 3 + v1), Bool)\n"
+            "inputs: arg0\noutputs: buf0, buf1\n");
+}
+
 TEST(LowerTest, ViewsReinterpretAndNonViewableReshapeCopies) {
   EXPECT_EQ(Dump(R"(graph(%x : Float(2, 3, 4)):
   %p : int[] = prim::Constant[value=[2, 0, 1]]()

@@ -357,10 +357,13 @@ absl::StatusOr<Values> DecomposeHardswish(Node& n, const ir::FunctionSchema& s) 
 }
 
 // softmax.int / log_softmax.int(self, dim, dtype=None)
+// softmax.int / log_softmax.int (dtype None) and torch 2.x's _softmax /
+// _log_softmax (half_to_float False): argument 2 says the result keeps the
+// input's dtype.
 absl::StatusOr<Values> DecomposeSoftmax(Node& n, const ir::FunctionSchema& s, bool log) {
   Emitter e(n, s);
   std::optional<IValue> dtype = e.Const(2);
-  if (!dtype || !dtype->isNone()) return Values{};
+  if (!dtype || !(dtype->isNone() || (dtype->isBool() && !dtype->toBool()))) return Values{};
   Value* x = e.Arg(0);
   Value* dims = e.ListOf({e.Arg(1)});
   Value* max = e.Op("aten::amax", {x, dims, e.Bool(true)});
@@ -538,6 +541,23 @@ absl::StatusOr<Values> DecomposeCelu(Node& n, const ir::FunctionSchema& s) {
   Value* negative = e.Op("aten::mul", {e.Op("aten::expm1", {e.Op("aten::div", {x, e.Float(a)})}),
                                        e.Float(a)});
   return Values{e.Op("aten::where", {e.Op("aten::gt", {x, e.Float(0.0)}), x, negative})};
+}
+
+// copy(self, src) (torch 2.x core ATen): src cast to self's dtype and
+// expanded to self's static sizes, as a fresh tensor.
+absl::StatusOr<Values> DecomposeCopy(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  std::optional<std::vector<int64_t>> sizes = e.InputSizes(0);
+  std::optional<DType> dtype = e.InputDType(0);
+  std::optional<DType> src_dtype = e.InputDType(1);
+  if (!sizes || !dtype || !src_dtype) return Values{};
+  Value* src = e.Arg(1);
+  if (*src_dtype != *dtype) {
+    src = e.Op("aten::to", {src, e.Int(DTypeCode(*dtype)), e.Bool(false), e.Bool(false),
+                            e.None()});
+  }
+  Value* expanded = e.Op("aten::expand", {src, e.IntList(*sizes), e.Bool(false)});
+  return Values{e.Op("aten::clone", {expanded, e.None()})};
 }
 
 // isinf(x) = abs(x) == inf for floating x.

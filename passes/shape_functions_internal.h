@@ -293,6 +293,7 @@ inline constexpr ReduceSpec kWhole{std::nullopt, false, std::nullopt, std::nullo
 inline constexpr ReduceSpec kWithIndicesDim{1, true, 2, std::nullopt, DTypeRule::kSame, true};
 inline constexpr ReduceSpec kBoolWhole{std::nullopt, false, std::nullopt, std::nullopt, DTypeRule::kBool};
 inline constexpr ReduceSpec kBoolDim{1, true, 2, std::nullopt, DTypeRule::kBool};
+inline constexpr ReduceSpec kBoolDims{1, false, 2, std::nullopt, DTypeRule::kBool};
 inline constexpr ReduceSpec kMomentAll{std::nullopt, false, std::nullopt, std::nullopt, DTypeRule::kSame};
 inline constexpr ReduceSpec kMomentDims{1, false, 3, std::nullopt, DTypeRule::kSame};
 inline constexpr ReduceSpec kMomentPairAll{std::nullopt, false, std::nullopt, std::nullopt,
@@ -310,6 +311,8 @@ inline constexpr ReduceSpec kArgExtreme{1, true, 2, std::nullopt, DTypeRule::kLo
 
 ShapeImpl Reduce(ReduceSpec spec);
 absl::StatusOr<Types> SoftmaxLike(const Args& a);
+// _softmax / _log_softmax(self, dim, half_to_float): Float when half_to_float.
+absl::StatusOr<Types> HalfToFloatSoftmax(const Args& a);
 absl::StatusOr<Types> LayerNorm(const Args& a);
 absl::StatusOr<Types> ChannelNorm(const Args& a);
 absl::StatusOr<Types> OnnxReduceShape(const Args& a);
@@ -410,6 +413,7 @@ absl::StatusOr<Types> SizesOf1(const Args& a);
 absl::StatusOr<Types> Expand(const Args& a);
 absl::StatusOr<Types> Unsqueeze(const Args& a);
 absl::StatusOr<Types> Squeeze(const Args& a);
+absl::StatusOr<Types> SqueezeDims(const Args& a);  // squeeze.dims(self, int[] dim)
 absl::StatusOr<Types> Select(const Args& a);
 absl::StatusOr<Types> Cat(const Args& a);
 absl::StatusOr<Types> Stack(const Args& a);

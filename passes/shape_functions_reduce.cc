@@ -16,6 +16,16 @@ absl::StatusOr<Types> SoftmaxLike(const Args& a) {
   return Types{TensorOf(dtype, t->sizes, t->device)};
 }
 
+absl::StatusOr<Types> HalfToFloatSoftmax(const Args& a) {
+  const TensorInfo* t = a.Tensor(0);
+  if (!t) return Types{Type::Tensor()};
+  std::optional<bool> half_to_float = a.Bool(2);
+  std::optional<DType> dtype = t->dtype;
+  if (!half_to_float) dtype = std::nullopt;
+  else if (*half_to_float) dtype = DType::kFloat32;
+  return Types{TensorOf(dtype, t->sizes, t->device)};
+}
+
 ShapeImpl Reduce(ReduceSpec spec) {
   return [spec](const Args& a) -> absl::StatusOr<Types> {
     const TensorInfo* t = a.Tensor(0);

@@ -176,6 +176,25 @@ absl::StatusOr<Types> Squeeze(const Args& a) {  // squeeze(self) and squeeze.dim
   return Types{TensorOf(t->dtype, out, t->device)};
 }
 
+absl::StatusOr<Types> SqueezeDims(const Args& a) {
+  const TensorInfo* t = a.Tensor(0);
+  if (!t) return Types{Type::Tensor()};
+  std::optional<std::vector<int64_t>> dims = a.IntList(1);
+  if (!t->sizes || !dims) return Types{TensorOf(t->dtype, std::nullopt, t->device)};
+  const Dims& in = *t->sizes;
+  std::vector<bool> listed(std::max<size_t>(in.size(), 1), false);
+  for (int64_t d : *dims) {
+    ASSIGN_OR_RETURN(size_t w, WrapDim(a, d, std::max<size_t>(in.size(), 1)));
+    listed[w] = true;
+  }
+  Dims out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (listed[i] && !in[i]) return Types{TensorOf(t->dtype, std::nullopt, t->device)};
+    if (!listed[i] || *in[i] != 1) out.push_back(in[i]);
+  }
+  return Types{TensorOf(t->dtype, out, t->device)};
+}
+
 absl::StatusOr<Types> Select(const Args& a) {  // select.int(self, dim, index)
   const TensorInfo* t = a.Tensor(0);
   if (!t) return Types{Type::Tensor()};

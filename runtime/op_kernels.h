@@ -50,6 +50,9 @@ absl::StatusOr<Tensor> Addcdiv(const Tensor& self, const Tensor& t1, const Tenso
                                const Operand& value);
 absl::StatusOr<Tensor> ClampMin(const Tensor& self, const Operand& min);
 absl::StatusOr<Tensor> ClampMax(const Tensor& self, const Operand& max);
+// _to_copy(self, *, dtype): a copy, in dtype when given (placement
+// arguments ignored: one device per program).
+absl::StatusOr<Tensor> ToCopy(const Tensor& self, std::optional<DType> dtype);
 absl::StatusOr<Tensor> ToDtype(const Tensor& self, std::optional<DType> dtype, bool non_blocking,
                                bool copy);
 absl::StatusOr<Tensor> ToOther(const Tensor& self, const Tensor& other, bool non_blocking,
@@ -97,6 +100,9 @@ absl::StatusOr<Tensor> AllWhole(const Tensor& self);
 absl::StatusOr<Tensor> AnyWhole(const Tensor& self);
 absl::StatusOr<Tensor> AllDim(const Tensor& self, int64_t dim, bool keepdim);
 absl::StatusOr<Tensor> AnyDim(const Tensor& self, int64_t dim, bool keepdim);
+// any.dims (torch 2.x): None or [] reduces every dim.
+absl::StatusOr<Tensor> AnyDims(const Tensor& self, const std::optional<std::vector<int64_t>>& dim,
+                               bool keepdim);
 absl::StatusOr<Tensor> VarUnbiased(const Tensor& self, bool unbiased);
 absl::StatusOr<Tensor> VarDim(const Tensor& self, const Dims& dim, bool unbiased, bool keepdim);
 absl::StatusOr<Tensor> VarCorrection(const Tensor& self, const Dims& dim,
@@ -128,6 +134,8 @@ absl::StatusOr<Tensor> OnnxReduceKernel(const Tensor& self, const std::string& k
 using OptTensor = std::optional<Tensor>;
 
 KernelBinder SoftmaxKernel(bool log);
+// _softmax / _log_softmax(self, dim, half_to_float) (torch 2.x core ATen).
+KernelBinder HalfToFloatSoftmaxKernel(bool log);
 absl::StatusOr<Tensor> LayerNormKernel(const std::string& op, const Tensor& input,
                                        const std::vector<int64_t>& normalized_shape,
                                        const OptTensor& weight, const OptTensor& bias, double eps,
@@ -270,6 +278,12 @@ absl::StatusOr<Tensor> FlattenNamed(const Tensor& self, int64_t start_dim, int64
                                     const std::string& out_dim);
 absl::StatusOr<Tensor> SqueezeAll(const Tensor& self);
 absl::StatusOr<Tensor> SqueezeDim(const Tensor& self, int64_t dim);
+// squeeze.dims (torch 2.x): each listed dim of size 1 is dropped.
+absl::StatusOr<Tensor> SqueezeDims(const std::string& op, const Tensor& self,
+                                   const std::vector<int64_t>& dim);
+// copy(self, src): src cast to self's dtype and broadcast to its sizes, as
+// a new tensor (the functional form of copy_).
+absl::StatusOr<Tensor> CopyKernel(const std::string& op, const Tensor& self, const Tensor& src);
 absl::StatusOr<Tensor> ExpandKernel(const Tensor& self, const Ints& size, bool implicit);
 absl::StatusOr<Tensor> ExpandAs(const Tensor& self, const Tensor& other);
 absl::StatusOr<Tensor> ContiguousKernel(const std::string& op, const Tensor& self);
@@ -494,6 +508,8 @@ absl::StatusOr<int64_t> SizeInt(const std::string& op, const Tensor& self, int64
 absl::StatusOr<std::vector<int64_t>> SizeList(const Tensor& self);
 absl::StatusOr<int64_t> DimKernel(const Tensor& self);
 absl::StatusOr<int64_t> NumelKernel(const Tensor& self);
+absl::StatusOr<int64_t> StrideInt(const std::string& op, const Tensor& self, int64_t dim);
+absl::StatusOr<int64_t> StorageOffset(const Tensor& self);
 absl::StatusOr<int64_t> LenTensor(const std::string& op, const Tensor& self);
 absl::StatusOr<bool> BoolTensor(const std::string& op, const Tensor& self);
 absl::StatusOr<int64_t> IntTensor(const std::string& op, const Tensor& self);

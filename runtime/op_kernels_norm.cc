@@ -50,6 +50,13 @@ KernelBinder SoftmaxKernel(bool log) {
   });
 }
 
+KernelBinder HalfToFloatSoftmaxKernel(bool log) {
+  return Unboxed([log](const Tensor& x, int64_t dim, bool half_to_float) {
+    return Softmax(x, dim, half_to_float ? std::optional<DType>(DType::kFloat32) : std::nullopt,
+                   log);
+  });
+}
+
 absl::StatusOr<Tensor> LayerNormKernel(const std::string& op, const Tensor& input,
                                        const std::vector<int64_t>& normalized_shape,
                                        const OptTensor& weight, const OptTensor& bias, double eps,

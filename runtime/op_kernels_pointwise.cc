@@ -81,6 +81,10 @@ absl::StatusOr<Tensor> ClampMax(const Tensor& self, const Operand& max) {
   return Clamp(self, std::nullopt, max);
 }
 
+absl::StatusOr<Tensor> ToCopy(const Tensor& self, std::optional<DType> dtype) {
+  return To(self, dtype.value_or(self.dtype()), /*copy=*/true);
+}
+
 absl::StatusOr<Tensor> ToDtype(const Tensor& self, std::optional<DType> dtype, bool, bool copy) {
   return To(self, dtype.value_or(self.dtype()), copy);
 }

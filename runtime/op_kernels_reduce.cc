@@ -98,6 +98,10 @@ absl::StatusOr<Tensor> AllDim(const Tensor& self, int64_t dim, bool keepdim) {
 absl::StatusOr<Tensor> AnyDim(const Tensor& self, int64_t dim, bool keepdim) {
   return AllAny(self, std::vector<int64_t>{dim}, keepdim, false);
 }
+absl::StatusOr<Tensor> AnyDims(const Tensor& self, const std::optional<std::vector<int64_t>>& dim,
+                               bool keepdim) {
+  return AllAny(self, dim, keepdim, false);
+}
 
 absl::StatusOr<Tensor> VarUnbiased(const Tensor& self, bool unbiased) {
   return Variance(self, std::nullopt, unbiased ? 1 : 0, false);

@@ -135,6 +135,12 @@ absl::StatusOr<int64_t> SizeInt(const std::string& op, const Tensor& self, int64
 absl::StatusOr<std::vector<int64_t>> SizeList(const Tensor& self) { return self.sizes(); }
 absl::StatusOr<int64_t> DimKernel(const Tensor& self) { return self.dim(); }
 absl::StatusOr<int64_t> NumelKernel(const Tensor& self) { return self.numel(); }
+absl::StatusOr<int64_t> StrideInt(const std::string& op, const Tensor& self, int64_t dim) {
+  if (self.dim() == 0) return absl::InvalidArgumentError(op + ": a 0-dim tensor has no dims");
+  ASSIGN_OR_RETURN(int64_t n, NormalizeDim(dim, self.dim(), "stride"));
+  return self.strides()[static_cast<size_t>(n)];
+}
+absl::StatusOr<int64_t> StorageOffset(const Tensor& self) { return self.storage_offset(); }
 
 absl::StatusOr<int64_t> LenTensor(const std::string& op, const Tensor& self) {
   if (self.dim() == 0) return absl::InvalidArgumentError(op + ": len() of a 0-d tensor");

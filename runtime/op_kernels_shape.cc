@@ -1,11 +1,13 @@
 // Typed entry points of the view, indexing, creation and sorting rows
 // (ops/defs/view.def, index.def, create.def, sort.def, scalar.def).
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/kernels.h"
 #include "runtime/kernels_math.h"
 #include "runtime/kernels_shape.h"
 #include "runtime/op_kernels.h"
@@ -25,6 +27,28 @@ absl::StatusOr<Tensor> FlattenNamed(const Tensor& self, int64_t start_dim, int64
 
 absl::StatusOr<Tensor> SqueezeAll(const Tensor& self) { return Squeeze(self); }
 absl::StatusOr<Tensor> SqueezeDim(const Tensor& self, int64_t dim) { return Squeeze(self, dim); }
+
+absl::StatusOr<Tensor> SqueezeDims(const std::string& op, const Tensor& self,
+                                   const std::vector<int64_t>& dim) {
+  const int64_t rank = self.dim();
+  std::vector<bool> listed(static_cast<size_t>(std::max<int64_t>(rank, 1)), false);
+  for (int64_t d : dim) {
+    ASSIGN_OR_RETURN(int64_t n, NormalizeDim(d, std::max<int64_t>(rank, 1), op.c_str()));
+    listed[static_cast<size_t>(n)] = true;
+  }
+  std::vector<int64_t> sizes;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!listed[static_cast<size_t>(i)] || self.size(i) != 1) sizes.push_back(self.size(i));
+  }
+  return Reshape(self, sizes);
+}
+
+absl::StatusOr<Tensor> CopyKernel(const std::string& op, const Tensor& self, const Tensor& src) {
+  if (!src.has_data()) return absl::InvalidArgumentError(op + ": src has no data");
+  ASSIGN_OR_RETURN(Tensor cast, To(src, self.dtype()));
+  ASSIGN_OR_RETURN(Tensor broadcast, Expand(cast, self.sizes()));
+  return broadcast.Contiguous();
+}
 
 absl::StatusOr<Tensor> ExpandKernel(const Tensor& self, const Ints& size, bool) {
   return Expand(self, size);

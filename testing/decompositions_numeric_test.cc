@@ -220,6 +220,21 @@ INSTANTIATE_TEST_SUITE_P(
   %y : Tensor = aten::log_softmax(%x, %dim, %none)
   return (%y))",
              {{3, 4}}},
+        Case{"underscore_softmax", R"(graph(%x : Float(3, 4)):
+  %dim : int = prim::Constant[value=1]()
+  %half_to_float : bool = prim::Constant[value=0]()
+  %y : Tensor = aten::_softmax(%x, %dim, %half_to_float)
+  %z : Tensor = aten::_log_softmax(%x, %dim, %half_to_float)
+  return (%y, %z))",
+             {{3, 4}}},
+        Case{"copy", R"(graph(%x : Float(2, 3, 4), %src : Float(3, 1)):
+  %false : bool = prim::Constant[value=0]()
+  %double : int = prim::Constant[value=7]()
+  %none : NoneType = prim::Constant()
+  %xd : Double(2, 3, 4) = aten::to(%x, %double, %false, %false, %none)
+  %y : Tensor = aten::copy(%xd, %src, %false)
+  return (%y))",
+             {{2, 3, 4}, {3, 1}}},
         Case{"eval_dropout", R"(graph(%x : Float(3, 4)):
   %p : float = prim::Constant[value=0.5]()
   %train : bool = prim::Constant[value=0]()
