@@ -11,6 +11,8 @@
 //   BM_Linear/{extern,decomposed}       (linear's BLAS extern against its decomposition)
 //   BM_BatchNorm                        (inference batch norm, decomposed)
 //   BM_CompileFrontHalf / BM_CompileCold / BM_CompileWarm (mobilenet_v2)
+//   BM_Onnx*: the chains, sum, softmax and layer_norm imported from ONNX
+//             files (benchmarks/onnx/), next to the aten-built graphs
 //
 // Graphs are compiled once (outside the timed loop) through
 // driver::CompileGraph; each iteration is one CompiledProgram::Run. Outputs
@@ -396,6 +398,71 @@ void BM_BatchNorm(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 32 * 64 * 56 * 56 * 8);
 }
 BENCHMARK(BM_BatchNorm)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+// ------------------------------------------------------------ the ONNX path
+
+// The same graphs as the users' path: an ONNX file (benchmarks/onnx/, made
+// by make_models.py) -> import -> -O2 -> CompileGraph. Inputs are random
+// floats of the model's declared input shapes. Run from the repository root.
+Compiled* CompileOnnx(const std::string& name, benchmark::State& state) {
+  static std::map<std::string, std::unique_ptr<Compiled>>* cache =
+      new std::map<std::string, std::unique_ptr<Compiled>>();
+  auto it = cache->find(name);
+  if (it != cache->end()) return it->second.get();
+  Setup();
+  const std::string path = absl::StrCat("benchmarks/onnx/", name, ".onnx");
+  absl::StatusOr<driver::CompiledModel> model = driver::CompileModelFile(path);
+  if (!model.ok()) {
+    state.SkipWithError(model.status().ToString().c_str());
+    return nullptr;
+  }
+  if (model->compiled.num_islands > 0 || model->compiled.num_reference_externs > 0) {
+    state.SkipWithError(absl::StrCat(path, " did not compile fully:\n",
+                                     driver::NotCompiledReport(model->compiled)).c_str());
+    return nullptr;
+  }
+  auto c = std::make_unique<Compiled>();
+  uint32_t seed = 1;
+  for (const ir::Value* in : model->model.graph->inputs()) {
+    c->inputs.push_back(RandomTensor(in->type()->tensor().ConcreteSizes(), seed++));
+  }
+  c->graph = std::move(model->compiled);
+  Compiled* raw = c.get();
+  (*cache)[name] = std::move(c);
+  return raw;
+}
+
+void BM_OnnxPointwiseChain(benchmark::State& state) {
+  RunCompiled(state, CompileOnnx("chain_addmul_8", state));
+  SetChainCounters(state, 8);
+}
+BENCHMARK(BM_OnnxPointwiseChain)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+
+void BM_OnnxTranscendentalChain(benchmark::State& state) {
+  const int k = static_cast<int>(state.range(0));
+  RunCompiled(state, CompileOnnx(absl::StrCat("chain_trans_", k), state));
+  SetChainCounters(state, k);
+}
+BENCHMARK(BM_OnnxTranscendentalChain)->Arg(4)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+
+// ReduceSum with axes as an input (opset 13): was a reference-kernel extern.
+void BM_OnnxSum(benchmark::State& state) {
+  RunCompiled(state, CompileOnnx("row_sum", state));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 4096 * 4096 * 4);
+}
+BENCHMARK(BM_OnnxSum)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+
+void BM_OnnxSoftmax(benchmark::State& state) {
+  RunCompiled(state, CompileOnnx("softmax", state));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 4096 * 4096 * 8);
+}
+BENCHMARK(BM_OnnxSoftmax)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+
+// LayerNormalization (opset 17): was a reference-kernel extern.
+void BM_OnnxLayerNorm(benchmark::State& state) {
+  RunCompiled(state, CompileOnnx("layer_norm", state));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 8192 * 1024 * 8);
+}
+BENCHMARK(BM_OnnxLayerNorm)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
 // ------------------------------------------------------------ matmul
 
@@ -451,7 +518,7 @@ BENCHMARK(BM_CblasSgemm)->Arg(1024)->Unit(benchmark::kMillisecond)->MeasureProce
 // ------------------------------------------------------------ compile latency
 
 absl::StatusOr<std::unique_ptr<ir::Graph>> ImportOptimized(const onnx::ModelProto& model) {
-  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, frontend::onnx_import::ImportModel(model));
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, driver::ImportOnnxModel(model));
   RETURN_IF_ERROR(driver::RunPipeline(*graph, "-O2"));
   return graph;
 }

@@ -7,8 +7,12 @@
 #include "absl/strings/str_format.h"
 #include "lowering/lower.h"
 #include "runtime/interpreter.h"
+#include "passes/all_passes.h"
 #include "passes/pass.h"
 #include "passes/decompositions.h"
+#include "passes/pipeline.h"
+#include "passes/shape_propagation.h"
+#include "passes/shape_resolution.h"
 #include "support/status.h"
 
 namespace kiln::driver {
@@ -53,13 +57,105 @@ class InterpretedProgram : public wrapper::CompiledProgram {
   runtime::Interpreter interpreter_;
 };
 
+// Whether a device runs this extern call through a library: the GEMM and
+// convolution ops (wrapper's out-variant list) in float32, with the ranks the
+// CPU's OpenBLAS / convolution paths and cuBLAS take (GEMM: 2-D mm, 3-D bmm;
+// convolution: 1 or 2 spatial dims). Anything else runs a reference kernel.
+bool IsLibraryCall(const lowering::Buffer& b) {
+  if (!wrapper::ExternUsesOutVariant(*b.extern_call) || b.layout.dtype != DType::kFloat32) return false;
+  const size_t rank = b.layout.sizes.size();
+  const std::string& op = b.extern_call->op;
+  if (op.find("conv") != std::string::npos) return rank == 3 || rank == 4;
+  return rank == 2 || rank == 3;
+}
+
+// The lowering's notes, with externs sorted into library calls (the ones a
+// device runs through a library: GEMM, convolution) and reference kernels.
+void CollectNotCompiled(CompiledGraph& out) {
+  for (const lowering::FallbackNote& note : out.loop_graph.fallbacks) {
+    NotCompiledNode n;
+    n.island = note.island;
+    n.op = note.op;
+    n.node = note.node;
+    n.reason = note.reason;
+    if (note.kind == lowering::FallbackNote::Kind::kIsland) {
+      n.kind = NotCompiledNode::Kind::kIsland;
+    } else {
+      const lowering::Buffer* b = out.loop_graph.Find(note.buffer);
+      const bool library = b != nullptr && b->extern_call && IsLibraryCall(*b);
+      n.kind = library ? NotCompiledNode::Kind::kLibraryExtern : NotCompiledNode::Kind::kReferenceExtern;
+      if (library) n.reason = "library call (GEMM / convolution)";
+      if (!library) ++out.num_reference_externs;
+    }
+    out.not_compiled.push_back(std::move(n));
+  }
+}
+
 }  // namespace
+
+absl::Status SpecializeInputs(ir::Graph& graph, const std::vector<ir::IValue>& inputs,
+                              const GraphRefiner& refine) {
+  if (inputs.size() != graph.inputs().size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the graph takes ", graph.inputs().size(),
+                                                   " inputs, got ", inputs.size()));
+  }
+  // Contiguous strides: the program makes inputs contiguous where its layout
+  // asks. A call that contradicts a declared static dim (or rank) makes the
+  // types inferred from the declared shapes stale: they are inferred again.
+  bool contradicts = false, dtype_differs = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].isTensor() || !graph.inputs()[i]->type()->is_tensor()) continue;
+    const ir::TensorInfo& declared = graph.inputs()[i]->type()->tensor();
+    const Tensor& t = inputs[i].toTensor();
+    if (declared.dtype && *declared.dtype != t.dtype()) dtype_differs = true;
+    if (!declared.sizes) continue;
+    if (declared.sizes->size() != t.sizes().size()) {
+      contradicts = true;
+      continue;
+    }
+    for (size_t d = 0; d < t.sizes().size(); ++d) {
+      const std::optional<int64_t>& s = (*declared.sizes)[d];
+      if (s && *s != t.sizes()[d]) contradicts = true;
+    }
+  }
+  if (contradicts || dtype_differs) passes::ForgetDerivedTypes(graph, dtype_differs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::IValue& v = inputs[i];
+    if (!v.isTensor()) continue;
+    const Tensor& t = v.toTensor();
+    ir::TensorInfo info = graph.inputs()[i]->type()->is_tensor() ? graph.inputs()[i]->type()->tensor()
+                                                                 : ir::TensorInfo();
+    info.dtype = t.dtype();
+    info.sizes.emplace();
+    for (int64_t s : t.sizes()) info.sizes->push_back(s);
+    info.strides.reset();
+    graph.inputs()[i]->setType(ir::Type::TensorWith(std::move(info)));
+  }
+  if (!refine) return absl::OkStatus();
+  RETURN_IF_ERROR(refine(graph, inputs));
+  // Sizes computed from the inputs' (aten::size, then arithmetic, views
+  // shaped by them) become constants, so lowering sees static shapes.
+  static const char* kFold =
+      "fixpoint(shape_propagation,peephole,constant_propagation,dead_code_elimination)";
+  ASSIGN_OR_RETURN(std::unique_ptr<passes::Pipeline> fold,
+                   passes::Pipeline::Create(kFold, passes::DefaultPassRegistry()));
+  ASSIGN_OR_RETURN(bool changed, fold->Run(graph));
+  (void)changed;
+  return absl::OkStatus();
+}
 
 absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOptions& options) {
   CompiledGraph out;
   auto t = Clock::now();
   passes::PassStatistics stats;
-  ASSIGN_OR_RETURN(bool changed, passes::PrepareForLowering(graph, stats));
+  // Shapes resolved at compile time: shape arithmetic folds to constants
+  // now that the inputs' shapes are known (passes/shape_resolution.h).
+  ASSIGN_OR_RETURN(bool changed, passes::ResolveShapes(graph, stats));
+  // Then the decompositions of the ops whose rows have no bespoke lowering
+  // (passes/decompositions.h), in Inductor's order: composite ops reach
+  // lowering as pointwise ops and reductions.
+  ASSIGN_OR_RETURN(bool decomposed, passes::PrepareForLowering(graph, stats));
+  (void)decomposed;
   (void)changed;
   out.times.shapes_ms = StageDone(options, "shape propagation", t);
 
@@ -68,6 +164,7 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   out.times.lower_ms = StageDone(options, "lowering", t);
   out.num_islands = out.loop_graph.num_islands;
   out.num_island_nodes = out.loop_graph.num_island_nodes;
+  CollectNotCompiled(out);
   if (out.loop_graph.interpreted_graph) {
     // A whole-graph island: the "compiled" program is the interpreter.
     out.whole_graph_interpreted = true;

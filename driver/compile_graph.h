@@ -8,9 +8,11 @@
 #define KILN_DRIVER_COMPILE_GRAPH_H_
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "ir/ir.h"
@@ -52,6 +54,20 @@ struct CompileTimes {
   }
 };
 
+// A node that did not become a generated kernel (issue 12, item 5): a member
+// of an interpreter island, an op run by its reference kernel as an extern
+// call, or a library call (GEMM, convolution), which is compiled code of
+// another kind and counted apart.
+struct NotCompiledNode {
+  enum class Kind : uint8_t { kIsland, kReferenceExtern, kLibraryExtern };
+  Kind kind = Kind::kIsland;
+  int island = -1;     // kIsland: which island (0-based)
+  std::string op;      // the overload or kind ("aten::index.Tensor", "prim::Loop")
+  std::string node;    // the model's node name (the ONNX node), else "%<output>"
+  std::string reason;  // why it was not lowered
+};
+const char* NotCompiledKindName(NotCompiledNode::Kind kind);  // "island", ...
+
 struct CompiledGraph {
   lowering::LoopGraph loop_graph;
   lowering::Schedule schedule;
@@ -65,11 +81,37 @@ struct CompiledGraph {
   int num_islands = 0;
   int num_island_nodes = 0;
   bool whole_graph_interpreted = false;
+  // Every island member and every extern call, in program order; and the
+  // number of extern calls that run a reference kernel (not a library).
+  std::vector<NotCompiledNode> not_compiled;
+  int num_reference_externs = 0;
   CompileTimes times;
   std::unique_ptr<wrapper::CompiledProgram> compiled;  // null with generate_only
 };
 
-// `graph` gets static shapes and loses its composite ops (it is modified).
+// A Markdown report of `c.not_compiled`: a summary line, then a table
+// (kind, op, node, reason) of islands and reference-kernel externs, then the
+// library calls grouped by op. "Everything compiled ..." when there is none.
+std::string NotCompiledReport(const CompiledGraph& c);
+// One line per op that ran in an island or as a reference-kernel extern:
+// "aten::index.Tensor (island 2, extern 1)", sorted; empty when none.
+std::vector<std::string> NotCompiledOps(const CompiledGraph& c);
+
+// Types the values of a graph whose inputs have just been given static
+// shapes, from what its frontend knows (e.g. a torch.export program's
+// symbolic sizes evaluated at the inputs' sizes). Optional.
+using GraphRefiner = std::function<absl::Status(ir::Graph&, const std::vector<ir::IValue>&)>;
+
+// Gives each graph input that receives a tensor in `inputs` that tensor's
+// dtype and sizes (contiguous strides), as a compile specialised to a call
+// does. With `refine`, runs it and then folds what those sizes decide
+// (shape propagation, aten::size and integer arithmetic on them).
+// InvalidArgument when the counts differ.
+absl::Status SpecializeInputs(ir::Graph& graph, const std::vector<ir::IValue>& inputs,
+                              const GraphRefiner& refine = nullptr);
+
+// `graph` gets static shapes from shape resolution and loses its composite
+// ops to their decompositions (it is modified).
 absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOptions& options = {});
 
 }  // namespace kiln::driver

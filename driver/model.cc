@@ -6,10 +6,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "driver/initialize.h"
+#include "driver/value_specialization.h"
 #include "frontend/onnx/importer.h"
 #include "frontend/pt2/importer.h"
 #include "passes/all_passes.h"
 #include "passes/pipeline.h"
+#include "passes/shape_propagation.h"
 #include "support/status.h"
 
 namespace kiln::driver {
@@ -37,6 +39,15 @@ GraphRefiner ImportedModel::Refiner() const {
   };
 }
 
+absl::StatusOr<std::unique_ptr<ir::Graph>> ImportOnnxModel(const onnx::ModelProto& model) {
+  RETURN_IF_ERROR(Initialize());
+  frontend::onnx_import::ImportOptions options;
+  // kiln's shape functions type each converted node, where ONNX's inference
+  // left a rank unknown (issue 12).
+  options.infer_node_types = passes::InferNodeTypes;
+  return frontend::onnx_import::ImportModel(model, options);
+}
+
 absl::StatusOr<ImportedModel> ImportModelFile(const std::string& path) {
   RETURN_IF_ERROR(Initialize());
   ImportedModel m;
@@ -51,7 +62,7 @@ absl::StatusOr<ImportedModel> ImportModelFile(const std::string& path) {
     return m;
   }
   ASSIGN_OR_RETURN(onnx::ModelProto proto, frontend::onnx_import::LoadModelFile(path));
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = frontend::onnx_import::ImportModel(proto);
+  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ImportOnnxModel(proto);
   if (!graph.ok()) {
     return absl::Status(graph.status().code(), absl::StrCat(path, ": ", graph.status().message()));
   }
@@ -77,22 +88,25 @@ absl::Status RunPipeline(ir::Graph& graph, const std::string& pipeline, double* 
   return absl::OkStatus();
 }
 
-absl::Status SpecializeDynamicShapes(ImportedModel& model, const std::vector<ir::IValue>* inputs) {
-  if (!model.HasDynamicShapes()) return absl::OkStatus();
-  // After the passes: the sizes this decides are folded for this compile only.
-  std::vector<ir::IValue> shapes;
-  if (inputs != nullptr) {
-    RETURN_IF_ERROR(model.pt2->CheckInputs(*inputs));
-    shapes = *inputs;
-  } else {
+absl::Status SpecializeForCall(ImportedModel& model, const std::vector<ir::IValue>* inputs) {
+  ir::Graph& graph = *model.graph;
+  if (inputs == nullptr) {
+    if (!model.HasDynamicShapes()) return absl::OkStatus();
+    // The shapes torch traced the program with.
     ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> traced, model.pt2->ExampleShapes());
+    std::vector<ir::IValue> shapes;
     for (size_t i = 0; i < traced.size(); ++i) {
       const frontend::pt2::SignatureInput& in = model.pt2->inputs[i];
       shapes.push_back(in.is_tensor ? ir::IValue::FromTensor(Tensor::Placeholder(in.dtype, traced[i]))
                                     : ir::IValue::None());
     }
+    return SpecializeInputs(graph, shapes, model.Refiner());
   }
-  return SpecializeInputTypes(*model.graph, shapes, model.Refiner());
+  if (model.pt2) RETURN_IF_ERROR(model.pt2->CheckInputs(*inputs));
+  RETURN_IF_ERROR(SpecializeInputs(graph, *inputs, model.Refiner()));
+  ASSIGN_OR_RETURN(std::vector<size_t> by_value, InputsToSpecializeOnValues(graph, inputs));
+  for (size_t i : by_value) RETURN_IF_ERROR(BindInputValue(graph, i, (*inputs)[i].toTensor()));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<CompiledModel> CompileImportedModel(ImportedModel model,
@@ -101,7 +115,11 @@ absl::StatusOr<CompiledModel> CompileImportedModel(ImportedModel model,
   CompiledModel m;
   m.model = std::move(model);
   RETURN_IF_ERROR(RunPipeline(*m.model.graph, options.pipeline, &m.passes_ms));
-  RETURN_IF_ERROR(SpecializeDynamicShapes(m.model, inputs));
+  if (inputs == nullptr && options.inputs_for) {
+    ASSIGN_OR_RETURN(m.inputs, options.inputs_for(m.model));
+    inputs = &m.inputs;
+  }
+  RETURN_IF_ERROR(SpecializeForCall(m.model, inputs));
   ASSIGN_OR_RETURN(m.compiled, CompileGraph(*m.model.graph, options.compile));
   return m;
 }

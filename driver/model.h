@@ -9,6 +9,7 @@
 #ifndef KILN_DRIVER_MODEL_H_
 #define KILN_DRIVER_MODEL_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,13 +44,17 @@ struct ImportedModel {
   bool HasDynamicShapes() const { return pt2 && pt2->HasSymbolicSizes(); }
   // Types a copy of the graph at a call's input shapes beyond what the
   // inputs alone say (a .pt2 program's symbolic sizes); null when the model
-  // has nothing to add. For SpecializeInputTypes / SpecializingProgram.
+  // has nothing to add. For SpecializeInputs / SpecializingProgram.
   GraphRefiner Refiner() const;
 };
 
 // The format of `path` by its extension: ".onnx", ".pt2". InvalidArgument
 // naming the path and the formats kiln reads otherwise.
 absl::StatusOr<ModelFormat> ModelFormatOf(const std::string& path);
+
+// frontend::onnx_import::ImportModel with kiln's shape functions typing each
+// converted node (ranks ONNX's inference left unknown). Calls Initialize().
+absl::StatusOr<std::unique_ptr<ir::Graph>> ImportOnnxModel(const onnx::ModelProto& model);
 
 // Reads and imports a model file. Errors start with the path.
 absl::StatusOr<ImportedModel> ImportModelFile(const std::string& path);
@@ -62,27 +67,37 @@ absl::StatusOr<ImportedModel> ImportModelFile(const std::string& path);
 absl::Status RunPipeline(ir::Graph& graph, const std::string& pipeline, double* ms = nullptr,
                          bool verify_each_pass = true, const passes::PassObserver& on_pass = {});
 
-// A model with dynamic shapes (HasDynamicShapes) typed at the shapes of
-// `inputs` (checked against its signature) or, without them, at the shapes it
-// was traced with; run after the pass pipeline. Nothing to do otherwise.
-absl::Status SpecializeDynamicShapes(ImportedModel& model,
-                                     const std::vector<ir::IValue>* inputs = nullptr);
+// Specializes an imported (and optimized) model to one call: given
+// `inputs`, the graph takes their dtypes and shapes (checked against a .pt2
+// program's signature) and the values of the small integer inputs its shapes
+// depend on (driver/value_specialization.h); without them, a model with
+// dynamic shapes takes the shapes it was traced with, and others are left
+// as they are.
+absl::Status SpecializeForCall(ImportedModel& model,
+                               const std::vector<ir::IValue>* inputs = nullptr);
 
 struct ModelCompileOptions {
   std::string pipeline = "-O2";
   CompileOptions compile;
+  // When set: the inputs of the call to compile for (read once the model is
+  // parsed). The program is specialised to their shapes (dynamic dims
+  // resolved) and to the values of the small integer inputs its shapes
+  // depend on, as SpecializingProgram does for each call.
+  std::function<absl::StatusOr<std::vector<ir::IValue>>(const ImportedModel&)> inputs_for;
 };
 
 struct CompiledModel {
   ImportedModel model;
   CompiledGraph compiled;
   double passes_ms = 0;
+  // What inputs_for returned (empty without it).
+  std::vector<ir::IValue> inputs;
 };
 
-// RunPipeline, then CompileGraph for `options.compile.device` (which must be
-// registered). A model with dynamic shapes is compiled at the shapes of
-// `inputs` (checked against its signature) or, without them, at the shapes
-// it was traced with.
+// RunPipeline, SpecializeForCall (at `inputs`, else at what
+// `options.inputs_for` returns, else at the traced shapes of a model with
+// dynamic shapes), then CompileGraph for `options.compile.device` (which
+// must be registered).
 absl::StatusOr<CompiledModel> CompileImportedModel(ImportedModel model,
                                                    const ModelCompileOptions& options = {},
                                                    const std::vector<ir::IValue>* inputs = nullptr);

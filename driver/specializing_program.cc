@@ -3,8 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "passes/all_passes.h"
-#include "passes/pipeline.h"
+#include "driver/value_specialization.h"
 #include "support/status.h"
 
 namespace kiln::driver {
@@ -31,6 +30,15 @@ std::vector<InputGuard> DeclaredGuards(const ir::Graph& graph) {
   return guards;
 }
 
+// Whether every tensor input declares its dtype and all of its sizes.
+bool AllStatic(const std::vector<InputGuard>& guards, const ir::Graph& graph) {
+  for (size_t i = 0; i < guards.size(); ++i) {
+    if (!graph.inputs()[i]->type()->is_tensor()) continue;
+    if (!guards[i].dtype || !guards[i].sizes) return false;
+  }
+  return true;
+}
+
 bool Passes(const std::vector<InputGuard>& guards, const std::vector<ir::IValue>& inputs) {
   if (guards.size() != inputs.size()) return false;
   for (size_t i = 0; i < guards.size(); ++i) {
@@ -40,37 +48,19 @@ bool Passes(const std::vector<InputGuard>& guards, const std::vector<ir::IValue>
     const Tensor& t = inputs[i].toTensor();
     if (g.dtype && *g.dtype != t.dtype()) return false;
     if (g.sizes && *g.sizes != t.sizes()) return false;
+    if (g.values) {
+      if (g.values->dtype() != t.dtype() || g.values->sizes() != t.sizes() || !t.has_data()) {
+        return false;
+      }
+      for (int64_t k = 0; k < t.numel(); ++k) {
+        if (g.values->GetInt(k) != t.GetInt(k)) return false;
+      }
+    }
   }
   return true;
 }
 
 }  // namespace
-
-absl::Status SpecializeInputTypes(ir::Graph& graph, const std::vector<ir::IValue>& inputs,
-                                  const GraphRefiner& refine) {
-  for (size_t i = 0; i < inputs.size() && i < graph.inputs().size(); ++i) {
-    const ir::IValue& v = inputs[i];
-    if (!v.isTensor()) continue;
-    const Tensor& t = v.toTensor();
-    ir::TensorInfo info = graph.inputs()[i]->type()->is_tensor() ? graph.inputs()[i]->type()->tensor()
-                                                                 : ir::TensorInfo();
-    info.dtype = t.dtype();
-    info.sizes.emplace();
-    for (int64_t s : t.sizes()) info.sizes->push_back(s);
-    info.strides.reset();
-    graph.inputs()[i]->setType(ir::Type::TensorWith(std::move(info)));
-  }
-  if (refine) RETURN_IF_ERROR(refine(graph, inputs));
-  // Sizes computed from the inputs' (aten::size, then arithmetic, views
-  // shaped by them) become constants, so lowering sees static shapes.
-  static const char* kFold =
-      "fixpoint(shape_propagation,peephole,constant_propagation,dead_code_elimination)";
-  ASSIGN_OR_RETURN(std::unique_ptr<passes::Pipeline> fold,
-                   passes::Pipeline::Create(kFold, passes::DefaultPassRegistry()));
-  ASSIGN_OR_RETURN(bool changed, fold->Run(graph));
-  (void)changed;
-  return absl::OkStatus();
-}
 
 SpecializingProgram::SpecializingProgram(std::unique_ptr<ir::Graph> graph, CompileOptions options,
                                          int max_versions, GraphRefiner refine)
@@ -90,20 +80,49 @@ absl::StatusOr<std::unique_ptr<SpecializingProgram>> SpecializingProgram::Create
   }
   std::unique_ptr<SpecializingProgram> p(
       new SpecializingProgram(graph.copy(), options, max_specializations, std::move(refine)));
-  ASSIGN_OR_RETURN(Version v, p->Compile(first_inputs, first));
-  p->versions_.push_front(std::move(v));
+  CompileSummary summary;
+  if (first_inputs != nullptr) {
+    ASSIGN_OR_RETURN(Version v, p->Compile(first_inputs, first, &summary));
+    p->versions_.push_front(std::move(v));
+  } else {
+    // Declared dynamic dims, or shapes that depend on small integer inputs'
+    // values: every call specializes (nothing to compile yet).
+    if (!AllStatic(DeclaredGuards(graph), graph)) return p;
+    ASSIGN_OR_RETURN(std::vector<size_t> by_value, InputsToSpecializeOnValues(graph, nullptr));
+    if (!by_value.empty()) return p;
+    ASSIGN_OR_RETURN(Version v, p->Compile(nullptr, first, &summary));
+    p->versions_.push_front(std::move(v));
+  }
   p->compiles_ = 1;
+  p->summaries_.push_back(std::move(summary));
   return p;
 }
 
 absl::StatusOr<SpecializingProgram::Version> SpecializingProgram::Compile(
-    const std::vector<ir::IValue>* inputs, CompiledGraph* stats) const {
+    const std::vector<ir::IValue>* inputs, CompiledGraph* stats, CompileSummary* summary) const {
   std::unique_ptr<ir::Graph> graph = graph_->copy();
-  if (inputs != nullptr) RETURN_IF_ERROR(SpecializeInputTypes(*graph, *inputs, refine_));
+  std::vector<size_t> by_value;
+  if (inputs != nullptr) {
+    RETURN_IF_ERROR(SpecializeInputs(*graph, *inputs, refine_));
+    ASSIGN_OR_RETURN(by_value, InputsToSpecializeOnValues(*graph, inputs));
+  }
   Version v;
   v.guards = DeclaredGuards(*graph);
+  for (size_t i : by_value) {
+    const Tensor& t = (*inputs)[i].toTensor();
+    RETURN_IF_ERROR(BindInputValue(*graph, i, t));
+    v.guards[i].values = t.Contiguous();
+  }
   ASSIGN_OR_RETURN(CompiledGraph compiled, CompileGraph(*graph, options_));
   v.program = std::move(compiled.compiled);
+  if (summary != nullptr) {
+    summary->num_islands = compiled.num_islands;
+    summary->num_island_nodes = compiled.num_island_nodes;
+    summary->whole_graph_interpreted = compiled.whole_graph_interpreted;
+    summary->num_reference_externs = compiled.num_reference_externs;
+    summary->not_compiled = compiled.not_compiled;
+    for (const InputGuard& g : v.guards) summary->input_sizes.push_back(g.sizes.value_or(std::vector<int64_t>()));
+  }
   if (stats != nullptr) *stats = std::move(compiled);
   return v;
 }
@@ -133,9 +152,14 @@ absl::StatusOr<std::shared_ptr<wrapper::CompiledProgram>> SpecializingProgram::S
   // Compile without holding the lock, so calls served by existing versions
   // do not wait for the C++ compiler. Two threads may compile the same
   // signature at once; the second result is dropped.
-  ASSIGN_OR_RETURN(Version v, Compile(&inputs, nullptr));
+  CompileSummary summary;
+  ASSIGN_OR_RETURN(Version v, Compile(&inputs, nullptr, &summary));
   std::lock_guard<std::mutex> lock(mu_);
   ++compiles_;
+  summaries_.push_back(std::move(summary));
+  // Bounded like the versions: keep the latest summaries only.
+  constexpr size_t kMaxSummaries = 64;
+  if (summaries_.size() > kMaxSummaries) summaries_.erase(summaries_.begin());
   for (auto it = versions_.begin(); it != versions_.end(); ++it) {
     if (!Passes(it->guards, inputs)) continue;
     versions_.splice(versions_.begin(), versions_, it);
@@ -158,6 +182,11 @@ absl::StatusOr<std::vector<Tensor>> SpecializingProgram::Run(const std::vector<T
   for (const Tensor& t : inputs) values.push_back(ir::IValue::FromTensor(t));
   ASSIGN_OR_RETURN(std::shared_ptr<wrapper::CompiledProgram> program, Select(values));
   return program->Run(inputs);
+}
+
+std::vector<CompileSummary> SpecializingProgram::compile_summaries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return summaries_;
 }
 
 int SpecializingProgram::num_compiles() const {

@@ -3,6 +3,12 @@
 // declares, and a call whose tensor inputs have other dtypes or sizes
 // compiles (once) a version specialised to them. Up to
 // `max_specializations` versions are kept, least recently used first out.
+// A graph whose declared input shapes are not all static (ONNX dim_params:
+// dynamic batch or sequence axes) compiles nothing up front: each call's
+// concrete shapes compile their own version, where shape arithmetic folds to
+// constants (see CompileGraph). Small integer inputs that shapes depend on
+// (an axes or pads tensor, a window's size) are specialized on their values
+// too, guarded by them (driver/value_specialization.h).
 //
 //   ASSIGN_OR_RETURN(auto program, SpecializingProgram::Create(graph));
 //   ASSIGN_OR_RETURN(auto outputs, program->RunValues(inputs));
@@ -28,30 +34,30 @@ namespace kiln::driver {
 struct InputGuard {
   std::optional<DType> dtype;
   std::optional<std::vector<int64_t>> sizes;
+  // Set when the version was compiled for this input's values (a small
+  // integer tensor its shapes depend on; driver/value_specialization.h).
+  std::optional<Tensor> values;
 };
 
-// Types the values of a graph whose inputs have just been given static
-// shapes, from what its frontend knows (e.g. a torch.export program's
-// symbolic sizes evaluated at the inputs' sizes). Optional.
-using GraphRefiner = std::function<absl::Status(ir::Graph&, const std::vector<ir::IValue>&)>;
-
-// Gives every tensor input of `graph` the dtype and sizes of the matching
-// tensor in `inputs` (strides dropped: the program makes inputs contiguous
-// where its layout asks), runs `refine` when given, then folds what those
-// sizes decide (shape propagation, aten::size and integer arithmetic on
-// them): the graph a call with these inputs compiles. A caller with
-// dynamic-shape inputs can specialize the declared graph at its first
-// call's shapes before SpecializingProgram::Create.
-absl::Status SpecializeInputTypes(ir::Graph& graph, const std::vector<ir::IValue>& inputs,
-                                  const GraphRefiner& refine = nullptr);
+// What one compile produced, for reports (a CompiledGraph without the
+// program and the intermediate forms).
+struct CompileSummary {
+  int num_islands = 0;
+  int num_island_nodes = 0;
+  bool whole_graph_interpreted = false;
+  int num_reference_externs = 0;
+  std::vector<NotCompiledNode> not_compiled;
+  std::vector<std::vector<int64_t>> input_sizes;  // the tensor inputs' sizes ({} otherwise)
+};
 
 class SpecializingProgram : public wrapper::CompiledProgram {
  public:
-  // Compiles `graph` (not modified) for its declared input types right away,
-  // so errors show up front, or, given `first_inputs` (a graph with
-  // dynamic shapes), for theirs; `first` receives that compile's
-  // statistics. `refine` is passed to SpecializeInputTypes for each
-  // specialization.
+  // Compiles `graph` (not modified) right away when its declared input types
+  // are static, or, given `first_inputs` (a graph with dynamic shapes), for
+  // theirs, so errors show up front; `first` receives that compile's
+  // statistics (left as is when nothing was compiled: dynamic shapes without
+  // `first_inputs`, or inputs it specializes on by value). `refine` is
+  // passed to SpecializeInputs for each specialization.
   static absl::StatusOr<std::unique_ptr<SpecializingProgram>> Create(
       const ir::Graph& graph, const CompileOptions& options = {}, int max_specializations = 8,
       CompiledGraph* first = nullptr, GraphRefiner refine = nullptr,
@@ -62,6 +68,8 @@ class SpecializingProgram : public wrapper::CompiledProgram {
 
   // Compiles so far (the first one included).
   int num_compiles() const;
+  // One summary per compile so far, in order (evicted versions included).
+  std::vector<CompileSummary> compile_summaries() const;
 
  private:
   struct Version {
@@ -74,8 +82,8 @@ class SpecializingProgram : public wrapper::CompiledProgram {
                       GraphRefiner refine);
   // The version whose guards `inputs` pass, compiling one when none does.
   absl::StatusOr<std::shared_ptr<wrapper::CompiledProgram>> Select(const std::vector<ir::IValue>& inputs);
-  absl::StatusOr<Version> Compile(const std::vector<ir::IValue>* inputs,
-                                  CompiledGraph* stats) const;
+  absl::StatusOr<Version> Compile(const std::vector<ir::IValue>* inputs, CompiledGraph* stats,
+                                  CompileSummary* summary) const;
 
   std::unique_ptr<const ir::Graph> graph_;  // as declared, never compiled in place
   CompileOptions options_;
@@ -84,6 +92,7 @@ class SpecializingProgram : public wrapper::CompiledProgram {
   mutable std::mutex mu_;
   std::list<Version> versions_;  // most recently used first
   int compiles_ = 0;
+  std::vector<CompileSummary> summaries_;
 };
 
 }  // namespace kiln::driver

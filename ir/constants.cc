@@ -92,16 +92,29 @@ bool ReturnAliasesArgument(const ir::FunctionSchema& schema, const ir::AliasInfo
   return false;
 }
 
-bool IsReadOnlyUse(const ir::Use& use, const ir::OpRegistry& ops) {
+bool IsNeverMutatedWithin(const ir::Value* v, const ir::OpRegistry& ops, int depth);
+
+// Views (an op returning an alias of the argument without writing it) are
+// followed this deep: a read through a chain of views is still a read.
+constexpr int kMaxViewDepth = 8;
+
+bool IsReadOnlyUse(const ir::Use& use, const ir::OpRegistry& ops, int depth) {
   const ir::Node* user = use.user;
   const ir::Symbol k = user->kind();
   if (k == ir::sym::kListUnpack || k == ir::sym::kTupleUnpack || k == ir::sym::kTupleIndex) {
+    // Elements of the value itself are handed out as they are (ints...); an
+    // element of a container the value was put in (depth > 0) is the value.
+    if (depth == 0) return true;
+    for (const ir::Value* out : user->outputs()) {
+      if (!IsNeverMutatedWithin(out, ops, depth + 1)) return false;
+    }
     return true;
   }
-  if (k == ir::sym::kReturn || k == ir::sym::kListConstruct || k == ir::sym::kTupleConstruct ||
-      k == ir::sym::kIf || k == ir::sym::kLoop) {
-    return false;
+  if (k == ir::sym::kListConstruct || k == ir::sym::kTupleConstruct) {
+    // Put in a container: read-only when the container is (aten::cat's list).
+    return depth < kMaxViewDepth && IsNeverMutatedWithin(user->output(), ops, depth + 1);
   }
+  if (k == ir::sym::kReturn || k == ir::sym::kIf || k == ir::sym::kLoop) return false;
   const ir::Operator* op = ops.Match(*user);
   if (op == nullptr) return false;
   if (op->traits.alias_kind != ir::AliasKind::kFromSchema &&
@@ -113,7 +126,20 @@ bool IsReadOnlyUse(const ir::Use& use, const ir::OpRegistry& ops) {
   const ir::Argument& arg = op->schema.arguments[use.offset];
   if (!arg.alias_info) return true;
   if (arg.alias_info->AnyWrite() || !arg.alias_info->after_sets.empty()) return false;
-  return !ReturnAliasesArgument(op->schema, *arg.alias_info);
+  if (!ReturnAliasesArgument(op->schema, *arg.alias_info)) return true;
+  // A view of the value: read-only when nothing writes the view either.
+  if (depth >= kMaxViewDepth) return false;
+  for (const ir::Value* out : user->outputs()) {
+    if (!IsNeverMutatedWithin(out, ops, depth + 1)) return false;
+  }
+  return true;
+}
+
+bool IsNeverMutatedWithin(const ir::Value* v, const ir::OpRegistry& ops, int depth) {
+  for (const ir::Use& use : v->uses()) {
+    if (!IsReadOnlyUse(use, ops, depth)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -304,10 +330,7 @@ bool DestroyIfUnusedConstant(ir::Value* v) {
 }
 
 bool IsNeverMutated(const ir::Value* v, const ir::OpRegistry& ops) {
-  for (const ir::Use& use : v->uses()) {
-    if (!IsReadOnlyUse(use, ops)) return false;
-  }
-  return true;
+  return IsNeverMutatedWithin(v, ops, 0);
 }
 
 }  // namespace kiln::ir

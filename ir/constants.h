@@ -49,8 +49,11 @@ bool DestroyIfUnusedConstant(ir::Value* v);
 
 // Nothing can change `v`'s contents or identity through its uses: every use
 // is a read by an op whose schema neither writes that argument nor returns
-// an alias of it, or a prim::ListUnpack / prim::TupleIndex / TupleUnpack.
-// Block returns, containers (List/TupleConstruct), unknown ops and
+// an alias of it, a view (an op returning an alias without writing) whose
+// outputs are never mutated in turn (followed 8 views deep), a
+// List/TupleConstruct whose container is never mutated (aten::cat's list),
+// or a prim::ListUnpack / prim::TupleIndex / TupleUnpack.
+// Block returns, If/Loop inputs, unknown ops and
 // conservative ops count as possible writers. Cost: one schema match per
 // use. Used before sharing a mutable value (a list or tensor) as a constant
 // or forwarding the elements of a ListConstruct.

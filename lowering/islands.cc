@@ -64,6 +64,17 @@ bool IsStaticTensor(const ir::Value* v) {
   return t && t->is_tensor() && t->tensor().dtype && t->tensor().HasCompleteSizes();
 }
 
+std::string NodeName(const ir::Node& n) {
+  if (!n.scope().empty()) return std::string(n.scope());
+  if (!n.outputs().empty()) return absl::StrCat("%", n.output(0)->debugName());
+  return std::string(n.kind().qualString());
+}
+
+std::string NodeOp(const ir::Node& n, const ir::OpRegistry& registry) {
+  if (const ir::Operator* op = registry.Match(n)) return op->schema.QualifiedName();
+  return std::string(n.kind().qualString());
+}
+
 int CountIslandNodes(const ir::Graph& island) {
   int n = 0;
   for (const ir::Node* node : island.nodes()) n += node->kind() != ir::sym::kConstant;
@@ -129,7 +140,8 @@ void PlanLoweringUnits(const ir::Graph& graph, IslandSet& set, std::vector<Lower
       }
       for (size_t i = first; i <= last; ++i) {
         if (from[i] && to[i] && !set.nodes.contains(order[i])) {
-          set.nodes.insert(order[i]);
+          set.Add(order[i], absl::StrCat("on a path between nodes of an island (through ",
+                                         NodeName(*order[first]), ")"));
           grew = true;
         }
       }
@@ -179,7 +191,7 @@ void PlanLoweringUnits(const ir::Graph& graph, IslandSet& set, std::vector<Lower
   }
   // Path-closed islands make the unit graph acyclic; if that ever failed,
   // interpret everything rather than lower out of order.
-  if (sorted.size() != u) set.whole_graph = true;
+  if (sorted.size() != u) set.SetWholeGraph("islands could not be ordered");
   *units = std::move(sorted);
 }
 
@@ -230,9 +242,12 @@ absl::Status LowerIsland(LowerContext& ctx, const ir::Graph& graph, const Loweri
     }
     const ir::Node* producer = TopLevelNode(graph, v->node());
     if (producer == nullptr) {
-      set.whole_graph = true;
+      set.SetWholeGraph(absl::StrCat("graph input %", v->debugName(),
+                                     " is not a static-shape tensor"));
     } else {
-      set.nodes.insert(producer);
+      set.Add(producer, absl::StrCat("its output %", v->debugName(), " (",
+                                     v->type() ? v->type()->ToString() : "?",
+                                     ") feeds an island and is neither a tensor nor a constant"));
     }
     *retry = true;
     return absl::OkStatus();
@@ -252,11 +267,16 @@ absl::Status LowerIsland(LowerContext& ctx, const ir::Graph& graph, const Loweri
       }
       if (outside.empty()) continue;
       if (!IsStaticTensor(o)) {
+        const std::string why = absl::StrCat(
+            "reads %", o->debugName(), " (", o->type() ? o->type()->ToString() : "?",
+            "), an island output that is not a static-shape tensor");
         for (const ir::Node* user : outside) {
           if (user == graph.return_node()) {
-            set.whole_graph = true;
+            set.SetWholeGraph(absl::StrCat("graph output %", o->debugName(), " (",
+                                           o->type() ? o->type()->ToString() : "?",
+                                           ") comes from an island and is not a static-shape tensor"));
           } else {
-            set.nodes.insert(user);
+            set.Add(user, why);
           }
         }
         *retry = true;
@@ -268,7 +288,7 @@ absl::Status LowerIsland(LowerContext& ctx, const ir::Graph& graph, const Loweri
   if (outputs.empty()) {
     // Nothing outside reads it: dead, unless it exists for a side effect.
     if (side_effects) {
-      set.whole_graph = true;
+      set.SetWholeGraph("an island exists only for a side effect");
       *retry = true;
     }
     return absl::OkStatus();
@@ -307,6 +327,19 @@ absl::Status LowerIsland(LowerContext& ctx, const ir::Graph& graph, const Loweri
     }
     ctx.BindTensor(outputs[i], TensorRef{b.name, b.name, b.layout});
     ctx.AddBuffer(std::move(b));
+  }
+  const int index = ctx.graph().num_islands;
+  for (const ir::Node* n : unit.nodes) {
+    if (n->kind() == ir::sym::kConstant) continue;
+    FallbackNote note;
+    note.kind = FallbackNote::Kind::kIsland;
+    note.island = index;
+    note.buffer = holder;
+    note.op = NodeOp(*n, ctx.registry());
+    note.node = NodeName(*n);
+    auto it = set.reasons.find(n);
+    note.reason = it != set.reasons.end() ? it->second : "joined the island";
+    ctx.graph().fallbacks.push_back(std::move(note));
   }
   ctx.graph().num_islands += 1;
   ctx.graph().num_island_nodes += CountIslandNodes(*island);

@@ -19,6 +19,7 @@
 #define KILN_LOWERING_ISLANDS_H_
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -33,7 +34,26 @@ namespace kiln::lowering {
 struct IslandSet {
   absl::flat_hash_set<const ir::Node*> nodes;  // top-level nodes
   bool whole_graph = false;
+  // Why each node joined (the first reason recorded wins), and why the
+  // whole graph is one island.
+  absl::flat_hash_map<const ir::Node*, std::string> reasons;
+  std::string whole_graph_reason;
+
+  void Add(const ir::Node* n, std::string reason) {
+    nodes.insert(n);
+    reasons.try_emplace(n, std::move(reason));
+  }
+  void SetWholeGraph(std::string reason) {
+    if (!whole_graph) whole_graph_reason = std::move(reason);
+    whole_graph = true;
+  }
 };
+
+// The model's name for `n` (its scope, set by the ONNX importer), else
+// "%<its first output>", else its kind.
+std::string NodeName(const ir::Node& n);
+// The node's kind, or the overload it matches in `registry` when one does.
+std::string NodeOp(const ir::Node& n, const ir::OpRegistry& registry);
 
 // The top-level node of `graph` that holds `n` (n itself when top-level);
 // null for the graph's param node.

@@ -93,3 +93,44 @@ TEST(IslandsTest, FullyLowerableGraphHasNoIslands) {
 
 }  // namespace
 }  // namespace kiln::lowering
+
+namespace kiln::lowering {
+namespace {
+
+std::string Notes(const std::string& text) {
+  absl::StatusOr<LoopGraph> g = testing::LowerText(text);
+  if (!g.ok()) return std::string(g.status().message());
+  std::string out;
+  for (const FallbackNote& n : g->fallbacks) {
+    absl::StrAppend(&out, n.kind == FallbackNote::Kind::kIsland ? absl::StrCat("island ", n.island)
+                                                                 : std::string("extern"),
+                    " | ", n.op, " | ", n.node, " | ", n.reason, "\n");
+  }
+  return out;
+}
+
+TEST(IslandsTest, FallbacksNameTheOpTheNodeAndTheReason) {
+  // The scope is the model's node name (the ONNX importer sets it).
+  EXPECT_EQ(Notes(R"(graph(%x : Float(4, 5), %kt : Long(1)):
+  %r : Tensor = aten::relu(%x), scope: /model/Relu
+  %k : int = aten::IntImplicit(%kt), scope: /model/Trilu
+  %t : Float(4, 5) = aten::triu(%r, %k), scope: /model/Trilu
+  %s : Float(4, 5), %si : Long(4, 5) = aten::sort(%t)
+  return (%s))"),
+            "island 0 | aten::IntImplicit | /model/Trilu | its output %k (int) feeds an island and "
+            "is neither a tensor nor a constant\n"
+            "island 0 | aten::triu | /model/Trilu | lowering: argument 'diagonal' must be a constant "
+            "int in %t : Float(4, 5) = aten::triu(%r, %k)\n"
+            "extern | aten::sort | %s | no loop lowering for this op\n");
+}
+
+TEST(IslandsTest, WholeGraphIslandNotesEveryNode) {
+  EXPECT_EQ(Notes(R"(graph(%x : Float(2, 3)):
+  %n : int = aten::size(%x, %x)
+  return (%n))"),
+            "island 0 | aten::size | %n | whole graph interpreted: graph output %n (int) is not a "
+            "tensor\n");
+}
+
+}  // namespace
+}  // namespace kiln::lowering

@@ -194,6 +194,19 @@ struct Buffer {
   std::vector<std::string> origins;
 };
 
+// A node that did not become generated code, for reports: a member of an
+// interpreter island, or an op run as an extern call (a library call such as
+// GEMM or a convolution, or the op's reference kernel).
+struct FallbackNote {
+  enum class Kind : uint8_t { kIsland, kExtern };
+  Kind kind = Kind::kExtern;
+  int island = -1;      // kIsland: which island (0-based, in program order)
+  std::string buffer;   // the call's first output buffer ("" for a whole-graph island)
+  std::string op;       // the node's kind or overload ("aten::index.Tensor", "prim::If")
+  std::string node;     // the model's node name (its scope), else "%<first output>"
+  std::string reason;   // why it was not lowered to a kernel
+};
+
 // A lowered graph: buffers in topological order.
 struct LoopGraph {
   std::vector<Buffer> buffers;
@@ -208,6 +221,8 @@ struct LoopGraph {
   // number of islands (1 for a whole-graph island).
   int num_island_nodes = 0;
   int num_islands = 0;
+  // Every island member and every extern call, in program order.
+  std::vector<FallbackNote> fallbacks;
 
   const Buffer* Find(absl::string_view name) const;
   Buffer* FindMutable(absl::string_view name);

@@ -23,6 +23,13 @@ namespace {
 
 bool IsTensorType(const ir::Value* v) { return v->type() && v->type()->is_tensor(); }
 
+// Tensor[] outputs (split, chunk, unbind) lower to lists of views.
+bool IsTensorListType(const ir::Value* v) {
+  const ir::TypePtr& t = v->type();
+  return t && t->kind() == ir::TypeKind::kList && !t->contained().empty() &&
+         t->contained()[0]->is_tensor();
+}
+
 absl::Status LowerInput(LowerContext& ctx, const ir::Value* v, size_t index) {
   const ir::TypePtr& type = v->type();
   if (!type || !type->is_tensor() || !type->tensor().dtype || !type->tensor().HasCompleteSizes()) {
@@ -53,15 +60,7 @@ void LowerConstant(LowerContext& ctx, const ir::Node& node) {
     ctx.BindConstant(out, *std::move(value));
     return;
   }
-  const Tensor& t = value->toTensor();
-  Buffer b;
-  b.name = ctx.NewConstantName();
-  b.kind = BufferKind::kConstant;
-  b.layout = Layout::Contiguous(t.dtype(), t.sizes());
-  b.constant = t.has_data() ? t.Contiguous() : t;
-  b.origins = {"constant"};
-  ctx.BindTensor(out, TensorRef{b.name, b.name, b.layout});
-  ctx.AddBuffer(std::move(b));
+  ctx.BindTensor(out, ctx.AddConstant(value->toTensor()));
 }
 
 // List and tuple constructs/unpacks of constants or tensors.
@@ -162,17 +161,32 @@ absl::Status LowerTensorNode(LowerContext& ctx, const ir::Node& node) {
   const bool in_place = op != nullptr && op->traits.mutates && absl::EndsWith(name, "_") &&
                         !absl::EndsWith(name, "__");
   bool handled = false;
+  std::string why_extern = "no loop lowering for this op";
   // Generated kernels compute in float32/float64/ints only: Half/BFloat16
   // computations run as extern calls of their reference kernels (or, when
   // there is none, in an interpreter island).
   const ir::Operator* lowered = FunctionalOverload(ctx, op);
-  if (lowered != nullptr && !TouchesHalfPrecision(node)) {
+  if (lowered != nullptr && TouchesHalfPrecision(node)) {
+    why_extern = "Half/BFloat16 computation (generated kernels compute in float32/float64/ints)";
+  } else if (lowered != nullptr) {
     auto it = RowLowerings().find(lowered->schema.QualifiedName());
     if (it != RowLowerings().end()) {
       ASSIGN_OR_RETURN(handled, it->second(ctx));
+      why_extern = "its loop lowering does not handle these arguments or dtypes";
     }
   }
-  if (!handled) RETURN_IF_ERROR(LowerAsExtern(ctx));
+  if (!handled) {
+    const size_t before = ctx.graph().buffers.size();
+    RETURN_IF_ERROR(LowerAsExtern(ctx));
+    FallbackNote note;
+    note.kind = FallbackNote::Kind::kExtern;
+    note.buffer = before < ctx.graph().buffers.size() ? ctx.graph().buffers[before].name : "";
+    note.op = ctx.op() != nullptr ? ctx.op()->schema.QualifiedName()
+                                  : std::string(node.kind().qualString());
+    note.node = NodeName(node);
+    note.reason = why_extern;
+    ctx.graph().fallbacks.push_back(std::move(note));
+  }
   if (in_place) {
     // Later uses of the operand (and of its full aliases) see the updated
     // value: rebind them. Sound only when no view of the old storage is
@@ -214,7 +228,7 @@ absl::Status LowerNode(LowerContext& ctx, const ir::Node& node) {
   if (LowerContainer(ctx, node)) return absl::OkStatus();
   if (node.outputs().empty()) return ctx.Unimplemented("op without outputs (side effect)");
   bool any_tensor = false;
-  for (const ir::Value* v : node.outputs()) any_tensor |= IsTensorType(v);
+  for (const ir::Value* v : node.outputs()) any_tensor |= IsTensorType(v) || IsTensorListType(v);
   if (!any_tensor) {
     FoldScalarNode(ctx, node);
     return absl::OkStatus();
@@ -244,8 +258,8 @@ absl::StatusOr<LoopGraph> TryLower(const ir::Graph& graph, const ir::OpRegistry&
       continue;
     }
     // Whatever does not lower runs in the interpreter instead.
-    if (!LowerNode(ctx, *unit.nodes[0]).ok()) {
-      set.nodes.insert(unit.nodes[0]);
+    if (absl::Status s = LowerNode(ctx, *unit.nodes[0]); !s.ok()) {
+      set.Add(unit.nodes[0], std::string(s.message()));
       *retry = true;
       return out;
     }
@@ -253,7 +267,9 @@ absl::StatusOr<LoopGraph> TryLower(const ir::Graph& graph, const ir::OpRegistry&
   for (const ir::Value* v : graph.outputs()) {
     const TensorRef* t = ctx.FindTensor(v);
     if (t == nullptr) {  // a list, scalar, string... output
-      set.whole_graph = true;
+      set.SetWholeGraph(absl::StrCat("graph output %", v->debugName(), " (",
+                                     v->type() ? v->type()->ToString() : "?",
+                                     ") is not a tensor"));
       *retry = true;
       return out;
     }
@@ -262,12 +278,23 @@ absl::StatusOr<LoopGraph> TryLower(const ir::Graph& graph, const ir::OpRegistry&
   return out;
 }
 
-LoopGraph WholeGraphIsland(const ir::Graph& graph) {
+LoopGraph WholeGraphIsland(const ir::Graph& graph, const ir::OpRegistry& registry,
+                           const std::string& reason) {
   LoopGraph out;
   std::shared_ptr<ir::Graph> copy = graph.copy();
   out.num_island_nodes = CountIslandNodes(*copy);
   out.num_islands = 1;
   out.interpreted_graph = std::move(copy);
+  for (const ir::Node* n : graph.nodes()) {
+    if (n->kind() == ir::sym::kConstant) continue;
+    FallbackNote note;
+    note.kind = FallbackNote::Kind::kIsland;
+    note.island = 0;
+    note.op = NodeOp(*n, registry);
+    note.node = NodeName(*n);
+    note.reason = absl::StrCat("whole graph interpreted: ", reason);
+    out.fallbacks.push_back(std::move(note));
+  }
   return out;
 }
 
@@ -275,7 +302,13 @@ LoopGraph WholeGraphIsland(const ir::Graph& graph) {
 
 absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph, const ir::OpRegistry& registry) {
   IslandSet set;
-  for (const ir::Value* v : graph.inputs()) set.whole_graph |= !IsStaticTensor(v);
+  for (const ir::Value* v : graph.inputs()) {
+    if (!IsStaticTensor(v)) {
+      set.SetWholeGraph(absl::StrCat("graph input %", v->debugName(), " (",
+                                     v->type() ? v->type()->ToString() : "?",
+                                     ") is not a static-shape tensor"));
+    }
+  }
   // Each retry adds at least one node to the islands (or gives up on the
   // whole graph), so this ends.
   const size_t max_attempts = graph.numNodes() + 2;
@@ -284,7 +317,8 @@ absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph, const ir::OpRegistr
     ASSIGN_OR_RETURN(LoopGraph out, TryLower(graph, registry, set, &retry));
     if (!retry) return out;
   }
-  return WholeGraphIsland(graph);
+  if (set.whole_graph_reason.empty()) set.whole_graph_reason = "too many lowering attempts";
+  return WholeGraphIsland(graph, registry, set.whole_graph_reason);
 }
 
 }  // namespace kiln::lowering

@@ -179,6 +179,24 @@ TensorRef LowerContext::AddPointwise(const OutputInfo& out, ExprPtr body) {
   return t;
 }
 
+TensorRef LowerContext::AddConstant(const Tensor& t, std::string origin) {
+  Buffer b;
+  b.name = NewConstantName();
+  b.kind = BufferKind::kConstant;
+  b.layout = Layout::Contiguous(t.dtype(), t.sizes());
+  b.constant = t.has_data() ? t.Contiguous() : t;
+  b.origins = {std::move(origin)};
+  TensorRef ref{b.name, b.name, b.layout};
+  AddBuffer(std::move(b));
+  return ref;
+}
+
+absl::StatusOr<int64_t> NormalizeDim(const LowerContext& ctx, int64_t dim, int64_t rank) {
+  const int64_t r = std::max<int64_t>(rank, 1);
+  if (dim < -r || dim >= r) return ctx.Invalid(absl::StrCat("dim ", dim, " out of range"));
+  return dim < 0 ? dim + r : dim;
+}
+
 TensorRef LowerContext::AddReduction(const OutputInfo& out, std::vector<int64_t> reduction_ranges,
                                      ReductionType type, ExprPtr body) {
   Buffer b;

@@ -103,6 +103,8 @@ class LowerContext {
   // A view of `base`'s storage with `layout`; InvalidArgument if it leaves
   // the storage.
   absl::StatusOr<TensorRef> AddView(const TensorRef& base, Layout layout);
+  // A kConstant buffer holding `t` (contiguous), with `origin`.
+  TensorRef AddConstant(const Tensor& t, std::string origin = "constant");
   std::string NewBufferName() { return "buf" + std::to_string(next_buffer_++); }
   std::string NewConstantName() { return "const" + std::to_string(next_constant_++); }
   // The node's op name without namespace or in-place underscore ("add").
@@ -146,6 +148,21 @@ using LoweringTable = absl::flat_hash_map<std::string, LoweringFn>;
 // itself, or for an in-place op its functional variant matched against the
 // current node's inputs (null when it has none).
 const ir::Operator* FunctionalOverload(const LowerContext& ctx, const ir::Operator* op);
+
+// `dim` wrapped into [0, rank) like PyTorch (a 0-dim tensor takes 0 and -1);
+// InvalidArgument naming the node otherwise.
+absl::StatusOr<int64_t> NormalizeDim(const LowerContext& ctx, int64_t dim, int64_t rank);
+
+// `t` with `sizes` (same element count, row-major): a view when the strides
+// allow, else a pointwise copy (lower_views.cc).
+absl::StatusOr<TensorRef> ReshapeTo(LowerContext& ctx, const TensorRef& t,
+                                    const std::vector<int64_t>& sizes);
+
+// One extern call of `op` (a qualified overload such as "aten::mm") on
+// buffers, with one output of `out`'s shape; noted in the graph's fallbacks
+// as the current node's (lower_extern.cc).
+TensorRef AddExternCall(LowerContext& ctx, const std::string& op,
+                        const std::vector<TensorRef>& args, const OutputInfo& out);
 
 // The extern-kernel fallback: the node's registry overload with a kernel.
 absl::Status LowerAsExtern(LowerContext& ctx);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lowering/islands.h"
 #include "lowering/lower_context.h"
 #include "support/status.h"
 
@@ -29,6 +30,29 @@ absl::StatusOr<ExternArg> ArgFor(const LowerContext& ctx, const ir::Value* v, si
 }
 
 }  // namespace
+
+TensorRef AddExternCall(LowerContext& ctx, const std::string& op, const std::vector<TensorRef>& args,
+                        const OutputInfo& out) {
+  ExternCall call;
+  call.op = op;
+  for (const TensorRef& a : args) call.args.push_back(ExternArg{a.buffer, std::nullopt});
+  Buffer b;
+  b.name = ctx.NewBufferName();
+  b.kind = BufferKind::kExtern;
+  b.layout = Layout::Contiguous(out.dtype, out.sizes, out.device);
+  b.origins = {ctx.Origin()};
+  b.extern_call = std::move(call);
+  TensorRef ref{b.name, b.name, b.layout};
+  FallbackNote note;
+  note.kind = FallbackNote::Kind::kExtern;
+  note.buffer = b.name;
+  note.op = op;
+  note.node = NodeName(ctx.node());
+  note.reason = "library call";
+  ctx.graph().fallbacks.push_back(std::move(note));
+  ctx.AddBuffer(std::move(b));
+  return ref;
+}
 
 absl::Status LowerAsExtern(LowerContext& ctx) {
   const ir::Node& node = ctx.node();

@@ -140,76 +140,15 @@ LoweringFn MomentOp(Moment moment) {
   };
 }
 
-// logsumexp = log(sum(exp(x - m))) + m, m the max with infinities as 0.
+// logsumexp(self, dim, keepdim): AddLogSumExp (reduce_builder.h).
 absl::StatusOr<bool> LogSumExp(LowerContext& ctx) {
   ASSIGN_OR_RETURN(TensorRef x, ctx.TensorArg("self"));
   ASSIGN_OR_RETURN(OutputInfo out, ctx.Output(0));
   if (!IsFloatingPoint(out.dtype)) return false;
-  DType acc = ComputeDType(out.dtype);
-  ReduceSpec spec;
-  ASSIGN_OR_RETURN(spec.dims, DimsArg(ctx, static_cast<int64_t>(x.layout.sizes.size())));
+  ASSIGN_OR_RETURN(std::vector<int64_t> dims, DimsArg(ctx, static_cast<int64_t>(x.layout.sizes.size())));
   ASSIGN_OR_RETURN(bool keepdim, KeepdimArg(ctx));
-  spec.keepdim = true;
-  spec.type = ReductionType::kMax;
-  spec.accumulate = acc;
-  spec.stored = acc;
-  ASSIGN_OR_RETURN(TensorRef m, AddReduce(ctx, x, spec));
-  auto finite_max = [acc](ExprPtr mx) {
-    ExprPtr is_inf = Binary(ExprOp::kEq, Unary(ExprOp::kAbs, mx), FloatConst(INFINITY, acc));
-    return Where(is_inf, Literal(0, acc), mx);
-  };
-  // The sum's body reads m at the input index with reduced dims at 0.
-  ReduceSpec sum = spec;
-  sum.type = ReductionType::kSum;
-  std::vector<int64_t> in = x.layout.sizes;
-  std::vector<bool> reduced(in.size(), false);
-  for (int64_t d : spec.dims) reduced[d] = true;
-  TensorRef m_ref = m;
-  sum.prologue = nullptr;
-  // Build the sum manually: its prologue needs the per-dim index.
-  {
-    OutputInfo kept;
-    kept.dtype = acc;
-    kept.device = x.layout.device;
-    kept.sizes = m.layout.sizes;
-    std::vector<int64_t> red_ranges, var_ranges = kept.sizes;
-    for (size_t d = 0; d < in.size(); ++d) {
-      if (reduced[d]) red_ranges.push_back(in[d]);
-    }
-    var_ranges.insert(var_ranges.end(), red_ranges.begin(), red_ranges.end());
-    std::vector<ExprPtr> x_idx, m_idx;
-    int red = 0;
-    for (size_t d = 0; d < in.size(); ++d) {
-      if (reduced[d]) {
-        x_idx.push_back(Var(static_cast<int>(kept.sizes.size()) + red++));
-        m_idx.push_back(IntConst(0));
-      } else {
-        x_idx.push_back(Var(static_cast<int>(d)));
-        m_idx.push_back(Var(static_cast<int>(d)));
-      }
-    }
-    ExprPtr xv = Cast(ctx.LoadAt(x, x_idx, var_ranges), acc);
-    ExprPtr mv = finite_max(ctx.LoadAt(m_ref, m_idx, var_ranges));
-    TensorRef s = ctx.AddReduction(kept, red_ranges, ReductionType::kSum,
-                                   Unary(ExprOp::kExp, Binary(ExprOp::kSub, xv, mv)));
-    // Output: over `out` (keepdim or not); index the kept-dim buffers.
-    std::vector<ExprPtr> k_idx;
-    int pos = 0;
-    for (size_t d = 0; d < in.size(); ++d) {
-      if (reduced[d]) {
-        k_idx.push_back(IntConst(0));
-        if (keepdim) ++pos;
-      } else {
-        k_idx.push_back(Var(pos++));
-      }
-    }
-    if (static_cast<size_t>(pos) != out.sizes.size()) {
-      return ctx.Invalid("reduction shape disagrees with the output");
-    }
-    ExprPtr value = Binary(ExprOp::kAdd, Unary(ExprOp::kLog, ctx.LoadAt(s, k_idx, out.sizes)),
-                           finite_max(ctx.LoadAt(m_ref, k_idx, out.sizes)));
-    ctx.BindTensor(ctx.node().output(0), ctx.AddPointwise(out, value));
-  }
+  ASSIGN_OR_RETURN(TensorRef r, AddLogSumExp(ctx, x, dims, keepdim, out));
+  ctx.BindTensor(ctx.node().output(0), r);
   return true;
 }
 

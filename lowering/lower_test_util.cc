@@ -24,6 +24,12 @@ absl::StatusOr<LoopGraph> LowerText(const std::string& text) {
   return LowerGraph(*graph);
 }
 
+std::string LowerTextDump(const std::string& text) {
+  absl::StatusOr<LoopGraph> g = LowerText(text);
+  if (!g.ok()) return std::string(g.status().message());
+  return g->ToString();
+}
+
 std::string ScheduleToString(const Schedule& schedule) {
   std::string out;
   for (const ScheduleStep& step : schedule.steps) {

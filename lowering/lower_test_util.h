@@ -15,6 +15,9 @@ namespace kiln::lowering::testing {
 // shape functions are registered in ir::BuiltinOps() first.
 absl::StatusOr<LoopGraph> LowerText(const std::string& text);
 
+// LowerText's LoopGraph as text (LoopGraph::ToString), or the error message.
+std::string LowerTextDump(const std::string& text);
+
 // One line per step: "kernel NAME [buffers] reads [reads]" or "extern BUF".
 std::string ScheduleToString(const Schedule& schedule);
 

@@ -16,12 +16,6 @@
 namespace kiln::lowering {
 namespace {
 
-absl::StatusOr<int64_t> NormalizeDim(const LowerContext& ctx, int64_t dim, int64_t rank) {
-  int64_t r = std::max<int64_t>(rank, 1);
-  if (dim < -r || dim >= r) return ctx.Invalid(absl::StrCat("dim ", dim, " out of range"));
-  return dim < 0 ? dim + r : dim;
-}
-
 // `src` as a new contiguous buffer of the same shape, or (when `sizes`
 // differs) reshaped in row-major order.
 TensorRef Copy(LowerContext& ctx, const TensorRef& src, const OutputInfo& out) {
@@ -314,6 +308,23 @@ absl::StatusOr<bool> Concatenate(LowerContext& ctx, bool stack) {
 }
 
 }  // namespace
+
+absl::StatusOr<TensorRef> ReshapeTo(LowerContext& ctx, const TensorRef& t,
+                                    const std::vector<int64_t>& sizes) {
+  Layout l = Layout::Contiguous(t.layout.dtype, sizes, t.layout.device);
+  if (l.numel() != t.layout.numel()) return ctx.Invalid("reshape changes the element count");
+  if (sizes == t.layout.sizes && t.layout.IsContiguous()) return t;
+  if (std::optional<std::vector<int64_t>> strides = ViewStrides(t.layout, sizes)) {
+    l.strides = *strides;
+    l.offset = t.layout.offset;
+    return ctx.AddView(t, l);
+  }
+  OutputInfo out;
+  out.sizes = sizes;
+  out.dtype = t.layout.dtype;
+  out.device = t.layout.device;
+  return Copy(ctx, t, out);
+}
 
 LoweringFn LowerReshape() { return Reshape; }
 LoweringFn LowerSqueezeOrUnsqueeze() { return DropOrAddOnes; }

@@ -84,6 +84,33 @@ LoweringFn LowerStack();
 // ---- norms (lower_norm.cc)
 LoweringFn LowerBatchNormEval();  // inference batch_norm: one pointwise pass
 
+// ---- data-dependent reads (lower_gather.cc): an index tensor's values
+// address the input
+LoweringFn LowerIndex();           // index.Tensor (advanced indexing)
+LoweringFn LowerIndexSelect();
+LoweringFn LowerGatherElements();  // gather, ONNX GatherElements
+LoweringFn LowerEmbedding();
+LoweringFn LowerGatherNd();        // ONNX GatherND
+
+// ---- ONNX's and ATen's shape-driven ops (lower_onnx.cc)
+LoweringFn LowerOnnxReduce();      // kiln::reduce: ONNX Reduce*
+LoweringFn LowerSplit();           // split / split_with_sizes / chunk / unbind: views
+LoweringFn LowerOnnxSlice();
+LoweringFn LowerOnnxPad();
+LoweringFn LowerConstantPadNd();
+LoweringFn LowerShapeQuery();      // kiln::shape / kiln::size: constants
+LoweringFn LowerTrilu(bool upper);
+LoweringFn LowerOnnxRange();       // constant ranges only
+LoweringFn LowerArange();
+LoweringFn LowerEyeLike();
+LoweringFn LowerFlip();
+LoweringFn LowerRoll();
+LoweringFn LowerRepeat();          // repeat, tile
+
+// ---- contractions
+LoweringFn LowerEinsum();          // lower_einsum.cc: one reduction over the contracted labels
+LoweringFn LowerMatmul();          // lower_matmul.cc: mm / bmm library externs over views
+
 }  // namespace kiln::lowering
 
 #endif  // KILN_LOWERING_LOWERINGS_H_

@@ -30,6 +30,13 @@ absl::StatusOr<std::vector<int64_t>> ReduceDims(const LowerContext& ctx,
 // One Reduction buffer reducing `x` as `spec` says.
 absl::StatusOr<TensorRef> AddReduce(LowerContext& ctx, const TensorRef& x, const ReduceSpec& spec);
 
+// log(sum(exp(x - m))) + m over `dims` (m the max, infinities as 0): a max
+// reduction, an exp-sum reduction reading it, and the pointwise result of
+// shape `out` (keepdim or not).
+absl::StatusOr<TensorRef> AddLogSumExp(LowerContext& ctx, const TensorRef& x,
+                                       const std::vector<int64_t>& dims, bool keepdim,
+                                       const OutputInfo& out);
+
 // The number of elements reduced.
 int64_t ReducedCount(const TensorRef& x, const std::vector<int64_t>& dims);
 

@@ -11,6 +11,7 @@
 #include "passes/canonicalize.h"
 #include "passes/decompositions.h"
 #include "passes/shape_propagation.h"
+#include "passes/shape_resolution.h"
 #include "support/status.h"
 
 // A new pass library adds its include and one Register*Pass line below.
@@ -27,6 +28,7 @@ absl::Status RegisterAllPasses(PassRegistry& registry) {
   RETURN_IF_ERROR(RegisterConstantPropagationPass(registry));
   RETURN_IF_ERROR(RegisterPeepholePass(registry));
   RETURN_IF_ERROR(RegisterShapePropagationPass(registry));
+  RETURN_IF_ERROR(RegisterShapeResolutionPass(registry));
   RETURN_IF_ERROR(RegisterDecomposePass(registry));
   RETURN_IF_ERROR(RegisterCanonicalizePass(registry));
   return absl::OkStatus();

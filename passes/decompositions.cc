@@ -64,13 +64,6 @@ class Emitter {
     if (!t.HasCompleteSizes()) return std::nullopt;
     return t.ConcreteSizes();
   }
-  // Output i's sizes when every dim is known.
-  std::optional<std::vector<int64_t>> OutputSizes(size_t i) const {
-    if (i >= node_.outputs().size() || !node_.output(i)->type()->is_tensor()) return std::nullopt;
-    const ir::TensorInfo& t = node_.output(i)->type()->tensor();
-    if (!t.HasCompleteSizes()) return std::nullopt;
-    return t.ConcreteSizes();
-  }
   std::optional<size_t> InputRank(size_t i) const {
     if (i >= node_.inputs().size() || !node_.input(i)->type()->is_tensor()) return std::nullopt;
     const auto& sizes = node_.input(i)->type()->tensor().sizes;
@@ -389,67 +382,6 @@ absl::StatusOr<Values> DecomposeDropout(Node& n, const ir::FunctionSchema& s) {
   return Values{n.input(0)};
 }
 
-// kiln::reduce(self, kind, axes?, keepdims, noop_with_empty_axes) (ONNX's
-// Reduce* ops) as aten reductions: sum / mean / amax / amin / logsumexp and
-// their compositions (l1, l2, log_sum, sum_square); prod over one axis. The
-// kind and axes must be constants and the input's sizes known; every
-// reduced dim must be non-empty (ONNX's identities for empty reductions are
-// the reference kernel's); the result keeps the input's dtype.
-absl::StatusOr<Values> DecomposeOnnxReduce(Node& n, const ir::FunctionSchema& s) {
-  Emitter e(n, s);
-  std::optional<IValue> kind = e.Const(1);
-  std::optional<IValue> axes = e.Const(2);
-  std::optional<IValue> keepdims = e.Const(3);
-  std::optional<IValue> noop = e.Const(4);
-  std::optional<std::vector<int64_t>> sizes = e.InputSizes(0);
-  std::optional<DType> dtype = e.InputDType(0);
-  if (!kind || !kind->isString() || !axes || !keepdims || !keepdims->isBool() || !noop ||
-      !noop->isBool() || !sizes || !dtype) {
-    return Values{};
-  }
-  const int64_t rank = static_cast<int64_t>(sizes->size());
-  std::vector<int64_t> dims;
-  if (axes->isList()) {
-    for (const IValue& v : axes->elements()) {
-      if (!v.isInt() || v.toInt() < -rank || v.toInt() >= rank) return Values{};
-      dims.push_back(v.toInt() < 0 ? v.toInt() + rank : v.toInt());
-    }
-  } else if (!axes->isNone()) {
-    return Values{};
-  }
-  if (dims.empty()) {
-    if (noop->toBool()) return Values{n.input(0)};
-    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
-  }
-  for (int64_t d : dims) {
-    if ((*sizes)[static_cast<size_t>(d)] == 0) return Values{};
-  }
-  const std::string& k = kind->toString();
-  const bool floating = IsFloatingPoint(*dtype);
-  if (!floating && k != "sum" && k != "max" && k != "min" && k != "prod" && k != "sum_square" &&
-      k != "l1") {
-    return Values{};
-  }
-  Value* x = e.Arg(0);
-  Value* keep = e.Bool(keepdims->toBool());
-  // A reduction over `dims` in the input's dtype (sum would widen integers).
-  Value* dt = floating ? e.None() : e.Int(DTypeCode(*dtype));
-  auto sum = [&](Value* v) { return e.Op("aten::sum", {v, e.IntList(dims), keep, dt}); };
-  if (k == "sum") return Values{sum(x)};
-  if (k == "sum_square") return Values{sum(e.Op("aten::mul", {x, x}))};
-  if (k == "l1") return Values{sum(e.Op("aten::abs", {x}))};
-  if (k == "l2") return Values{e.Op("aten::sqrt", {sum(e.Op("aten::mul", {x, x}))})};
-  if (k == "log_sum") return Values{e.Op("aten::log", {sum(x)})};
-  if (k == "mean") return Values{e.Op("aten::mean", {x, e.IntList(dims), keep, e.None()})};
-  if (k == "max") return Values{e.Op("aten::amax", {x, e.IntList(dims), keep})};
-  if (k == "min") return Values{e.Op("aten::amin", {x, e.IntList(dims), keep})};
-  if (k == "log_sum_exp") return Values{e.Op("aten::logsumexp", {x, e.IntList(dims), keep})};
-  if (k == "prod" && dims.size() == 1) {
-    return Values{e.Op("aten::prod", {x, e.Int(dims[0]), keep, dt})};
-  }
-  return Values{};
-}
-
 // kiln::arg_extreme(self, dim, keepdim, select_last_index, largest) without
 // select_last_index: aten::argmax / argmin.
 absl::StatusOr<Values> DecomposeArgExtreme(Node& n, const ir::FunctionSchema& s) {
@@ -477,55 +409,6 @@ absl::StatusOr<Values> DecomposeFlatSoftmax(Node& n, const ir::FunctionSchema& s
   Value* flat = e.Op("aten::reshape", {e.Arg(0), e.IntList({outer, inner})});
   Value* y = e.Op(kind->toInt() == 0 ? "aten::softmax" : "aten::log_softmax", {flat, e.Int(1), e.None()});
   return Values{e.Op("aten::reshape", {y, e.IntList(*sizes)})};
-}
-
-// kiln::onnx_reshape / onnx_squeeze / onnx_unsqueeze (ONNX's shape or
-// axes given as a run-time tensor): once shapes propagate, a reshape to the
-// output's static sizes.
-absl::StatusOr<Values> DecomposeToStaticReshape(Node& n, const ir::FunctionSchema& s) {
-  Emitter e(n, s);
-  std::optional<std::vector<int64_t>> out = e.OutputSizes(0);
-  if (!out || !e.InputSizes(0)) return Values{};
-  return Values{e.Op("aten::reshape", {e.Arg(0), e.IntList(*out)})};
-}
-
-// kiln::onnx_expand: aten::expand to the output's static sizes (the
-// broadcast of the input and the shape argument).
-absl::StatusOr<Values> DecomposeOnnxExpand(Node& n, const ir::FunctionSchema& s) {
-  Emitter e(n, s);
-  std::optional<std::vector<int64_t>> out = e.OutputSizes(0);
-  if (!out || !e.InputSizes(0)) return Values{};
-  return Values{e.Op("aten::expand", {e.Arg(0), e.IntList(*out), e.Bool(false)})};
-}
-
-// kiln::shape(self, start, end) (ONNX Shape) and kiln::size (ONNX Size) of
-// a tensor with static sizes: an int64 constant.
-absl::StatusOr<Values> DecomposeOnnxShape(Node& n, const ir::FunctionSchema& s) {
-  Emitter e(n, s);
-  std::optional<std::vector<int64_t>> sizes = e.InputSizes(0);
-  std::optional<IValue> start = e.Const(1);
-  std::optional<IValue> end = e.Const(2);
-  if (!sizes || !start || !start->isInt() || !end || !(end->isNone() || end->isInt())) {
-    return Values{};
-  }
-  const int64_t rank = static_cast<int64_t>(sizes->size());
-  auto clamp = [rank](int64_t i) { return std::clamp(i < 0 ? i + rank : i, int64_t{0}, rank); };
-  const int64_t first = clamp(start->toInt());
-  const int64_t last = end->isNone() ? rank : clamp(end->toInt());
-  Tensor t = Tensor::Empty(DType::kInt64, {std::max<int64_t>(last - first, 0)});
-  for (int64_t i = first; i < last; ++i) t.data<int64_t>()[i - first] = (*sizes)[i];
-  return Values{e.Constant(IValue::FromTensor(std::move(t)))};
-}
-
-absl::StatusOr<Values> DecomposeOnnxSize(Node& n, const ir::FunctionSchema& s) {
-  Emitter e(n, s);
-  std::optional<std::vector<int64_t>> sizes = e.InputSizes(0);
-  if (!sizes) return Values{};
-  Tensor t = Tensor::Empty(DType::kInt64, {});
-  int64_t numel = 1;
-  for (int64_t d : *sizes) numel *= d;
-  t.data<int64_t>()[0] = numel;
-  return Values{e.Constant(IValue::FromTensor(std::move(t)))};
 }
 
 // celu(x, alpha) = where(x > 0, x, alpha * expm1(x / alpha)) for floating
@@ -655,6 +538,8 @@ absl::StatusOr<bool> Run(ir::Graph& graph, PassStatistics& stats, bool skip_besp
   const ir::OpRegistry& ops = ir::BuiltinOps();
   bool changed = false;
   int64_t decomposed = 0;
+  // Each decomposition makes a bounded number of simpler nodes.
+  const int64_t budget = 64 * static_cast<int64_t>(graph.numNodes()) + 1024;
   // Iterative over blocks: nesting depth cannot exhaust the stack.
   std::vector<ir::Block*> blocks{graph.block()};
   while (!blocks.empty()) {
@@ -674,6 +559,7 @@ absl::StatusOr<bool> Run(ir::Graph& graph, PassStatistics& stats, bool skip_besp
         continue;
       }
       Node* before = n->prev();
+      const Symbol kind = n->kind();
       ASSIGN_OR_RETURN(Values outs, entry->fn(*n, op->schema));
       if (outs.empty()) {
         n = next;
@@ -693,8 +579,15 @@ absl::StatusOr<bool> Run(ir::Graph& graph, PassStatistics& stats, bool skip_besp
       }
       n->destroy();
       changed = true;
-      ++decomposed;
-      n = next;
+      // The new nodes may have decompositions of their own (flat_softmax
+      // becomes softmax.int): visit them next. A decomposition that kept
+      // re-creating its own op would not end; the budget says so.
+      if (++decomposed > budget) {
+        return absl::InternalError(absl::StrCat(
+            "decompositions did not converge after ", decomposed, " rewrites (last: ",
+            std::string(kind.qualString()), ")"));
+      }
+      n = before->next();
     }
   }
   if (decomposed > 0) stats.Add("nodes_decomposed", decomposed);

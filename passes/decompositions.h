@@ -32,23 +32,17 @@
 //                      approximate argument must be a constant.
 //   aten::silu         x*sigmoid(x)
 //   aten::hardswish    x*(clamp(x+3, 0, 6)/6)
-//   aten::softmax.int / aten::log_softmax.int
-//                      stable forms from x - amax(x, dim, keepdim); dtype
-//                      must be None.
+//   aten::softmax.int / aten::log_softmax.int (and torch 2.x's _softmax /
+//                      _log_softmax) stable forms from x - amax(x, dim,
+//                      keepdim); dtype must be None (half_to_float false).
+//   aten::copy         src cast to self's dtype, expanded to its static
+//                      sizes, cloned.
 //   kiln::flat_softmax softmax / log_softmax of the input reshaped to 2-D.
-//   kiln::reduce       ONNX's Reduce* as aten reductions (constant kind and
-//                      axes, known sizes, non-empty reduced dims).
 //   kiln::arg_extreme  argmax / argmin without select_last_index.
 //   kiln::shrink       two wheres (floating inputs).
-//   kiln::onnx_reshape, onnx_squeeze, onnx_unsqueeze
-//                      aten::reshape to the output's static sizes (known
-//                      once shapes propagate).
-//   kiln::onnx_expand  aten::expand to the output's static sizes.
 //   aten::celu         where(x > 0, x, alpha*expm1(x/alpha)) (floating x,
 //                      constant alpha).
 //   aten::isinf        abs(x) == inf (floating x).
-//   kiln::shape, kiln::size (ONNX Shape, Size) of a tensor with static
-//                      sizes: an int64 tensor constant.
 //   aten::dropout (and dropout_, feature_dropout, alpha_dropout,
 //   feature_alpha_dropout) with train the constant False: the input.
 //

@@ -175,6 +175,18 @@ TEST(DecompositionsTest, EachDecomposition) {
             "prim::ListConstruct aten::amax aten::sub aten::exp aten::sum aten::log aten::sub");
 }
 
+// What a decomposition emits is decomposed in turn: ONNX's opset-11 Softmax
+// (kiln::flat_softmax) becomes softmax.int, which becomes reductions.
+TEST(DecompositionsTest, NewNodesAreDecomposedToo) {
+  EXPECT_EQ(Decomposed(R"IR(graph(%x : Float(2, 3, 4)):
+  %axis : int = prim::Constant[value=1]()
+  %kind : int = prim::Constant[value=0]()
+  %y : Tensor = kiln::flat_softmax(%x, %axis, %kind)
+  return (%y))IR"),
+            "aten::reshape prim::ListConstruct aten::amax aten::sub aten::exp aten::sum aten::div "
+            "aten::reshape");
+}
+
 TEST(DecompositionsTest, DropoutInEvalIsIdentity) {
   auto g = Parse(R"IR(graph(%x : Tensor):
   %p : float = prim::Constant[value=0.5]()

@@ -6,6 +6,7 @@
 //
 // A view replaced by its input aliases the same storage with the same
 // layout, so the rewrite preserves aliasing and mutation behaviour.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "ir/op_registry.h"
 #include "ir/constants.h"
 #include "passes/peephole_rule.h"
+#include "support/tensor.h"
 
 namespace kiln::passes {
 namespace {
@@ -281,6 +283,41 @@ bool ExpandToSameShape(Node* n, RewriteContext& ctx) {
   return ForwardTo(n, n->input(0), ctx);
 }
 
+// kiln::shape(x, start, end?) of a tensor whose sizes are all known: an
+// int64 tensor constant (ONNX Shape-15 clamping of start/end).
+bool OnnxShapeOfKnownShape(Node* n, RewriteContext& ctx) {
+  if (n->inputs().size() != 3 || n->outputs().size() != 1) return false;
+  std::optional<std::vector<int64_t>> sizes = CompleteSizes(n->input(0));
+  std::optional<int64_t> start = ConstantInt(n->input(1));
+  if (!sizes || !start || !IsNeverMutated(n->output(), ctx.ops())) return false;
+  const int64_t rank = static_cast<int64_t>(sizes->size());
+  int64_t s = *start, e = rank;
+  if (!IsConstantNone(n->input(2))) {
+    std::optional<int64_t> end = ConstantInt(n->input(2));
+    if (!end) return false;
+    e = *end;
+  }
+  if (s < 0) s += rank;
+  if (e < 0) e += rank;
+  s = std::clamp<int64_t>(s, 0, rank);
+  e = std::clamp<int64_t>(e, 0, rank);
+  std::vector<int64_t> dims;
+  for (int64_t i = s; i < e; ++i) dims.push_back((*sizes)[static_cast<size_t>(i)]);
+  Tensor t = Tensor::Empty(DType::kInt64, {static_cast<int64_t>(dims.size())});
+  for (size_t i = 0; i < dims.size(); ++i) t.data<int64_t>()[i] = dims[i];
+  return FoldTo(n, IValue::FromTensor(std::move(t)), ctx);
+}
+
+// kiln::size(x) of a tensor whose sizes are all known: a 0-dim int64 constant.
+bool OnnxSizeOfKnownShape(Node* n, RewriteContext& ctx) {
+  if (n->inputs().size() != 1 || n->outputs().size() != 1) return false;
+  std::optional<std::vector<int64_t>> sizes = CompleteSizes(n->input(0));
+  if (!sizes || !IsNeverMutated(n->output(), ctx.ops())) return false;
+  int64_t numel = 1;
+  for (int64_t d : *sizes) numel *= d;
+  return FoldTo(n, IValue::FromTensor(Tensor::ScalarInt(numel)), ctx);
+}
+
 }  // namespace
 
 std::vector<PeepholeRule> ShapePeepholeRules() {
@@ -300,6 +337,8 @@ std::vector<PeepholeRule> ShapePeepholeRules() {
       {"reshape_to_same_shape", S("aten::reshape"), ReshapeToSameShape},
       {"view_to_same_shape", S("aten::view"), ReshapeToSameShape},
       {"expand_to_same_shape", S("aten::expand"), ExpandToSameShape},
+      {"onnx_shape_of_known_shape", S("kiln::shape"), OnnxShapeOfKnownShape},
+      {"onnx_size_of_known_shape", S("kiln::size"), OnnxSizeOfKnownShape},
   };
 }
 

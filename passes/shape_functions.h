@@ -13,7 +13,7 @@
 // Which op has which shape function is the SHAPE column of the op rows
 // (ops/defs/*.def); the implementations live in shape_functions_*.cc, one
 // file per row family (elementwise, reduce, nn, resample, shape_ops, index,
-// special). Arguments whose values decide sizes are read when they are
+// indexing, onnx, special). Arguments whose values decide sizes are read when they are
 // constants (or aten::size of a known dim, or a constant tensor such as an
 // ONNX initializer); data-dependent sizes (nonzero, unique, masked_select)
 // stay unknown. //testing:shape_inference_node checks every function

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "ir/constants.h"
 #include "ir/ir.h"
 #include "ir/ivalue.h"
 #include "ir/op_registry.h"
@@ -187,13 +188,31 @@ class Args {
     }
     return out;
   }
-  // The types of a Tensor[] argument built by prim::ListConstruct.
+  // The types of a Tensor[] argument built by prim::ListConstruct, or of a
+  // constant list's elements (constant propagation folds a ListConstruct of
+  // constants, such as an index tensor, into one).
   std::optional<std::vector<const Type*>> ListElementTypes(size_t i) const {
     if (i >= node_.inputs().size()) return std::nullopt;
     const Node* producer = node_.input(i)->node();
-    if (producer->kind() != ir::sym::kListConstruct) return std::nullopt;
     std::vector<const Type*> out;
-    for (const Value* e : producer->inputs()) out.push_back(e->type().get());
+    if (producer->kind() == ir::sym::kListConstruct) {
+      for (const Value* e : producer->inputs()) out.push_back(e->type().get());
+      return out;
+    }
+    std::optional<IValue> c = ir::ConstantValue(node_.input(i));
+    if (!c || !c->isList()) return std::nullopt;
+    for (const IValue& e : c->elements()) {
+      if (e.isNone()) {
+        constant_element_types_.push_back(Type::None());
+      } else if (e.isTensor()) {
+        const std::vector<int64_t>& sizes = e.toTensor().sizes();
+        constant_element_types_.push_back(
+            TensorOf(e.toTensor().dtype(), Dims(sizes.begin(), sizes.end()), std::nullopt));
+      } else {
+        return std::nullopt;
+      }
+      out.push_back(constant_element_types_.back().get());  // owned by this Args
+    }
     return out;
   }
 
@@ -220,6 +239,8 @@ class Args {
   const ir::FunctionSchema& schema_;
   absl::Span<const TypePtr> types_;
   absl::Span<const IValue* const> constants_;
+  // The types ListElementTypes hands out for constant lists.
+  mutable std::vector<TypePtr> constant_element_types_;
 };
 
 using ShapeImpl = std::function<absl::StatusOr<Types>(const Args&)>;

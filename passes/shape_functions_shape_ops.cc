@@ -533,10 +533,30 @@ absl::StatusOr<Types> ListUnpack(const Args& a) {
 
 // kiln::onnx_reshape(self, shape, allowzero): 0 copies the input's dim
 // unless allowzero; one -1 is inferred.
+namespace {
+
+// An int[] argument's elements; for kiln::tensor_to_int_list(t) of a 1-D t
+// of known length, that many unknown elements (a shape tensor computed at
+// run time still fixes the result's rank).
+SymbolicSizes ShapeListElements(const Args& a, size_t i) {
+  SymbolicSizes e = a.IntListElements(i);
+  if (e || i >= a.node().inputs().size()) return e;
+  static const ir::Symbol kToList = ir::Symbol::FromQualString("kiln::tensor_to_int_list");
+  const Node* p = a.node().input(i)->node();
+  if (p->kind() != kToList || p->inputs().size() != 1 || !p->input(0)->type()->is_tensor()) {
+    return std::nullopt;
+  }
+  const SymbolicSizes& s = p->input(0)->type()->tensor().sizes;
+  if (!s || s->size() != 1 || !(*s)[0]) return std::nullopt;
+  return Dims(static_cast<size_t>(*(*s)[0]));
+}
+
+}  // namespace
+
 absl::StatusOr<Types> OnnxReshape(const Args& a) {
   const TensorInfo* t = a.Tensor(0);
   if (!t) return Types{Type::Tensor()};
-  SymbolicSizes requested = a.IntListElements(1);
+  SymbolicSizes requested = ShapeListElements(a, 1);
   std::optional<bool> allowzero = a.Bool(2);
   if (!requested) return Types{TensorOf(t->dtype, std::nullopt, t->device)};
   Dims out = *requested;
@@ -575,6 +595,12 @@ absl::StatusOr<Types> OnnxReshape(const Args& a) {
                                     " is invalid for ", *numel, " elements"));
       }
       out[*infer] = *numel / known;
+    }
+  } else if (std::optional<int64_t> p = Product(out); p && t->sizes) {
+    // allowzero keeps a 0 literally: [0, 24] of 24 elements is an error.
+    if (std::optional<int64_t> numel = Product(*t->sizes); numel && *numel != *p) {
+      return a.Error(absl::StrCat("Reshape: shape ", SizesToString(requested),
+                                  " is invalid for ", *numel, " elements"));
     }
   }
   return Types{TensorOf(t->dtype, out, t->device)};

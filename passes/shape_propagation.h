@@ -38,6 +38,13 @@ namespace kiln::passes {
 // Statistics: "types_refined" (values whose type changed), "nodes_without_shape_fn".
 absl::StatusOr<bool> PropagateShapes(ir::Graph& graph, PassStatistics& stats);
 
+// Refines the types of one node's outputs from its inputs' current types,
+// without overriding a fact the outputs already carry (contradictions are
+// ignored): for frontends that type nodes as they build them (the ONNX
+// importer, where ONNX's own inference left a value's rank unknown).
+// Control-flow nodes are left alone.
+absl::Status InferNodeTypes(ir::Node& node);
+
 // Registers "shape_propagation" (alias "shape_prop").
 absl::Status RegisterShapePropagationPass(PassRegistry& registry);
 

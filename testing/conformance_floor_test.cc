@@ -29,7 +29,7 @@ bool FlagValue(const std::string& arg, const char* name, std::string* out) {
 
 int main(int argc, char** argv) {
   kiln::testing::ConformanceOptions options;
-  std::string floor_file, suite = "suite", rtol, atol;
+  std::string floor_file, suite = "suite";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (FlagValue(arg, "root", &options.root) || FlagValue(arg, "filter", &options.filter) ||
@@ -37,9 +37,10 @@ int main(int argc, char** argv) {
         FlagValue(arg, "backend", &options.backend)) {
       continue;
     }
-    if (FlagValue(arg, "rtol", &rtol) || FlagValue(arg, "atol", &atol)) {
-      double& target = arg.rfind("--rtol", 0) == 0 ? options.rtol : options.atol;
-      if (!absl::SimpleAtod(arg.substr(arg.find('=') + 1), &target)) {
+    std::string tolerance;
+    if (FlagValue(arg, "atol", &tolerance) || FlagValue(arg, "rtol", &tolerance)) {
+      double* field = arg.rfind("--atol", 0) == 0 ? &options.atol : &options.rtol;
+      if (!absl::SimpleAtod(tolerance, field) || !(*field >= 0)) {
         std::fprintf(stderr, "bad tolerance %s\n", arg.c_str());
         return 2;
       }

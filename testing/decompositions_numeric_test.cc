@@ -136,25 +136,6 @@ INSTANTIATE_TEST_SUITE_P(
   %y : Tensor, %m : Tensor, %r : Tensor = kiln::layer_norm(%x, %axis, %w, %b, %eps)
   return (%y, %m, %r))",
              {{2, 3, 4}, {4}, {4}}},
-        Case{"onnx_reduce_kinds", R"(graph(%x : Float(2, 3, 4)):
-  %axes : int[] = prim::Constant[value=[0, 2]]()
-  %all : NoneType = prim::Constant()
-  %t : bool = prim::Constant[value=1]()
-  %f : bool = prim::Constant[value=0]()
-  %sum : str = prim::Constant[value="sum"]()
-  %mean : str = prim::Constant[value="mean"]()
-  %max : str = prim::Constant[value="max"]()
-  %l2 : str = prim::Constant[value="l2"]()
-  %lse : str = prim::Constant[value="log_sum_exp"]()
-  %sq : str = prim::Constant[value="sum_square"]()
-  %a : Tensor = kiln::reduce(%x, %sum, %axes, %t, %f)
-  %b : Tensor = kiln::reduce(%x, %mean, %all, %f, %f)
-  %c : Tensor = kiln::reduce(%x, %max, %axes, %f, %f)
-  %d : Tensor = kiln::reduce(%x, %l2, %axes, %t, %f)
-  %e : Tensor = kiln::reduce(%x, %lse, %all, %t, %f)
-  %g : Tensor = kiln::reduce(%x, %sq, %axes, %f, %f)
-  return (%a, %b, %c, %d, %e, %g))",
-             {{2, 3, 4}}},
         Case{"onnx_arg_extreme", R"(graph(%x : Float(3, 5)):
   %d : int = prim::Constant[value=1]()
   %t : bool = prim::Constant[value=1]()
@@ -176,33 +157,6 @@ INSTANTIATE_TEST_SUITE_P(
   %y : Tensor = kiln::shrink(%x, %bias, %lambd)
   return (%y))",
              {{9}}},
-        Case{"onnx_static_reshapes", R"(graph(%x : Float(2, 3, 4)):
-  %shape : int[] = prim::Constant[value=[6, -1]]()
-  %false : bool = prim::Constant[value=0]()
-  %axes : int[] = prim::Constant[value=[0, 3]]()
-  %r : Float(6, 4) = kiln::onnx_reshape(%x, %shape, %false)
-  %u : Float(1, 2, 3, 1, 4) = kiln::onnx_unsqueeze(%x, %axes)
-  %sq_axes : int[] = prim::Constant[value=[0, 3]]()
-  %s : Float(2, 3, 4) = kiln::onnx_squeeze(%u, %sq_axes)
-  %one : int = prim::Constant[value=1]()
-  %f : Float(2, 12) = kiln::onnx_flatten(%x, %one)
-  return (%r, %s, %f))",
-             {{2, 3, 4}}},
-        Case{"onnx_expand", R"(graph(%x : Float(3, 1)):
-  %shape : int[] = prim::Constant[value=[2, 1, 4]]()
-  %y : Float(2, 3, 4) = kiln::onnx_expand(%x, %shape)
-  return (%y))",
-             {{3, 1}}},
-        Case{"onnx_shape_and_size", R"(graph(%x : Float(2, 3, 4)):
-  %start : int = prim::Constant[value=-2]()
-  %none : NoneType = prim::Constant()
-  %zero : int = prim::Constant[value=0]()
-  %end : int = prim::Constant[value=2]()
-  %a : Tensor = kiln::shape(%x, %start, %none)
-  %b : Tensor = kiln::shape(%x, %zero, %end)
-  %c : Tensor = kiln::size(%x)
-  return (%a, %b, %c))",
-             {{2, 3, 4}}},
         Case{"celu", R"(graph(%x : Float(3, 4)):
   %alpha : float = prim::Constant[value=0.75]()
   %y : Tensor = aten::celu(%x, %alpha)

@@ -1,6 +1,7 @@
 #include "testing/onnx_conformance.h"
 
 #include <algorithm>
+#include <set>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "frontend/onnx/importer.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "ir/ivalue.h"
@@ -172,15 +174,11 @@ class Executor {
       // Test data may feed other shapes than the model declares
       // (castlike_*'s `like` input): those calls compile a specialised
       // version, as torch.compile recompiles on a guard failure.
-      driver::CompiledGraph compiled;
       driver::CompileOptions compile_options;
       compile_options.device = device;
       ASSIGN_OR_RETURN(e->compiled_, driver::SpecializingProgram::Create(
-                                         graph, compile_options, 4, &compiled, std::move(refine),
+                                         graph, compile_options, 4, nullptr, std::move(refine),
                                          first_inputs));
-      e->islands_ = compiled.num_islands;
-      e->island_nodes_ = compiled.num_island_nodes;
-      e->whole_graph_island_ = compiled.whole_graph_interpreted;
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown backend '", backend, "' (available: interpreter, compiled)"));
@@ -193,14 +191,27 @@ class Executor {
     return compiled_->RunValues(inputs);
   }
 
-  int islands_ = 0;
-  int island_nodes_ = 0;
-  bool whole_graph_island_ = false;
+  // The compiled versions' islands and externs (the worst version's counts;
+  // the ops of all of them).
+  void Summarize(ConformanceResult* result) const {
+    if (!compiled_) return;
+    std::set<std::string> ops;
+    for (const driver::CompileSummary& s : compiled_->compile_summaries()) {
+      result->islands = std::max(result->islands, s.num_islands);
+      result->island_nodes = std::max(result->island_nodes, s.num_island_nodes);
+      result->whole_graph_island |= s.whole_graph_interpreted;
+      result->reference_externs = std::max(result->reference_externs, s.num_reference_externs);
+      driver::CompiledGraph view;
+      view.not_compiled = s.not_compiled;
+      for (std::string& op : driver::NotCompiledOps(view)) ops.insert(std::move(op));
+    }
+    result->not_compiled_ops.assign(ops.begin(), ops.end());
+  }
 
  private:
   Executor() = default;
   std::unique_ptr<runtime::Interpreter> interp_;
-  std::unique_ptr<wrapper::CompiledProgram> compiled_;
+  std::unique_ptr<driver::SpecializingProgram> compiled_;
 };
 
 // One test: `model_file` (model.onnx, or a .pt2 archive) beside its
@@ -223,6 +234,15 @@ absl::Status RunTest(const fs::path& model_file, const ConformanceOptions& optio
     return k < static_cast<size_t>(g.output_size()) && g.output(k).has_type() ? &g.output(k).type()
                                                                               : nullptr;
   };
+  std::unique_ptr<Executor> executor;
+  // The islands and externs of what ran, also when a data set fails.
+  struct SummarizeOnExit {
+    const std::unique_ptr<Executor>& e;
+    ConformanceResult* r;
+    ~SummarizeOnExit() {
+      if (e) e->Summarize(r);
+    }
+  } summarize{executor, result};
   std::vector<fs::path> sets;
   for (const auto& e : fs::directory_iterator(model_file.parent_path())) {
     if (e.is_directory() && absl::StartsWith(e.path().filename().string(), "test_data_set_")) {
@@ -231,7 +251,6 @@ absl::Status RunTest(const fs::path& model_file, const ConformanceOptions& optio
   }
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return absl::NotFoundError("no test_data_set_* directories");
-  std::unique_ptr<Executor> executor;
   for (const fs::path& set : sets) {
     std::vector<IValue> in;
     for (size_t k = 0;; ++k) {
@@ -251,9 +270,6 @@ absl::Status RunTest(const fs::path& model_file, const ConformanceOptions& optio
       ASSIGN_OR_RETURN(executor, Executor::Create(*imported.graph, options.backend, options.device,
                                                   imported.HasDynamicShapes() ? &in : nullptr,
                                                   imported.Refiner()));
-      result->islands = executor->islands_;
-      result->island_nodes = executor->island_nodes_;
-      result->whole_graph_island = executor->whole_graph_island_;
     }
     ASSIGN_OR_RETURN(std::vector<IValue> out, executor->Run(in));
     for (size_t k = 0;; ++k) {
@@ -379,6 +395,12 @@ std::string ConformanceSummary::Report() const {
         islands = absl::StrCat(" [islands: whole graph, ", r.island_nodes, " nodes]");
       } else if (r.islands > 0) {
         islands = absl::StrCat(" [islands: ", r.islands, ", ", r.island_nodes, " nodes]");
+      }
+      if (r.reference_externs > 0) {
+        absl::StrAppend(&islands, " [reference externs: ", r.reference_externs, "]");
+      }
+      if (!r.not_compiled_ops.empty()) {
+        absl::StrAppend(&islands, " [not compiled: ", absl::StrJoin(r.not_compiled_ops, ", "), "]");
       }
       absl::StrAppendFormat(&out, "PASS %s%s%s (%.3f s)\n", r.name, r.random ? " [random]" : "",
                             islands, r.seconds);

@@ -52,6 +52,11 @@ struct ConformanceResult {
   int island_nodes = 0;
   int islands = 0;
   bool whole_graph_island = false;
+  // Compiled backend: extern calls of reference kernels (not libraries), and
+  // the ops that ran in islands or as such externs ("aten::foo (island 2)"),
+  // over every version the test compiled.
+  int reference_externs = 0;
+  std::vector<std::string> not_compiled_ops;
 };
 
 struct ConformanceSummary {

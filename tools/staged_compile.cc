@@ -122,11 +122,11 @@ absl::StatusOr<StagedCompile> RunStagedCompile(const StagedCompileOptions& optio
   RETURN_IF_ERROR(driver::RunPipeline(*out.model.graph, options.pipeline, &out.passes_ms,
                                       /*verify_each_pass=*/true, on_pass));
   stages.Trace("passes", "stage", start, Clock::now(), {{"pipeline", options.pipeline}});
-  if (options.make_inputs && out.model.HasDynamicShapes()) {
+  if (options.make_inputs) {
     ASSIGN_OR_RETURN(out.inputs, options.make_inputs(out.model));
     out.inputs_made = true;
   }
-  RETURN_IF_ERROR(driver::SpecializeDynamicShapes(out.model, out.inputs_made ? &out.inputs : nullptr));
+  RETURN_IF_ERROR(driver::SpecializeForCall(out.model, out.inputs_made ? &out.inputs : nullptr));
   RETURN_IF_ERROR(stages.Dump("2_optimized.txt", ir::PrintGraph(*out.model.graph)));
   out.reached = CompileStage::kOptimized;
   if (options.stop_after == CompileStage::kOptimized) return out;

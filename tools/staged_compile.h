@@ -46,10 +46,10 @@ struct StagedCompileOptions {
   // Refuse a program (stages source and program) whose planned peak exceeds
   // this; negative: no limit.
   int64_t max_peak_bytes = -1;
-  // Optional: the inputs of a call, made from the imported model. Called
-  // only for a model with dynamic shapes, which then compiles at their
-  // shapes (without it, at its traced shapes); other models' inputs are the
-  // caller's business after the compile (so its memory checks come first).
+  // Optional: the inputs of a call, made from the imported model; the
+  // program is specialized to them (driver::SpecializeForCall: dynamic dims,
+  // small integer inputs its shapes depend on). Without it, a model with
+  // dynamic shapes compiles at its traced shapes.
   std::function<absl::StatusOr<std::vector<ir::IValue>>(const driver::ImportedModel&)> make_inputs;
   TraceRecorder* trace = nullptr;  // optional
   bool progress = true;            // on stderr, when it is a terminal

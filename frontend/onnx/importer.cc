@@ -34,16 +34,6 @@ std::string CanonicalDomain(const std::string& domain) {
 
 }  // namespace
 
-std::string ScopeFromNodeName(absl::string_view name) {
-  // The IR text format ends a scope at a newline or " #"; keep printable
-  // ASCII (so a name cannot reach a terminal or a parser raw), '#' excluded.
-  std::string scope(name.substr(0, 200));
-  for (char& c : scope) {
-    if (c <= ' ' || c > '~' || c == '#') c = '_';
-  }
-  return scope;
-}
-
 std::string SanitizedName(absl::string_view onnx_name) {
   std::string out;
   for (char c : onnx_name) {
@@ -54,6 +44,33 @@ std::string SanitizedName(absl::string_view onnx_name) {
   if (!out.empty() && out[0] >= '0' && out[0] <= '9') out.insert(0, "v");
   if (!ir::Value::isValidName(out)) return "";
   return out;
+}
+
+std::string NodeScope(const onnx::NodeProto& node) {
+  std::string name = node.name();
+  if (name.empty()) {
+    name = node.op_type();
+    if (node.output_size() > 0 && !node.output(0).empty()) absl::StrAppend(&name, "->", node.output(0));
+  }
+  // The scope is printed in IR text up to the end of the line or a " #"
+  // comment: keep printable ASCII without '#', and a bounded length.
+  constexpr size_t kMaxScope = 256;
+  std::string out;
+  for (char c : name) {
+    if (out.size() >= kMaxScope) break;
+    const bool printable = c >= 0x20 && c <= 0x7e && c != '#';
+    out.push_back(printable ? c : '_');
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  while (!out.empty() && out.front() == ' ') out.erase(out.begin());
+  return out;
+}
+
+void SetScope(ir::Node* n, absl::string_view scope) {
+  if (n->scope().empty()) n->setScope(scope);
+  for (ir::Block* b : n->blocks()) {
+    for (ir::Node* inner : b->nodes()) SetScope(inner, scope);
+  }
 }
 
 TypePtr TypeFromOnnx(const onnx::TypeProto& t) {
@@ -239,17 +256,9 @@ absl::Status Importer::ConvertNode(const onnx::NodeProto& node, GraphBuilder& bu
     }
   }
   ir::Block* block = builder.insertion_block();
-  ir::Node* last_before = block->back();
+  ir::Node* before = block->return_node()->prev();
   ConvertContext ctx(this, &node, opset, &builder);
   absl::Status s = (*fn)(ctx);
-  // The ONNX node's name becomes the scope of the nodes it became, so that
-  // errors at run time name the node users know ("/encoder/Gather_7").
-  const std::string scope = ScopeFromNodeName(node.name());
-  if (!scope.empty()) {
-    for (ir::Node* n = last_before->next(); n != nullptr && n != block->return_node(); n = n->next()) {
-      if (n->kind() != ir::sym::kConstant && n->scope().empty()) n->setScope(scope);
-    }
-  }
   if (!s.ok()) {
     // Converter errors made with ctx.Error() already name the node.
     if (absl::StartsWith(s.message(), node.op_type() + " (domain")) return s;
@@ -260,6 +269,14 @@ absl::Status Importer::ConvertNode(const onnx::NodeProto& node, GraphBuilder& bu
       return absl::InternalError(
           absl::StrCat(where, ": converter did not produce output '", node.output(i), "'"));
     }
+  }
+  // The nodes this converter emitted carry the ONNX node's name as their
+  // scope, so that reports (islands, externs) and errors at run time name
+  // the node users know ("/encoder/Gather_7").
+  const std::string scope = NodeScope(node);
+  for (ir::Node* n = before->next(); n != block->return_node(); n = n->next()) {
+    SetScope(n, scope);
+    if (infer_node_types_) RETURN_IF_ERROR(infer_node_types_(*n));
   }
   return absl::OkStatus();
 }
@@ -360,8 +377,8 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> ImportModel(const onnx::ModelProto& m
                                                        const ImportOptions& options) {
   if (!model.has_graph()) return absl::InvalidArgumentError("ONNX model has no graph");
   auto graph = std::make_unique<ir::Graph>();
-  Importer importer(graph.get(),
-                    options.converters ? options.converters : &DefaultConverters());
+  Importer importer(graph.get(), options.converters ? options.converters : &DefaultConverters(),
+                    options.infer_node_types);
   if (options.shape_inference) {
     // Inference runs on a copy without the large weights (it reads only
     // small integer initializers, e.g. Reshape's shape); its facts are
@@ -372,7 +389,10 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> ImportModel(const onnx::ModelProto& m
     if (CheckSafeForOnnxInference(model).ok()) {
       onnx::ModelProto skeleton = WeightlessCopy(model);
       try {
-        onnx::shape_inference::InferShapes(skeleton);
+        // Data propagation computes shape tensors (Shape -> Gather -> Concat
+        // -> Reshape), so reshaped values keep their ranks and sizes.
+        onnx::shape_inference::InferShapes(skeleton, onnx::OpSchemaRegistry::Instance(),
+                                           onnx::ShapeInferenceOptions(false, 0, true));
         importer.AddValueInfo(skeleton.graph());
       } catch (const std::exception&) {
       }

@@ -9,6 +9,7 @@
 #ifndef KILN_FRONTEND_ONNX_IMPORTER_H_
 #define KILN_FRONTEND_ONNX_IMPORTER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,12 @@ struct ImportOptions {
   bool shape_inference = true;
   // The converters to use; null means DefaultConverters().
   const ConverterRegistry* converters = nullptr;
+  // Types each node the converters emit from its inputs' types (kiln's own
+  // shape functions, e.g. passes::InferNodeTypes), so that a converter
+  // needing a rank ONNX's inference left unknown can still find it. The
+  // frontend cannot reach passes/ itself: the driver hands it in. Null: no
+  // typing beyond ONNX's inference.
+  std::function<absl::Status(ir::Node&)> infer_node_types;
 };
 
 // Parses a serialized ModelProto; InvalidArgument for corrupt or truncated

@@ -4,6 +4,7 @@
 #define KILN_FRONTEND_ONNX_IMPORTER_INTERNAL_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,9 @@ class Importer {
   // Subgraphs nest at most this deep (If inside Loop inside ...).
   static constexpr int kMaxDepth = 32;
 
-  Importer(ir::Graph* graph, const ConverterRegistry* converters)
-      : graph_(graph), converters_(converters) {}
+  Importer(ir::Graph* graph, const ConverterRegistry* converters,
+           std::function<absl::Status(ir::Node&)> infer_node_types = nullptr)
+      : graph_(graph), converters_(converters), infer_node_types_(std::move(infer_node_types)) {}
 
   absl::Status ImportMain(const onnx::ModelProto& model);
   // Facts about value types (from shape inference) for converters; the first
@@ -53,6 +55,7 @@ class Importer {
 
   ir::Graph* graph_;
   const ConverterRegistry* converters_;
+  std::function<absl::Status(ir::Node&)> infer_node_types_;
   absl::flat_hash_map<std::string, int64_t> opsets_;
   absl::flat_hash_map<std::string, onnx::TypeProto> types_;
   std::vector<absl::flat_hash_map<std::string, ir::Value*>> scopes_;
@@ -64,11 +67,13 @@ onnx::ModelProto WeightlessCopy(const onnx::ModelProto& model);
 
 // kiln type of an ONNX type (tensor, sequence, optional); Any for others.
 ir::TypePtr TypeFromOnnx(const onnx::TypeProto& t);
+// The scope the nodes converted from `node` carry: its name (else op type and
+// first output), printable ASCII without '#', at most 256 characters.
+std::string NodeScope(const onnx::NodeProto& node);
+// Sets `scope` on `n` and the nodes of its blocks that have none yet.
+void SetScope(ir::Node* n, absl::string_view scope);
 // A valid TorchScript debug name from an ONNX name ("" when nothing usable).
 std::string SanitizedName(absl::string_view onnx_name);
-// An ONNX node's name as the scope of the kiln nodes it becomes: printable
-// ASCII without '#' (others become '_'), at most 200 bytes.
-std::string ScopeFromNodeName(absl::string_view name);
 
 }  // namespace kiln::frontend::onnx_import
 

@@ -6,6 +6,7 @@
 #include "frontend/onnx/converter.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "gtest/gtest.h"
+#include "ir/text_parser.h"
 #include "ir/text_printer.h"
 #include "ir/verifier.h"
 
@@ -71,14 +72,37 @@ TEST(ImporterTest, ConvertsNodesAndKeepsInferredTypes) {
             "  return (%y)\n");
 }
 
-TEST(ImporterTest, NodeNamesBecomePrintableScopes) {
-  const ConverterRegistry r = NegOnly();
+TEST(ImporterTest, NodeNamesBecomeScopesThatPrintAndParseBack) {
   onnx::ModelProto m = TinyModel();
-  m.mutable_graph()->mutable_node(0)->set_name("/enc/Neg \x1b[2J #1\n");
+  m.mutable_graph()->mutable_node(0)->set_name("line\nbreak #comment");
+  m.mutable_graph()->mutable_node(1)->clear_name();
+  const ConverterRegistry r = NegOnly();
   auto g = Import(m, r);
   ASSERT_TRUE(g.ok()) << g.status();
-  const ir::Node* first = *(*g)->block()->nodes().begin();
-  EXPECT_EQ(first->scope(), "/enc/Neg__[2J__1_");
+  const std::string text = ir::PrintGraph(**g);
+  EXPECT_EQ(text,
+            "graph(%x : Float(2, *)):\n"
+            "  %t : Float(2, *) = aten::neg(%x), scope: line_break _comment\n"
+            "  %y : Float(2, *) = aten::neg(%t), scope: Neg->y\n"
+            "  return (%y)\n");
+  auto parsed = ir::ParseGraph(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(ir::PrintGraph(**parsed), text);
+}
+
+TEST(ImporterTest, NodeTypingHookSeesEveryConvertedNode) {
+  int typed = 0;
+  ImportOptions options;
+  const ConverterRegistry r = NegOnly();
+  options.converters = &r;
+  options.infer_node_types = [&typed](ir::Node& n) {
+    ++typed;
+    EXPECT_FALSE(n.scope().empty());
+    return absl::OkStatus();
+  };
+  auto g = ImportModel(TinyModel(), options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(typed, 2);
 }
 
 TEST(ImporterTest, OpsetsNewerThanKilnKnowsAreErrors) {

@@ -71,16 +71,15 @@ absl::StatusOr<int64_t> NormalizeAxis(const ConvertContext& c, int64_t axis, int
   return axis < 0 ? axis + rank : axis;
 }
 
-// An axis attribute made non-negative (needs the rank only when negative).
+// An axis attribute, made non-negative when the rank is known. An unknown
+// rank leaves a negative axis as it is: the aten ops emitted for it (cat,
+// split_with_sizes, chunk, movedim) take negative dims, and kiln's shape
+// propagation resolves the rank before lowering.
 absl::StatusOr<int64_t> AxisFromAttr(ConvertContext& c, absl::string_view name, int64_t def,
                                      int input = 0) {
   const int64_t axis = c.AttrInt(name, def);
-  if (axis >= 0) {
-    if (std::optional<int64_t> r = StaticRank(c, input)) return NormalizeAxis(c, axis, *r);
-    return axis;
-  }
-  ASSIGN_OR_RETURN(int64_t r, c.InputRank(input));
-  return NormalizeAxis(c, axis, r);
+  if (std::optional<int64_t> r = StaticRank(c, input)) return NormalizeAxis(c, axis, *r);
+  return axis;
 }
 
 absl::Status Bind(ConvertContext& c, absl::StatusOr<Value*> v) {
@@ -360,6 +359,21 @@ absl::Status ConvertGather(ConvertContext& c) {
   ASSIGN_OR_RETURN(Value * idx, c.RequiredInput(1));
   ASSIGN_OR_RETURN(int64_t axis, AxisFromAttr(c, "axis", 0));
   GraphBuilder& b = c.b();
+  if (axis < 0) {
+    // Rank unknown: gather along dim 0 of x with `axis` moved first, then
+    // move the index's k dims to end at `axis` (negative destinations).
+    std::optional<int64_t> k = StaticRank(c, 1);
+    if (!k) return c.Unsupported("a negative axis needs the rank of the data or of the indices");
+    ASSIGN_OR_RETURN(Value * moved, b.Op("aten::movedim", {x, b.Int(axis), b.Int(0)}));
+    ASSIGN_OR_RETURN(Value * y, b.Op("aten::index", {moved, b.List(Type::Optional(Type::Tensor()), {idx})}));
+    if (*k == 0) return c.SetOutput(0, y);
+    std::vector<int64_t> src, dst;
+    for (int64_t i = 0; i < *k; ++i) {
+      src.push_back(i);
+      dst.push_back(axis + 1 - *k + i);
+    }
+    return Bind(c, b.Op("aten::movedim", {y, b.IntList(src), b.IntList(dst)}));
+  }
   // x[:, ..., idx] (advanced indexing keeps the index's shape in place and
   // wraps negative indices, as Gather does).
   std::vector<Value*> indices;

@@ -83,6 +83,7 @@ std::string Report(const StagedCompile& s) {
     }
   }
   absl::StrAppend(&r, "\n## Interpreter islands\n", IslandSummary(c), "\n");
+  absl::StrAppend(&r, "\n## Not compiled (islands and extern calls)\n", driver::NotCompiledReport(c));
   absl::StrAppend(&r, "\n## Memory\n", c.memory.ToString(), "\n\n## Time per stage (ms)\n");
   absl::StrAppendFormat(&r,
                         "import %.2f\npasses %.2f\nshape propagation %.2f\nlowering %.2f\n"

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "driver/model.h"
 #include "frontend/onnx/importer.h"
 #include "frontend/onnx/tensor_proto.h"
@@ -378,7 +379,9 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
                      {"extern_calls", compiled.num_externs},
                      {"islands", compiled.num_islands},
                      {"island_nodes", compiled.num_island_nodes},
-                     {"whole_graph_interpreted", compiled.whole_graph_interpreted}};
+                     {"whole_graph_interpreted", compiled.whole_graph_interpreted},
+                     {"reference_externs", compiled.num_reference_externs},
+                     {"not_compiled_ops", driver::NotCompiledOps(compiled)}};
   if (!absl::GetFlag(FLAGS_json)) {
     std::vector<double> sorted = report.run_ms;
     std::sort(sorted.begin(), sorted.end());
@@ -390,6 +393,12 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
                 compiled.num_kernels, compiled.num_externs, compiled.num_islands,
                 compiled.num_island_nodes, compiled.whole_graph_interpreted ? ", whole graph" : "",
                 sorted[sorted.size() / 2], sorted.front(), sorted.back(), iterations);
+    if (compiled.num_islands > 0 || compiled.num_reference_externs > 0) {
+      // Line by line: node names come from the model.
+      for (absl::string_view line : absl::StrSplit(driver::NotCompiledReport(compiled), '\n')) {
+        std::printf("%s\n", Printable(line).c_str());
+      }
+    }
   }
   if (absl::GetFlag(FLAGS_check)) {
     // The graph was compiled in place; the interpreter runs a fresh import.
