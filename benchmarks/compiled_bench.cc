@@ -10,6 +10,8 @@
 //   BM_Matmul vs BM_CblasSgemm          (1024^3, OpenBLAS called directly)
 //   BM_Linear/{extern,decomposed}       (linear's BLAS extern against its decomposition)
 //   BM_BatchNorm                        (inference batch norm, decomposed)
+//   BM_Attention/fused,S,mask           (vit / bert attention, fused or not)
+//   BM_LibraryCallOverhead              (64 tiny convolutions: ns per call)
 //   BM_CompileFrontHalf / BM_CompileCold / BM_CompileWarm (mobilenet_v2)
 //   BM_Onnx*: the chains, sum, softmax and layer_norm imported from ONNX
 //             files (benchmarks/onnx/), next to the aten-built graphs
@@ -24,6 +26,7 @@
 #include <cblas.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -46,6 +49,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/wrapper_codegen.h"
 #include "frontend/onnx/importer.h"
+#include "ir/constants.h"
 #include "ir/ir.h"
 #include "ir/text_parser.h"
 #include "support/status.h"
@@ -87,11 +91,16 @@ struct Compiled {
   std::vector<Tensor> inputs;
 };
 
+// `device_passes` false compiles without the device's pre-lowering fusion
+// (the before of an after).
+// `weights`: graph inputs (by index, with their shapes in input_shapes) that
+// become constants with random data, as a model's weights are.
 Compiled* CompileText(const std::string& text, std::vector<std::vector<int64_t>> input_shapes,
-                      benchmark::State& state) {
+                      benchmark::State& state, bool device_passes = true, std::vector<size_t> weights = {}) {
   static std::map<std::string, std::unique_ptr<Compiled>>* cache =
       new std::map<std::string, std::unique_ptr<Compiled>>();
-  auto it = cache->find(text);
+  const std::string key = absl::StrCat(device_passes ? "fused:" : "unfused:", text);
+  auto it = cache->find(key);
   if (it != cache->end()) return it->second.get();
   Setup();
   absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(text);
@@ -99,17 +108,35 @@ Compiled* CompileText(const std::string& text, std::vector<std::vector<int64_t>>
     state.SkipWithError(graph.status().ToString().c_str());
     return nullptr;
   }
-  absl::StatusOr<driver::CompiledGraph> compiled = driver::CompileGraph(**graph);
+  uint32_t seed = 1;
+  std::vector<std::vector<int64_t>> runtime_shapes;
+  for (size_t i = weights.size(); i-- > 0;) {
+    const size_t index = weights[i];
+    ir::WithInsertPoint at(*(*graph)->nodes().begin());
+    absl::StatusOr<ir::Value*> c =
+        ir::InsertConstant(**graph, ir::IValue::FromTensor(RandomTensor(input_shapes[index], 100 + index)));
+    if (!c.ok()) {
+      state.SkipWithError(c.status().ToString().c_str());
+      return nullptr;
+    }
+    (*graph)->inputs()[index]->replaceAllUsesWith(*c);
+    (*graph)->eraseInput(index);
+  }
+  for (size_t i = 0; i < input_shapes.size(); ++i) {
+    if (std::find(weights.begin(), weights.end(), i) == weights.end()) runtime_shapes.push_back(input_shapes[i]);
+  }
+  driver::CompileOptions options;
+  options.device_passes = device_passes;
+  absl::StatusOr<driver::CompiledGraph> compiled = driver::CompileGraph(**graph, options);
   if (!compiled.ok()) {
     state.SkipWithError(compiled.status().ToString().c_str());
     return nullptr;
   }
   auto c = std::make_unique<Compiled>();
   c->graph = std::move(*compiled);
-  uint32_t seed = 1;
-  for (auto& shape : input_shapes) c->inputs.push_back(RandomTensor(shape, seed++));
+  for (auto& shape : runtime_shapes) c->inputs.push_back(RandomTensor(shape, seed++));
   Compiled* raw = c.get();
-  (*cache)[text] = std::move(c);
+  (*cache)[key] = std::move(c);
   return raw;
 }
 
@@ -501,6 +528,61 @@ void BM_Linear(benchmark::State& state, bool decomposed) {
 }
 BENCHMARK_CAPTURE(BM_Linear, extern, false)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 BENCHMARK_CAPTURE(BM_Linear, decomposed, true)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+// Attention of vit_b_16 (12 heads, 197 tokens, head dim 64: q / 8, keys as
+// a transposed view) and of bert_base at sequence 128 with a padding mask:
+// /1 the generated attention kernel (kiln::attention), /0 without the
+// device's fusion: a oneDNN batched matmul, the softmax kernel, another
+// matmul, with the [heads, S, T] scores in memory.
+void BM_Attention(benchmark::State& state) {
+  const bool fused = state.range(0) != 0;
+  const int64_t heads = 12, s = state.range(1), d = 64;
+  const bool mask = state.range(2) != 0;
+  std::string text = absl::StrCat("graph(%q : Float(", heads, ", ", s, ", ", d, "), %k : Float(", heads, ", ", s, ", ",
+                                  d, "), %v : Float(", heads, ", ", s, ", ", d, "), %m : Float(1, 1, ", s, ")):\n");
+  absl::StrAppend(&text, "  %c : float = prim::Constant[value=8.]()\n  %m1 : int = prim::Constant[value=-1]()\n",
+                  "  %one : int = prim::Constant[value=1]()\n  %n : NoneType = prim::Constant()\n",
+                  "  %p : int[] = prim::Constant[value=[0, 2, 1]]()\n",
+                  "  %qs : Tensor = aten::div(%q, %c)\n  %kt : Tensor = aten::permute(%k, %p)\n",
+                  "  %s0 : Tensor = aten::matmul(%qs, %kt)\n");
+  absl::StrAppend(&text, mask ? "  %s : Tensor = aten::add(%s0, %m, %one)\n" : "  %s : Tensor = aten::mul(%s0, %one)\n",
+                  "  %pr : Tensor = aten::softmax(%s, %m1, %n)\n  %o : Tensor = aten::matmul(%pr, %v)\n",
+                  "  return (%o)\n");
+  RunCompiled(state, CompileText(text, {{heads, s, d}, {heads, s, d}, {heads, s, d}, {1, 1, s}}, state, fused));
+  state.counters["GFLOPS"] = benchmark::Counter(4.0 * heads * s * s * d * 1e-9 * static_cast<double>(state.iterations()),
+                                                benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Attention)
+    ->Args({0, 197, 0})
+    ->Args({1, 197, 0})
+    ->Args({0, 128, 1})
+    ->Args({1, 128, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime();
+
+// Per-call cost of the library path at batch 1: 64 chained 1x1
+// convolutions (+ relu, fused) on [1, 8, 4, 4], each a few hundred flops:
+// what a call costs besides its arithmetic (host dispatch, oneDNN execute,
+// thread team), in ns_per_call.
+void BM_LibraryCallOverhead(benchmark::State& state) {
+  const int calls = 64;
+  std::string text = "graph(%x : Float(1, 8, 4, 4), %w : Float(8, 8, 1, 1)):\n";
+  absl::StrAppend(&text, "  %s : int[] = prim::Constant[value=[1, 1]]()\n  %z : int[] = prim::Constant[value=[0, 0]]()\n",
+                  "  %f : bool = prim::Constant[value=0]()\n  %g : int = prim::Constant[value=1]()\n",
+                  "  %n : NoneType = prim::Constant()\n");
+  std::string prev = "%x";
+  for (int i = 0; i < calls; ++i) {
+    absl::StrAppend(&text, "  %c", i, " : Tensor = aten::convolution(", prev,
+                    ", %w, %n, %s, %z, %s, %f, %z, %g)\n  %r", i, " : Tensor = aten::relu(%c", i, ")\n");
+    prev = absl::StrCat("%r", i);
+  }
+  absl::StrAppend(&text, "  return (", prev, ")\n");
+  RunCompiled(state, CompileText(text, {{1, 8, 4, 4}, {8, 8, 1, 1}}, state, true, {1}));
+  state.counters["ns_per_call"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * calls * 1e-9,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_LibraryCallOverhead)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime()->UseRealTime();
 
 // OpenBLAS's own figure: cblas_sgemm on the same sizes, output preallocated.
 void BM_CblasSgemm(benchmark::State& state) {

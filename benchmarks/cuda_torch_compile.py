@@ -2,7 +2,8 @@
 """PyTorch eager and torch.compile on the shapes of kiln's CUDA benchmarks.
 
 Runs on the GPU machine in the same `run` call as kiln's
-//backends/cuda:cuda_gpu_check, so the figures sit side by side (issue 6):
+//benchmarks:cuda_bench (benchmarks/cuda_realmodels.sh ops), so the figures sit
+side by side (issue 6):
 
   pointwise chain K=4/8/16 on 64M float32 (x + 0.1, x * 0.9 alternating),
   a device-to-device copy of the same size, sum(-1) over 8192^2,
@@ -11,7 +12,7 @@ Runs on the GPU machine in the same `run` call as kiln's
   and 32.
 
 Each op is timed with CUDA events (median of --reps runs after warm-up, the
-same protocol as cuda_gpu_check); compile latency is the wall time of the
+same protocol as cuda_bench); compile latency is the wall time of the
 first call of a freshly torch.compile'd function (after
 torch._dynamo.reset()), which includes tracing, Inductor and Triton's
 compiles. Prints one line per benchmark and a summary table; --json writes

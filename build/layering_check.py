@@ -40,6 +40,7 @@ LAYER_DIRS = {
     "passes": "passes",
     "runtime": "runtime",
     "lowering": "lowering",
+    "codegen": "codegen",
     "wrapper": "wrapper",
     "devices": "devices",
     "driver": "driver",

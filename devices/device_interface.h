@@ -18,6 +18,7 @@
 //   memory_allocated              MemoryAllocated() (and MaxMemoryAllocated())
 //   is_bf16_supported             IsBf16Supported()
 //   is_dtype_supported            IsDtypeSupported()
+//   torch.set_float32_matmul_precision  SetFloat32MatmulPrecision()
 #ifndef KILN_DEVICES_DEVICE_INTERFACE_H_
 #define KILN_DEVICES_DEVICE_INTERFACE_H_
 
@@ -164,6 +165,13 @@ class DeviceInterface {
   }
   virtual absl::StatusOr<int64_t> MaxMemoryAllocated(int /*index*/) {
     return Unimplemented("MaxMemoryAllocated");
+  }
+  // torch.set_float32_matmul_precision, process-wide: "highest" (float32
+  // products, every device's default), "high" / "medium" (TF32 tensor
+  // cores where the device has them).
+  virtual absl::Status SetFloat32MatmulPrecision(const std::string& precision) {
+    if (precision == "highest") return absl::OkStatus();
+    return Unimplemented("SetFloat32MatmulPrecision");
   }
   virtual bool IsBf16Supported() const { return false; }
   virtual bool IsDtypeSupported(DType dtype) const { return dtype == DType::kFloat32; }

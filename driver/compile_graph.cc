@@ -1,10 +1,12 @@
 #include "driver/compile_graph.h"
 
 #include <chrono>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "devices/device_guard.h"
 #include "lowering/lower.h"
 #include "runtime/interpreter.h"
 #include "passes/all_passes.h"
@@ -151,16 +153,34 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   // Shapes resolved at compile time: shape arithmetic folds to constants
   // now that the inputs' shapes are known (passes/shape_resolution.h).
   ASSIGN_OR_RETURN(bool changed, passes::ResolveShapes(graph, stats));
-  // Then the decompositions of the ops whose rows have no bespoke lowering
-  // (passes/decompositions.h), in Inductor's order: composite ops reach
-  // lowering as pointwise ops and reductions.
-  ASSIGN_OR_RETURN(bool decomposed, passes::PrepareForLowering(graph, stats));
-  (void)decomposed;
   (void)changed;
   out.times.shapes_ms = StageDone(options, "shape propagation", t);
 
+  // "cuda:1": the codegen and the program it compiles belong to the index
+  // current when the codegen is made.
+  std::optional<devices::DeviceGuard> guard;
+  if (options.device.find(':') != std::string::npos) {
+    ASSIGN_OR_RETURN(devices::DeviceGuard g, devices::DeviceGuard::Create(options.device));
+    guard.emplace(std::move(g));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen, wrapper::CreateDeviceCodegen(options.device));
+  if (options.device_passes && !codegen->PreLoweringPipeline().empty()) {
+    t = Clock::now();
+    ASSIGN_OR_RETURN(std::unique_ptr<passes::Pipeline> device_passes,
+                     passes::Pipeline::Create(codegen->PreLoweringPipeline(), passes::DefaultPassRegistry()));
+    ASSIGN_OR_RETURN(changed, device_passes->Run(graph));
+    out.times.device_passes_ms = StageDone(options, "device passes", t);
+  }
+
   t = Clock::now();
-  ASSIGN_OR_RETURN(out.loop_graph, lowering::LowerGraph(graph));
+  // The decompositions of the ops whose rows have no bespoke lowering
+  // (passes/decompositions.h), in Inductor's order: composite ops reach
+  // lowering as pointwise ops and reductions. After the device's passes,
+  // whose fusions match the composite ops (fuse_attention's softmax,
+  // fuse_post_ops' gelu and silu).
+  ASSIGN_OR_RETURN(bool decomposed, passes::PrepareForLowering(graph, stats));
+  (void)decomposed;
+  ASSIGN_OR_RETURN(out.loop_graph, lowering::LowerGraph(graph, codegen->LoweringOptions()));
   out.times.lower_ms = StageDone(options, "lowering", t);
   out.num_islands = out.loop_graph.num_islands;
   out.num_island_nodes = out.loop_graph.num_island_nodes;
@@ -191,7 +211,6 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   }
 
   t = Clock::now();
-  ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen, wrapper::CreateDeviceCodegen(options.device));
   ASSIGN_OR_RETURN(out.program, wrapper::GenerateWrapper(out.loop_graph, out.schedule, *codegen));
   out.times.wrapper_ms = StageDone(options, "wrapper", t);
 

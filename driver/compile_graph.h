@@ -40,17 +40,22 @@ struct CompileOptions {
   std::function<void(const char* stage, std::chrono::steady_clock::time_point start,
                      std::chrono::steady_clock::time_point end)>
       on_stage;
+  // Run the device's pre-lowering passes (DeviceCodegen::PreLoweringPipeline,
+  // e.g. the CPU's epilogue fusion). Off: the graph lowers as it is (tests
+  // compare both).
+  bool device_passes = true;
 };
 
 struct CompileTimes {
   double shapes_ms = 0;
+  double device_passes_ms = 0;
   double lower_ms = 0;
   double schedule_ms = 0;
   double wrapper_ms = 0;  // lines + kernel sources
   double plan_ms = 0;
   double compile_ms = 0;  // the device's compile (C++ compiler or cache hit, dlopen)
   double FrontHalfMs() const {
-    return shapes_ms + lower_ms + schedule_ms + wrapper_ms + plan_ms;
+    return shapes_ms + device_passes_ms + lower_ms + schedule_ms + wrapper_ms + plan_ms;
   }
 };
 

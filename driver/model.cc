@@ -120,6 +120,9 @@ absl::StatusOr<CompiledModel> CompileImportedModel(ImportedModel model,
     inputs = &m.inputs;
   }
   RETURN_IF_ERROR(SpecializeForCall(m.model, inputs));
+  if (options.precision) {
+    ASSIGN_OR_RETURN(m.autocast, ApplyPrecision(*m.model.graph, *options.precision, options.compile.device));
+  }
   ASSIGN_OR_RETURN(m.compiled, CompileGraph(*m.model.graph, options.compile));
   return m;
 }

@@ -19,6 +19,7 @@
 #include "driver/compile_graph.h"
 #include "driver/specializing_program.h"
 #include "frontend/pt2/signature.h"
+#include "driver/precision.h"
 #include "ir/ir.h"
 #include "ir/ivalue.h"
 #include "passes/pipeline.h"
@@ -78,6 +79,9 @@ absl::Status SpecializeForCall(ImportedModel& model,
 
 struct ModelCompileOptions {
   std::string pipeline = "-O2";
+  // Applied after the pipeline (precision.h): bf16/fp16 rewrite the graph
+  // as autocast would, tf32/fp32 set the device's float32 matmul precision.
+  std::optional<Precision> precision;
   CompileOptions compile;
   // When set: the inputs of the call to compile for (read once the model is
   // parsed). The program is specialised to their shapes (dynamic dims
@@ -92,6 +96,7 @@ struct CompiledModel {
   double passes_ms = 0;
   // What inputs_for returned (empty without it).
   std::vector<ir::IValue> inputs;
+  AutocastStats autocast;  // what --precision bf16/fp16 changed
 };
 
 // RunPipeline, SpecializeForCall (at `inputs`, else at what

@@ -162,12 +162,12 @@ absl::Status LowerTensorNode(LowerContext& ctx, const ir::Node& node) {
                         !absl::EndsWith(name, "__");
   bool handled = false;
   std::string why_extern = "no loop lowering for this op";
-  // Generated kernels compute in float32/float64/ints only: Half/BFloat16
-  // computations run as extern calls of their reference kernels (or, when
-  // there is none, in an interpreter island).
+  // Unless the device's kernels store float16/bfloat16 (LowerOptions),
+  // Half/BFloat16 computations run as extern calls of their reference
+  // kernels (or, when there is none, in an interpreter island).
   const ir::Operator* lowered = FunctionalOverload(ctx, op);
-  if (lowered != nullptr && TouchesHalfPrecision(node)) {
-    why_extern = "Half/BFloat16 computation (generated kernels compute in float32/float64/ints)";
+  if (lowered != nullptr && !ctx.narrow_float_kernels() && TouchesHalfPrecision(node)) {
+    why_extern = "Half/BFloat16 computation (this device's kernels compute in float32/float64/ints)";
   } else if (lowered != nullptr) {
     auto it = RowLowerings().find(lowered->schema.QualifiedName());
     if (it != RowLowerings().end()) {
@@ -239,9 +239,11 @@ absl::Status LowerNode(LowerContext& ctx, const ir::Node& node) {
 // One attempt with the island set known so far; sets *retry (after growing
 // `set`) when the islands must grow, discarding this attempt's LoopGraph.
 absl::StatusOr<LoopGraph> TryLower(const ir::Graph& graph, const ir::OpRegistry& registry,
-                                   IslandSet& set, bool* retry) {
+                                   const LowerOptions& options, IslandSet& set, bool* retry) {
   LoopGraph out;
   LowerContext ctx(registry, &out);
+  ctx.set_narrow_float_kernels(options.narrow_float_kernels);
+  ctx.set_conv_bias_epilogue(options.conv_bias_epilogue);
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     RETURN_IF_ERROR(LowerInput(ctx, graph.inputs()[i], i));
   }
@@ -301,6 +303,11 @@ LoopGraph WholeGraphIsland(const ir::Graph& graph, const ir::OpRegistry& registr
 }  // namespace
 
 absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph, const ir::OpRegistry& registry) {
+  return LowerGraph(graph, LowerOptions(), registry);
+}
+
+absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph, const LowerOptions& options,
+                                     const ir::OpRegistry& registry) {
   IslandSet set;
   for (const ir::Value* v : graph.inputs()) {
     if (!IsStaticTensor(v)) {
@@ -314,7 +321,7 @@ absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph, const ir::OpRegistr
   const size_t max_attempts = graph.numNodes() + 2;
   for (size_t attempt = 0; !set.whole_graph && attempt < max_attempts; ++attempt) {
     bool retry = false;
-    ASSIGN_OR_RETURN(LoopGraph out, TryLower(graph, registry, set, &retry));
+    ASSIGN_OR_RETURN(LoopGraph out, TryLower(graph, registry, options, set, &retry));
     if (!retry) return out;
   }
   if (set.whole_graph_reason.empty()) set.whole_graph_reason = "too many lowering attempts";

@@ -26,7 +26,21 @@
 
 namespace kiln::lowering {
 
+struct LowerOptions {
+  // The device's kernels load and store float16/bfloat16 (computing in
+  // float32, lowering/elementwise.h's ComputeDType). Otherwise ops that
+  // touch them run as extern calls of their reference kernels.
+  bool narrow_float_kernels = false;
+  // Convolutions with a bias run without it, and the bias is added by a
+  // pointwise buffer instead, which fuses with what follows (ReLU, residual
+  // adds): the device's convolution writes its output once, and one kernel
+  // reads it back for bias + activation, instead of a bias pass of its own.
+  bool conv_bias_epilogue = false;
+};
+
 absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph,
+                                     const ir::OpRegistry& registry = ir::BuiltinOps());
+absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph, const LowerOptions& options,
                                      const ir::OpRegistry& registry = ir::BuiltinOps());
 
 // The overloads with a loop lowering (the op rows' LOWER column), sorted.

@@ -50,6 +50,12 @@ class LowerContext {
 
   const ir::OpRegistry& registry() const { return registry_; }
   LoopGraph& graph() { return *graph_; }
+  // LowerOptions::narrow_float_kernels.
+  bool narrow_float_kernels() const { return narrow_float_kernels_; }
+  void set_narrow_float_kernels(bool on) { narrow_float_kernels_ = on; }
+  // LowerOptions::conv_bias_epilogue.
+  bool conv_bias_epilogue() const { return conv_bias_epilogue_; }
+  void set_conv_bias_epilogue(bool on) { conv_bias_epilogue_ = on; }
   // Appends `b` to the graph (all buffers are added through here).
   void AddBuffer(Buffer b);
   const Buffer* FindBuffer(const std::string& name) const;
@@ -121,6 +127,8 @@ class LowerContext {
                                         absl::Span<const int64_t> out_sizes) const;
 
  private:
+  bool narrow_float_kernels_ = false;
+  bool conv_bias_epilogue_ = false;
   const ir::OpRegistry& registry_;
   LoopGraph* graph_;
   const ir::Node* node_ = nullptr;

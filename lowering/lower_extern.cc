@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lowering/elementwise.h"
 #include "lowering/islands.h"
 #include "lowering/lower_context.h"
+#include "ops/row.h"
 #include "support/status.h"
 
 namespace kiln::lowering {
@@ -27,6 +29,32 @@ absl::StatusOr<ExternArg> ArgFor(const LowerContext& ctx, const ir::Value* v, si
                                           ") is neither a tensor nor a constant"));
   }
   return arg;
+}
+
+// A convolution library call (its op row's EXTERN column) whose argument 2
+// is the per-output-channel bias added last: not a fused op, whose epilogue
+// follows the bias (kiln::conv_post_ops).
+bool IsConvolution(const ir::Operator& op) {
+  const auto& args = op.schema.arguments;
+  return op.extern_form.library == ops::Library::kConv && args.size() > 2 &&
+         args[2].name == "bias" && op.schema.ArgumentIndex("post_ops") < 0;
+}
+
+// The bias of a convolution node to split off (LowerOptions::
+// conv_bias_epilogue): a 1-D tensor with one value per output channel.
+const TensorRef* SplittableConvBias(const LowerContext& ctx, const ir::Operator& op) {
+  const ir::Node& node = ctx.node();
+  if (!ctx.conv_bias_epilogue() || !IsConvolution(op) || node.inputs().size() < 3 ||
+      node.outputs().size() != 1) {
+    return nullptr;
+  }
+  const TensorRef* bias = ctx.FindTensor(node.input(2));
+  absl::StatusOr<OutputInfo> out = ctx.Output(0);
+  if (bias == nullptr || !out.ok() || out->sizes.size() < 3 || bias->layout.sizes.size() != 1 ||
+      bias->layout.sizes[0] != out->sizes[1]) {
+    return nullptr;
+  }
+  return bias;
 }
 
 }  // namespace
@@ -81,6 +109,8 @@ absl::Status LowerAsExtern(LowerContext& ctx) {
     ASSIGN_OR_RETURN(ExternArg arg, ArgFor(ctx, node.input(i), i));
     call.args.push_back(std::move(arg));
   }
+  const TensorRef* split_bias = SplittableConvBias(ctx, *op);
+  if (split_bias != nullptr) call.args[2] = ExternArg{"", ir::IValue::None()};
 
   std::string holder;
   for (size_t i = 0; i < node.outputs().size(); ++i) {
@@ -102,8 +132,18 @@ absl::Status LowerAsExtern(LowerContext& ctx) {
     } else {
       b.extern_source = holder;
     }
-    ctx.BindTensor(out, TensorRef{b.name, b.name, b.layout});
+    TensorRef result{b.name, b.name, b.layout};
     ctx.AddBuffer(std::move(b));
+    if (split_bias != nullptr) {
+      // y[n, c, ...] = conv[n, c, ...] + bias[c], in the compute type.
+      const DType compute = ComputeDType(info.dtype);
+      std::vector<ExprPtr> index;
+      for (size_t d = 0; d < info.sizes.size(); ++d) index.push_back(Var(static_cast<int>(d)));
+      ExprPtr conv = Cast(ctx.LoadAt(result, index, info.sizes), compute);
+      ExprPtr bias = Cast(ctx.LoadAt(*split_bias, {Var(1)}, info.sizes), compute);
+      result = ctx.AddPointwise(info, Cast(Binary(ExprOp::kAdd, conv, bias), info.dtype));
+    }
+    ctx.BindTensor(out, result);
   }
   if (holder.empty()) return ctx.Unimplemented("extern op without tensor outputs");
   return absl::OkStatus();

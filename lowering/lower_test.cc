@@ -13,6 +13,7 @@ namespace kiln::lowering {
 namespace {
 
 using testing::LowerText;
+using testing::ParsePropagated;
 
 std::string Dump(const std::string& text) {
   absl::StatusOr<LoopGraph> g = LowerText(text);
@@ -147,6 +148,32 @@ TEST(LowerTest, ExternFallbackKeepsConstantArgs) {
   %y : Tensor = aten::conv2d(%x, %w, %none, %s, %p, %s, %g)
   return (%y))");
   EXPECT_TRUE(absl::StrContains(out, "buf0 : Float[1, 4, 6, 6] = extern aten::conv2d(arg0, arg1, None, [1, 1], [0, 0], [1, 1], 1)")) << out;
+}
+
+TEST(LowerTest, ConvBiasBecomesAPointwiseEpilogueWhenAsked) {
+  constexpr char kText[] = R"(graph(%x : Float(1, 2, 8, 8), %w : Float(4, 2, 3, 3), %b : Float(4)):
+  %s : int[] = prim::Constant[value=[1, 1]]()
+  %p : int[] = prim::Constant[value=[0, 0]]()
+  %g : int = prim::Constant[value=1]()
+  %y : Tensor = aten::conv2d(%x, %w, %b, %s, %p, %s, %g)
+  %r : Tensor = aten::relu(%y)
+  return (%r))";
+  // By default the bias stays an argument of the extern.
+  EXPECT_TRUE(absl::StrContains(Dump(kText), "extern aten::conv2d(arg0, arg1, arg2,")) << Dump(kText);
+  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ParsePropagated(kText);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  LowerOptions options;
+  options.conv_bias_epilogue = true;
+  absl::StatusOr<LoopGraph> g = LowerGraph(**graph, options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->ToString(),
+            "arg0 : Float[1, 2, 8, 8] = input\n"
+            "arg1 : Float[4, 2, 3, 3] = input\n"
+            "arg2 : Float[4] = input\n"
+            "buf0 : Float[1, 4, 6, 6] = extern aten::conv2d(arg0, arg1, None, [1, 1], [0, 0], [1, 1], 1)\n"
+            "buf1 : Float[1, 4, 6, 6] = pointwise [1, 4, 6, 6] load(buf0, v1 * 36 + v2 * 6 + v3) + load(arg2, v1)\n"
+            "buf2 : Float[1, 4, 6, 6] = pointwise [1, 4, 6, 6] relu(load(buf1, v1 * 36 + v2 * 6 + v3))\n"
+            "inputs: arg0, arg1, arg2\noutputs: buf2\n");
 }
 
 }  // namespace

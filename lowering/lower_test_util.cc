@@ -13,7 +13,7 @@
 
 namespace kiln::lowering::testing {
 
-absl::StatusOr<LoopGraph> LowerText(const std::string& text) {
+absl::StatusOr<std::unique_ptr<ir::Graph>> ParsePropagated(const std::string& text) {
   RETURN_IF_ERROR(passes::RegisterShapeFunctions());
   RETURN_IF_ERROR(runtime::RegisterReferenceKernels(ir::BuiltinOps()));
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, ir::ParseGraph(text));
@@ -21,6 +21,11 @@ absl::StatusOr<LoopGraph> LowerText(const std::string& text) {
   // As the compile pipeline does: shapes, then decompositions (composite ops
   // reach lowering as pointwise ops and reductions).
   RETURN_IF_ERROR(passes::PrepareForLowering(*graph, stats).status());
+  return graph;
+}
+
+absl::StatusOr<LoopGraph> LowerText(const std::string& text) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, ParsePropagated(text));
   return LowerGraph(*graph);
 }
 

@@ -10,6 +10,8 @@
 #include "passes/peephole.h"
 #include "passes/canonicalize.h"
 #include "passes/decompositions.h"
+#include "passes/fuse_attention.h"
+#include "passes/fuse_post_ops.h"
 #include "passes/shape_propagation.h"
 #include "passes/shape_resolution.h"
 #include "support/status.h"
@@ -31,6 +33,8 @@ absl::Status RegisterAllPasses(PassRegistry& registry) {
   RETURN_IF_ERROR(RegisterShapeResolutionPass(registry));
   RETURN_IF_ERROR(RegisterDecomposePass(registry));
   RETURN_IF_ERROR(RegisterCanonicalizePass(registry));
+  RETURN_IF_ERROR(RegisterFusePostOpsPass(registry));
+  RETURN_IF_ERROR(RegisterFuseAttentionPass(registry));
   return absl::OkStatus();
 }
 

@@ -350,6 +350,9 @@ absl::StatusOr<Types> Linear(const Args& a);
 absl::StatusOr<Types> Mm(const Args& a);
 absl::StatusOr<Types> Bmm(const Args& a);
 absl::StatusOr<Types> Matmul(const Args& a);
+// kiln::attention(q, kt, v, mask?, scale): softmax(q @ kt * scale + mask) @ v,
+// [..., L, E] x [..., E, S] x [..., S, D] -> [..., L, D].
+absl::StatusOr<Types> Attention(const Args& a);
 absl::StatusOr<Types> Addmm(const Args& a);
 absl::StatusOr<Types> Baddbmm(const Args& a);
 absl::StatusOr<Types> Dot(const Args& a);

@@ -96,6 +96,32 @@ absl::StatusOr<Types> Matmul(const Args& a) {
   return Types{TensorOf(dtype, out, a.CommonDevice())};
 }
 
+absl::StatusOr<Types> Attention(const Args& a) {
+  const TensorInfo* q = a.Tensor(0);
+  const TensorInfo* kt = a.Tensor(1);
+  const TensorInfo* v = a.Tensor(2);
+  if (!q || !kt || !v) return Types{Type::Tensor()};
+  std::optional<DType> dtype = PromoteInputs(a, {0, 1, 2});
+  if (!q->sizes || !kt->sizes || !v->sizes) {
+    return Types{TensorOf(dtype, std::nullopt, a.CommonDevice())};
+  }
+  const Dims& qs = *q->sizes;
+  const Dims& ks = *kt->sizes;
+  const Dims& vs = *v->sizes;
+  if (qs.size() < 2 || ks.size() < 2 || vs.size() < 2) {
+    return a.Error("attention operands need at least 2 dims");
+  }
+  RETURN_IF_ERROR(CheckDimsEqual(a, qs.back(), ks[ks.size() - 2], "q and kt inner dimensions differ"));
+  RETURN_IF_ERROR(CheckDimsEqual(a, ks.back(), vs[vs.size() - 2], "kt and v inner dimensions differ"));
+  ASSIGN_OR_RETURN(SymbolicSizes batch, BroadcastOrError(a, Dims(qs.begin(), qs.end() - 2),
+                                                         Dims(ks.begin(), ks.end() - 2)));
+  ASSIGN_OR_RETURN(batch, BroadcastOrError(a, batch, Dims(vs.begin(), vs.end() - 2)));
+  Dims out = batch.value_or(Dims());
+  out.push_back(qs[qs.size() - 2]);
+  out.push_back(vs.back());
+  return Types{TensorOf(dtype, out, a.CommonDevice())};
+}
+
 // addmm(self, mat1, mat2, *, beta, alpha): mm's shape, self must broadcast.
 absl::StatusOr<Types> Addmm(const Args& a) {
   const TensorInfo* x = a.Tensor(1);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ir/post_ops.h"
 #include "support/tensor.h"
 
 namespace kiln::runtime::nn {
@@ -37,6 +38,13 @@ struct ConvOptions {
 // bias [Cout]. The number of spatial dims is w.dim() - 2.
 absl::StatusOr<Tensor> Convolution(const std::string& op, const Tensor& x, const Tensor& w,
                                    const std::optional<Tensor>& bias, const ConvOptions& o);
+
+// The epilogue of a fused op (ir/post_ops.h) applied to `y` step by step
+// with the reference kernels of the ops it replaces (aten::relu, aten::add,
+// ...), so a fused op rounds exactly as its unfused chain does. Binary
+// operands broadcast to `y` and must not change its shape or dtype.
+absl::StatusOr<Tensor> ApplyPostOps(const std::string& op, Tensor y, const std::vector<ir::PostOp>& post_ops,
+                                    const std::vector<Tensor>& operands);
 
 // ONNX ConvInteger: sum((x - x_zero_point) * (w - w_zero_point)) as int32.
 // w_zero_point may be a scalar or one value per output channel.

@@ -2,6 +2,7 @@
 // included). Expected values come from PyTorch 1.13 (F.conv2d, F.max_pool2d,
 // F.interpolate, F.grid_sample, ... on the same inputs) or, for the ONNX-only
 // kiln:: ops, from the ONNX reference implementations / by hand.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -245,6 +246,61 @@ TEST(ConvTest, Conv2dGroupsStridePadding) {
   ExpectOp("kiln::conv_nd", {T(ConvX()), T(ConvW()), T(b), L({2, 2}), L({1, 1, 1, 1}),
                              L({1, 1}), I(2)},
            kConv2dG2);
+}
+
+IValue StrList(std::vector<std::string> v) {
+  std::vector<IValue> e;
+  for (std::string& s : v) e.push_back(IValue::String(std::move(s)));
+  return IValue::List(std::move(e));
+}
+IValue DoubleList(std::vector<double> v) {
+  std::vector<IValue> e;
+  for (double d : v) e.push_back(IValue::Double(d));
+  return IValue::List(std::move(e));
+}
+IValue TensorList(std::vector<Tensor> v) {
+  std::vector<IValue> e;
+  for (Tensor& t : v) e.push_back(IValue::FromTensor(std::move(t)));
+  return IValue::List(std::move(e));
+}
+
+// kiln::conv_post_ops is the convolution then each step through the
+// replaced op's kernel: relu(clamp(conv + skip, -1, 2) * 0.5 + 0.25) by hand
+// from kConv2dG2.
+TEST(ConvTest, ConvPostOpsAppliesTheEpilogueInOrder) {
+  Tensor b = Make(DType::kFloat32, {4}, {0.5, -1.0, 2.0, 0.0});
+  Tensor skip = Arange({1, 4, 2, 2}, 0.25, -2.0);
+  Expected want = kConv2dG2;
+  for (size_t i = 0; i < want.values.size(); ++i) {
+    double v = want.values[i] + skip.GetDouble(static_cast<int64_t>(i));
+    v = std::min(std::max(v, -1.0), 2.0) * 0.5 + 0.25;
+    want.values[i] = std::max(v, 0.0);
+  }
+  ExpectOp("kiln::conv_post_ops",
+           {T(ConvX()), T(ConvW()), T(b), L({2, 2}), L({1, 1, 1, 1}), L({1, 1}), I(2),
+            StrList({"add", "clamp", "linear", "relu"}), DoubleList({-1.0, 2.0, 0.5, 0.25}), TensorList({skip})},
+           want);
+  ExpectInvalid("kiln::conv_post_ops",
+                {T(ConvX()), T(ConvW()), T(b), L({2, 2}), L({1, 1, 1, 1}), L({1, 1}), I(2), StrList({"add"}),
+                 DoubleList({}), TensorList({})},
+                "needs an operand");
+  // An operand that would broadcast the result to a larger shape.
+  ExpectInvalid("kiln::conv_post_ops",
+                {T(ConvX()), T(ConvW()), T(b), L({2, 2}), L({1, 1, 1, 1}), L({1, 1}), I(2), StrList({"mul"}),
+                 DoubleList({}), TensorList({Arange({2, 4, 2, 2})})},
+                "changes the result's dtype or shape");
+}
+
+TEST(ConvTest, LinearPostOps) {
+  Tensor x = Make(DType::kFloat32, {2, 3}, {1, -2, 3, 0.5, 0.25, -1});
+  Tensor w = Make(DType::kFloat32, {2, 3}, {1, 0, -1, 2, 1, 0});
+  Tensor b = Make(DType::kFloat32, {2}, {0.5, -0.5});
+  // x @ w.T + b = [[-1.5, -0.5], [2, 0.75]]; silu then * [1, 2].
+  auto silu = [](double v) { return v / (1 + std::exp(-v)); };
+  ExpectOp("kiln::linear_post_ops",
+           {T(x), T(w), T(b), StrList({"silu", "mul"}), DoubleList({}),
+            TensorList({Make(DType::kFloat32, {2}, {1, 2})})},
+           Expected{{2, 2}, {silu(-1.5), 2 * silu(-0.5), silu(2), 2 * silu(0.75)}});
 }
 
 TEST(ConvTest, Conv2dDilation) {

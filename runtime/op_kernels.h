@@ -184,6 +184,24 @@ absl::StatusOr<Tensor> EinsumKernel(const std::string& equation, const std::vect
 
 using Ints = std::vector<int64_t>;
 
+// The fused library ops (passes/fuse_post_ops.h, fuse_attention.h): the
+// op's reference kernel, then its epilogue (ir/post_ops.h) through the
+// kernels of the ops it replaced (nn::ApplyPostOps), so a fused op rounds as
+// its unfused chain does.
+absl::StatusOr<Tensor> ConvPostOps(const std::string& op, const Tensor& x, const Tensor& w,
+                                   const OptTensor& b, const Ints& stride, const Ints& pads,
+                                   const Ints& dilation, int64_t groups,
+                                   const std::vector<std::string>& post_ops,
+                                   const std::vector<double>& post_scalars,
+                                   const std::vector<Tensor>& post_operands);
+absl::StatusOr<Tensor> LinearPostOps(const std::string& op, const Tensor& x, const Tensor& w,
+                                     const OptTensor& b, const std::vector<std::string>& post_ops,
+                                     const std::vector<double>& post_scalars,
+                                     const std::vector<Tensor>& post_operands);
+// softmax(q @ kt * scale + mask, -1) @ v, as the chain it replaces.
+absl::StatusOr<Tensor> Attention(const Tensor& q, const Tensor& kt, const Tensor& v,
+                                 const OptTensor& mask, double scale);
+
 // convolution / _convolution(input, weight, bias, stride, padding, dilation,
 // transposed, output_padding, groups, [implementation flags]).
 absl::StatusOr<Tensor> ConvolutionKernel(const std::string& op, const Tensor& input,

@@ -6,6 +6,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ir/post_ops.h"
+#include "runtime/kernels.h"
 #include "runtime/kernels_math.h"
 #include "runtime/kernels_nn.h"
 #include "runtime/kernels_shape.h"
@@ -215,6 +217,55 @@ absl::StatusOr<Tensor> OnnxConv(const std::string& op, const Tensor& x, const Te
   ASSIGN_OR_RETURN(size_t n, SpatialDims(op, w));
   ASSIGN_OR_RETURN(nn::ConvOptions o, OnnxConvOptions(op, n, stride, pads, dilation, groups));
   return nn::Convolution(op, x, w, b, o);
+}
+
+namespace {
+
+// The epilogue lists of a fused op (post_ops, post_scalars, post_operands).
+absl::StatusOr<std::vector<ir::PostOp>> ParsedPostOps(const std::string& op,
+                                                      const std::vector<std::string>& names,
+                                                      const std::vector<double>& scalars,
+                                                      const std::vector<Tensor>& operands) {
+  absl::StatusOr<std::vector<ir::PostOp>> post = ir::ParsePostOps(names, scalars, operands.size());
+  if (!post.ok()) return Invalid(op, post.status().message());
+  return post;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> ConvPostOps(const std::string& op, const Tensor& x, const Tensor& w,
+                                   const OptTensor& b, const Ints& stride, const Ints& pads,
+                                   const Ints& dilation, int64_t groups,
+                                   const std::vector<std::string>& post_ops,
+                                   const std::vector<double>& post_scalars,
+                                   const std::vector<Tensor>& post_operands) {
+  ASSIGN_OR_RETURN(std::vector<ir::PostOp> post,
+                   ParsedPostOps(op, post_ops, post_scalars, post_operands));
+  ASSIGN_OR_RETURN(Tensor y, OnnxConv(op, x, w, b, stride, pads, dilation, groups));
+  return nn::ApplyPostOps(op, std::move(y), post, post_operands);
+}
+
+absl::StatusOr<Tensor> LinearPostOps(const std::string& op, const Tensor& x, const Tensor& w,
+                                     const OptTensor& b, const std::vector<std::string>& post_ops,
+                                     const std::vector<double>& post_scalars,
+                                     const std::vector<Tensor>& post_operands) {
+  ASSIGN_OR_RETURN(std::vector<ir::PostOp> post,
+                   ParsedPostOps(op, post_ops, post_scalars, post_operands));
+  ASSIGN_OR_RETURN(Tensor y, Linear(x, w, b));
+  return nn::ApplyPostOps(op, std::move(y), post, post_operands);
+}
+
+absl::StatusOr<Tensor> Attention(const Tensor& q, const Tensor& kt, const Tensor& v,
+                                 const OptTensor& mask, double scale) {
+  ASSIGN_OR_RETURN(Tensor s, Matmul(q, kt));
+  if (scale != 1.0) {
+    ASSIGN_OR_RETURN(s, Binary(BinaryOp::kMul, Operand::FromTensor(s), Operand::Double(scale)));
+  }
+  if (mask) {
+    ASSIGN_OR_RETURN(s, Binary(BinaryOp::kAdd, Operand::FromTensor(s), Operand::FromTensor(*mask)));
+  }
+  ASSIGN_OR_RETURN(Tensor p, Softmax(s, -1, std::nullopt, /*log=*/false));
+  return Matmul(p, v);
 }
 
 absl::StatusOr<Tensor> OnnxConvTranspose(const std::string& op, const Tensor& x, const Tensor& w,

@@ -13,8 +13,8 @@ ABSL_FLAG(std::string, dump_dir, "",
           "Write the IR as it goes: opt after every pass that changed it (NNN_<pass>.txt and "
           ".pb), compile after every stage (1_graph.txt ... 5_program.cpp)");
 ABSL_FLAG(std::string, device, "cpu",
-          "Device to compile for: cpu; conformance also cuda (on a machine with an NVIDIA GPU "
-          "and its driver)");
+          "Device to compile for and run on: cpu, cuda or cuda:N (cuda on a machine with an "
+          "NVIDIA GPU and its driver)");
 // An element matches when |actual - expected| <= atol + rtol * |expected|
 // (ONNX's backend-test runner's rule and defaults).
 ABSL_FLAG(double, rtol, 1e-3, "Relative tolerance of output comparisons");

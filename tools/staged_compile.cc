@@ -127,6 +127,10 @@ absl::StatusOr<StagedCompile> RunStagedCompile(const StagedCompileOptions& optio
     out.inputs_made = true;
   }
   RETURN_IF_ERROR(driver::SpecializeForCall(out.model, out.inputs_made ? &out.inputs : nullptr));
+  if (options.precision) {
+    ASSIGN_OR_RETURN(out.autocast,
+                     driver::ApplyPrecision(*out.model.graph, *options.precision, options.device));
+  }
   RETURN_IF_ERROR(stages.Dump("2_optimized.txt", ir::PrintGraph(*out.model.graph)));
   out.reached = CompileStage::kOptimized;
   if (options.stop_after == CompileStage::kOptimized) return out;

@@ -23,6 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "driver/compile_graph.h"
 #include "driver/model.h"
+#include "driver/precision.h"
 #include "ir/ivalue.h"
 #include "tools/trace.h"
 
@@ -51,6 +52,10 @@ struct StagedCompileOptions {
   // small integer inputs its shapes depend on). Without it, a model with
   // dynamic shapes compiles at its traced shapes.
   std::function<absl::StatusOr<std::vector<ir::IValue>>(const driver::ImportedModel&)> make_inputs;
+  // Applied after the passes and the call's specialization
+  // (driver/precision.h): bf16/fp16 rewrite the graph as autocast would,
+  // tf32/fp32 set the device's float32 matmul precision.
+  std::optional<driver::Precision> precision;
   TraceRecorder* trace = nullptr;  // optional
   bool progress = true;            // on stderr, when it is a terminal
 };
@@ -61,6 +66,7 @@ struct StagedCompile {
   CompileStage reached = CompileStage::kGraph;
   // From stage loops on.
   std::optional<driver::CompiledGraph> compiled;
+  driver::AutocastStats autocast;  // what a bf16/fp16 precision changed
   // What make_inputs returned, when it was called.
   bool inputs_made = false;
   std::vector<ir::IValue> inputs;

@@ -10,13 +10,16 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lowering/loop_ir.h"
+#include "lowering/lower.h"
 #include "lowering/schedule.h"
 #include "support/tensor.h"
+#include "wrapper/program_session.h"
 #include "wrapper/wrapper_ir.h"
 
 namespace kiln::wrapper {
@@ -35,6 +38,15 @@ class DeviceCodegen {
   // the on-disk cache and loaded with dlopen.
   virtual absl::StatusOr<std::unique_ptr<class CompiledProgram>> Compile(
       const WrapperProgram& program) = 0;
+  // Graph passes (a pipeline spec, passes/pipeline_spec.h) the driver runs
+  // after shape propagation and before lowering, for ops this device runs
+  // in a library: the CPU's "fuse_post_ops" (convolution/GEMM epilogues
+  // for oneDNN). Empty: none.
+  virtual std::string PreLoweringPipeline() const { return ""; }
+  // How the driver should lower graphs for this device: whether
+  // KernelSource handles float16/bfloat16 buffers, whether convolution
+  // biases become pointwise epilogues (lowering/lower.h).
+  virtual lowering::LowerOptions LoweringOptions() const { return lowering::LowerOptions(); }
 };
 
 // A compiled program ready to run.
@@ -49,6 +61,16 @@ class CompiledProgram {
   // interpreted_graph) takes and returns sequences, strings, optionals. By
   // default the values must be tensors and go through Run.
   virtual absl::StatusOr<std::vector<ir::IValue>> RunValues(const std::vector<ir::IValue>& inputs);
+  // Repeated calls on `inputs` (program_session.h): placed on the device
+  // once, timed and profiled there. By default a host session over Run.
+  virtual absl::StatusOr<std::unique_ptr<ProgramSession>> NewSession(std::vector<Tensor> inputs) {
+    return MakeHostSession(*this, std::move(inputs));
+  }
+  // Generated source a `kiln compile -o DIR` writes: file name -> text
+  // (the CPU's program.cpp, CUDA's kernels.cu).
+  virtual std::vector<std::pair<std::string, std::string>> SourceFiles() const { return {}; }
+  // Device-specific lines of the compile report (caches, compiler time).
+  virtual std::vector<std::string> ReportLines() const { return {}; }
 };
 
 // Device name -> codegen. devices/<impl> registers itself at start-up

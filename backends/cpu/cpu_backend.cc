@@ -291,7 +291,7 @@ namespace {
 // converts the bindings' pointers to whatever a kernel's parameters are.
 std::string PythonKernelPrelude() {
   std::string text = absl::StrCat(
-      "#include <math.h>\n#include <stdint.h>\n#undef INT64_C\n", kCpuPrelude,
+      "#include <math.h>\n#include <stdint.h>\n#undef INT64_C\n", CpuPrelude(),
       "struct kiln_ptr {\n  void* p;\n"
       "  template <typename T> operator T*() const { return static_cast<T*>(p); }\n};\n");
   // A raw literal when it can be one (the prelude is kiln's own text).
@@ -378,6 +378,12 @@ CpuCodegen::CpuCodegen(CpuBackendOptions options) : options_(std::move(options))
 absl::StatusOr<std::string> CpuCodegen::KernelSource(const lowering::LoopGraph& graph,
                                                      const lowering::FusedKernel& kernel) {
   return CpuKernelSource(graph, kernel);
+}
+
+CompilerConfig DefaultCpuCompilerConfig() {
+  CompilerConfig c;
+  c.flags.push_back("-mprefer-vector-width=512");
+  return c;
 }
 
 absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CpuCodegen::Compile(

@@ -20,12 +20,19 @@
 
 namespace kiln::backends::cpu {
 
+// The compiler configuration generated programs build with: the cache's
+// defaults plus -mprefer-vector-width=512, so that on AVX-512 hosts gcc
+// vectorizes (and calls libmvec's) 16-wide instead of its default 8-wide:
+// tanhf 0.72 -> 0.33 ns per element, expf 0.36 -> 0.29 (README.md). A
+// no-op where 512-bit vectors do not exist.
+CompilerConfig DefaultCpuCompilerConfig();
+
 struct CpuBackendOptions {
   // Empty: CacheDirectory("cpu") (support/disk_cache.h: KILN_CACHE_DIR/cpu, ...).
   std::string cache_dir;
   // The cache's size cap in bytes (0: none); unset: KILN_CACHE_MAX_MB, else 2048 MB.
   std::optional<uint64_t> cache_max_bytes;
-  CompilerConfig compiler;
+  CompilerConfig compiler = DefaultCpuCompilerConfig();
 };
 
 // The host as a device: one index, synchronous streams (everything queued
@@ -101,6 +108,10 @@ class CpuCodegen : public wrapper::DeviceCodegen {
   // Returns a CpuProgram (cpu_program.h), whose stats() give the times.
   absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> Compile(
       const wrapper::WrapperProgram& program) override;
+  // Epilogue fusion for the oneDNN library calls (passes/fuse_post_ops.h),
+  // attention for the generated attention kernel (fuse_attention.h), then
+  // dead-code elimination of what the fused chains left.
+  std::string PreLoweringPipeline() const override { return "fuse_post_ops,fuse_attention,dce"; }
 
  private:
   CpuBackendOptions options_;

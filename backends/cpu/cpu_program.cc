@@ -1,14 +1,24 @@
 #include "backends/cpu/cpu_program.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/cpu/dnnl_util.h"
+#include "backends/cpu/env.h"
 #include "backends/cpu/extern_kernels.h"
 #include "backends/cpu/identifiers.h"
 #include "backends/cpu/layout_util.h"
+#include "backends/cpu/threads.h"
 #include "runtime/tensor_ops.h"
 #include "support/status.h"
 #include "wrapper/host_fallback.h"
@@ -64,6 +74,7 @@ absl::StatusOr<Base> BaseFor(const Tensor& t, const Layout& l, const std::string
 
 struct RunContext {
   CpuProgram* program = nullptr;
+  CpuProgram::RunState* run_state = nullptr;
   std::map<const void*, Base> bases;
   std::string error;
 
@@ -76,6 +87,26 @@ struct RunContext {
     }
     return Tensor::View(it->second.owner, l.sizes, l.strides, it->second.elem_offset + l.offset);
   }
+};
+
+// KILN_CPU_PROFILE=1 (env.h): each extern call's time, summed per extern
+// and printed (most expensive first) when the program is destroyed; the
+// rest of a run is generated kernels and the wrapper.
+class CallProfile {
+ public:
+  CallProfile(CpuProgram* program, size_t index) : program_(env::Profile() ? program : nullptr), index_(index) {
+    if (program_ != nullptr) start_ = std::chrono::steady_clock::now();
+  }
+  ~CallProfile() {
+    if (program_ != nullptr) {
+      program_->AddExternTime(index_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    }
+  }
+
+ private:
+  CpuProgram* program_;
+  size_t index_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 void* HostAlloc(void* ctx_ptr, int64_t nbytes, int64_t dtype_code) {
@@ -116,6 +147,18 @@ int HostExtern(void* ctx_ptr, int64_t index, void* const* buffers) {
       ctx->error = "extern call index out of range";
       return 1;
     }
+    if (LibraryCall* call = ctx->program->library_call(static_cast<size_t>(index))) {
+      CpuProgram::RunState& rs = *ctx->run_state;
+      std::unique_ptr<CallState>& state = rs.calls[static_cast<size_t>(index)];
+      if (!state) state = call->NewState();
+      CallProfile profile(ctx->program, static_cast<size_t>(index));
+      absl::Status s = call->Run(buffers, *state, rs.stream, rs.workspace);
+      if (!s.ok()) {
+        ctx->error = s.ToString();
+        return 1;
+      }
+      return 0;
+    }
     const ExternCallSpec& spec = externs[static_cast<size_t>(index)];
     std::vector<Tensor> args, outputs;
     size_t next = 0;
@@ -135,6 +178,7 @@ int HostExtern(void* ctx_ptr, int64_t index, void* const* buffers) {
       }
       outputs.push_back(*t);
     }
+    CallProfile profile(ctx->program, static_cast<size_t>(index));
     absl::Status s = spec.island ? wrapper::RunHostIsland(*spec.island, args, outputs)
                                  : RunExternKernel(spec.op, spec.args, args, outputs);
     if (!s.ok()) {
@@ -187,11 +231,195 @@ absl::StatusOr<std::unique_ptr<CpuProgram>> CpuProgram::Load(GeneratedProgram ge
     return absl::InternalError(absl::StrCat(library_path, " is not a kiln CPU program of ABI version ",
                                             kHostAbiVersion));
   }
+  const auto t0 = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(program->PrepareLibraryCalls());
+  program->stats_.prepare_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return program;
 }
 
+absl::Status CpuProgram::SetNumThreads(int n) {
+  if (n <= 0 || n > 4096) return absl::InvalidArgumentError(absl::StrCat("thread count ", n, " out of range"));
+  if (n == num_threads_) return absl::OkStatus();
+  num_threads_ = n;
+  {
+    std::lock_guard<std::mutex> lock(run_states_mu_);
+    run_states_.clear();  // their call states belong to the old primitives
+  }
+  return PrepareLibraryCalls();
+}
+
+absl::Status CpuProgram::PrepareLibraryCalls() {
+  const GeneratedProgram& g = generated_;
+  library_stats_ = LibraryStats();
+  LibraryStats& st = library_stats_;
+  const size_t n = g.externs.size();
+  library_calls_.clear();
+  library_calls_.resize(n);
+  st.calls.assign(n, "");
+  // Primitives are made for the thread count the program runs with.
+  if (num_threads_ <= 0) num_threads_ = DefaultNumThreads();
+  ScopedNumThreads threads(num_threads_);
+  // Primitives are made outside parallel regions: oneDNN sizes their
+  // thread partitioning from the pool it sees when they are made.
+  std::vector<absl::StatusOr<std::unique_ptr<LibraryCall>>> prepared(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ExternCallSpec& spec = g.externs[i];
+    std::vector<Tensor> constants(spec.buffer_arg_layouts.size());
+    for (size_t k = 0; k < constants.size() && k < spec.buffer_arg_constants.size(); ++k) {
+      const int c = spec.buffer_arg_constants[k];
+      // The library reads a constant at its storage base, as generated code does.
+      if (c >= 0 && static_cast<size_t>(c) < g.constants.size() &&
+          g.constants[static_cast<size_t>(c)].storage_offset() == g.constant_layouts[static_cast<size_t>(c)].offset) {
+        constants[k] = g.constants[static_cast<size_t>(c)];
+      }
+    }
+    prepared[i] = PrepareLibraryCall(spec, constants);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!prepared[i].ok()) {
+      st.fallbacks.push_back(absl::StrCat("extern ", i, " (", g.externs[i].op, "): ", prepared[i].status().message()));
+    } else {
+      library_calls_[i] = *std::move(prepared[i]);
+    }
+  }
+  RETURN_IF_ERROR(PackConstants());
+  // The layout plan: a value stays channels-last when a library call that
+  // computes channels-last writes it and only such calls read it.
+  const size_t values = g.value_needs_plain.size();
+  std::vector<int> cl(values, 0);  // 1: written channels-last by a library call
+  for (size_t i = 0; i < n; ++i) {
+    const LibraryCall* call = library_calls_[i].get();
+    for (int v : g.externs[i].output_values) {
+      if (v < 0 || static_cast<size_t>(v) >= values) continue;
+      cl[static_cast<size_t>(v)] = call != nullptr && call->ChannelsLastOutput() && !g.value_needs_plain[static_cast<size_t>(v)] ? 1 : -1;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const LibraryCall* call = library_calls_[i].get();
+    const std::vector<int>& args = g.externs[i].buffer_arg_values;
+    const std::vector<bool> ok = call != nullptr ? call->ChannelsLastArgs() : std::vector<bool>(args.size(), false);
+    for (size_t k = 0; k < args.size(); ++k) {
+      if (args[k] >= 0 && static_cast<size_t>(args[k]) < values && !(k < ok.size() && ok[k])) {
+        cl[static_cast<size_t>(args[k])] = -1;
+      }
+    }
+  }
+  auto format = [&](int v) {
+    return v >= 0 && static_cast<size_t>(v) < values && cl[static_cast<size_t>(v)] == 1 ? ValueFormat::kChannelsLast
+                                                                                         : ValueFormat::kPlain;
+  };
+  for (int v : cl) st.channels_last_values += v == 1;
+  size_t workspace = 0;
+  for (size_t i = 0; i < n; ++i) {
+    LibraryCall* call = library_calls_[i].get();
+    if (call == nullptr) {
+      ++st.reference_externs;
+      continue;
+    }
+    const ExternCallSpec& spec = g.externs[i];
+    std::vector<ValueFormat> arg_formats;
+    for (int v : spec.buffer_arg_values) arg_formats.push_back(format(v));
+    const ValueFormat out = spec.output_values.empty() ? ValueFormat::kPlain : format(spec.output_values[0]);
+    RETURN_IF_ERROR(call->SetFormats(arg_formats, out));
+    ++st.library_calls;
+    workspace = std::max(workspace, call->workspace_bytes());
+    st.calls[i] = call->Describe();
+    st.reorders += static_cast<int>(absl::StrContains(st.calls[i], "reorder in")) +
+                   static_cast<int>(absl::StrContains(st.calls[i], "reorder out"));
+  }
+  st.workspace_bytes = static_cast<int64_t>(workspace);
+  if (env::LibraryVerbose()) {
+    for (size_t i = 0; i < n; ++i) {
+      std::fprintf(stderr, "kiln cpu: extern %zu %s: %s\n", i, g.externs[i].op.c_str(),
+                   st.calls[i].empty() ? "reference kernel" : st.calls[i].c_str());
+    }
+    for (const std::string& f : st.fallbacks) std::fprintf(stderr, "kiln cpu: fallback: %s\n", f.c_str());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuProgram::PackConstants() {
+  std::vector<dnnl_util::PackedConstant*> constants;
+  for (const std::unique_ptr<LibraryCall>& call : library_calls_) {
+    if (call == nullptr) continue;
+    for (dnnl_util::PackedConstant* c : call->packed_constants()) constants.push_back(c);
+  }
+  dnnl_util::WorkspaceLayout layout;
+  std::vector<size_t> offsets;
+  for (const dnnl_util::PackedConstant* c : constants) offsets.push_back(layout.Add(c->bytes()));
+  library_stats_.packed_bytes = static_cast<int64_t>(layout.total());
+  if (constants.empty()) return absl::OkStatus();
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const bool huge = layout.total() >= kHugePage;
+  const size_t alignment = huge ? kHugePage : 64;
+  const size_t bytes = (layout.total() + alignment - 1) / alignment * alignment;
+  void* block = nullptr;
+  if (posix_memalign(&block, alignment, bytes) != 0) {
+    return absl::ResourceExhaustedError(absl::StrCat("packing constants: ", bytes, " bytes"));
+  }
+  packed_arena_.reset(block);
+  // Transparent huge pages where the kernel allows them (madvise mode).
+  if (huge) (void)madvise(block, bytes, MADV_HUGEPAGE);
+  std::vector<absl::Status> status(constants.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (size_t i = 0; i < constants.size(); ++i) {
+    status[i] = constants[i]->Pack(static_cast<char*>(block) + offsets[i]);
+  }
+  for (const absl::Status& s : status) RETURN_IF_ERROR(s);
+  return absl::OkStatus();
+}
+
+std::unique_ptr<CpuProgram::RunState> CpuProgram::TakeRunState() {
+  {
+    std::lock_guard<std::mutex> lock(run_states_mu_);
+    if (!run_states_.empty()) {
+      std::unique_ptr<RunState> s = std::move(run_states_.back());
+      run_states_.pop_back();
+      return s;
+    }
+  }
+  auto s = std::make_unique<RunState>();
+  const size_t bytes = static_cast<size_t>(library_stats_.workspace_bytes);
+  if (bytes > 0) {
+    s->workspace_storage.reset(new char[bytes + 64]);
+    const uintptr_t p = reinterpret_cast<uintptr_t>(s->workspace_storage.get());
+    s->workspace = reinterpret_cast<void*>((p + 63) / 64 * 64);
+  }
+  s->calls.resize(library_calls_.size());
+  return s;
+}
+
+void CpuProgram::ReturnRunState(std::unique_ptr<RunState> state) {
+  std::lock_guard<std::mutex> lock(run_states_mu_);
+  run_states_.push_back(std::move(state));
+}
+
 CpuProgram::~CpuProgram() {
+  if (env::Profile() && runs_ > 0) {
+    std::vector<size_t> order;
+    double total = 0;
+    for (size_t i = 0; i < extern_seconds_.size(); ++i) {
+      if (extern_seconds_[i] > 0) order.push_back(i);
+      total += extern_seconds_[i];
+    }
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return extern_seconds_[a] > extern_seconds_[b]; });
+    std::fprintf(stderr, "kiln cpu profile: %lld runs, %.3f ms per run, externs %.3f ms per run\n",
+                 static_cast<long long>(runs_), run_seconds_ / runs_ * 1e3, total / runs_ * 1e3);
+    for (size_t i : order) {
+      const std::string& what = i < library_stats_.calls.size() && !library_stats_.calls[i].empty()
+                                    ? library_stats_.calls[i]
+                                    : generated_.externs[i].op + " (reference)";
+      std::fprintf(stderr, "  %8.3f ms  extern %zu %s\n", extern_seconds_[i] / runs_ * 1e3, i, what.c_str());
+    }
+  }
   if (handle_ != nullptr) ::dlclose(handle_);
+}
+
+void CpuProgram::AddExternTime(size_t index, double seconds) {
+  std::lock_guard<std::mutex> lock(run_states_mu_);
+  if (extern_seconds_.size() <= index) extern_seconds_.resize(index + 1, 0.0);
+  extern_seconds_[index] += seconds;
 }
 
 Tensor CpuProgram::TakeFromPool(DType dtype, int64_t elements) {
@@ -221,8 +449,11 @@ absl::StatusOr<std::vector<Tensor>> CpuProgram::Run(const std::vector<Tensor>& i
     return absl::InvalidArgumentError(absl::StrCat("compiled program takes ", g.input_layouts.size(),
                                                    " inputs, got ", inputs.size()));
   }
+  ScopedNumThreads threads(num_threads_);
+  std::unique_ptr<RunState> run_state = TakeRunState();
   RunContext ctx;
   ctx.program = this;
+  ctx.run_state = run_state.get();
   std::vector<void*> in_ptrs, const_ptrs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     ASSIGN_OR_RETURN(Base b, BaseFor(inputs[i], g.input_layouts[i], absl::StrCat("input ", i)));
@@ -239,7 +470,13 @@ absl::StatusOr<std::vector<Tensor>> CpuProgram::Run(const std::vector<Tensor>& i
   }
   std::vector<void*> out_ptrs(g.output_layouts.size(), nullptr);
   KilnHostApi api{kHostAbiVersion, &ctx, &HostAlloc, &HostRelease, &HostExtern, &HostFail};
+  const auto run_start = std::chrono::steady_clock::now();
   const int rc = run_(&api, in_ptrs.data(), const_ptrs.data(), out_ptrs.data());
+  if (env::Profile()) {
+    std::lock_guard<std::mutex> lock(run_states_mu_);
+    ++runs_;
+    run_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  }
   absl::Status status = absl::OkStatus();
   std::vector<Tensor> outputs;
   if (rc != 0) {
@@ -270,8 +507,18 @@ absl::StatusOr<std::vector<Tensor>> CpuProgram::Run(const std::vector<Tensor>& i
   for (auto& [p, b] : ctx.bases) {
     if (b.allocated) ReturnToPool(std::move(b.owner));
   }
+  ReturnRunState(std::move(run_state));
   RETURN_IF_ERROR(status);
   return outputs;
+}
+
+std::vector<std::pair<std::string, std::string>> CpuProgram::SourceFiles() const {
+  return {{"program.cpp", generated_.source}};
+}
+
+std::vector<std::string> CpuProgram::ReportLines() const {
+  return {absl::StrFormat("C++ cache %s: %.2f ms; dlopen %.2f ms", stats_.cache_hit ? "hit" : "miss",
+                          stats_.cache_seconds * 1e3, stats_.load_seconds * 1e3)};
 }
 
 }  // namespace kiln::backends::cpu

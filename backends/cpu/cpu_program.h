@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "backends/cpu/host_api.h"
+#include "backends/cpu/library_calls.h"
 #include "backends/cpu/wrapper_codegen.h"
 #include "support/tensor.h"
 #include "wrapper/codegen.h"
@@ -27,6 +28,19 @@ struct CompileStats {
   bool cache_hit = false;
   std::string library_path;
   std::string source;
+  double prepare_seconds = 0;  // library calls: primitives, weights packed
+};
+
+// What the program runs in oneDNN (library_calls.h), from Load.
+struct LibraryStats {
+  int library_calls = 0;       // externs run as library calls
+  int reference_externs = 0;   // externs through reference kernels / islands
+  int channels_last_values = 0;  // values kept channels-last between calls
+  int reorders = 0;            // layout changes at the calls' boundaries
+  int64_t packed_bytes = 0;    // constants in the library's layouts
+  int64_t workspace_bytes = 0; // per concurrent run
+  std::vector<std::string> calls;  // LibraryCall::Describe per extern ("" = reference)
+  std::vector<std::string> fallbacks;  // why a library op runs its reference kernel
 };
 
 class CpuProgram : public wrapper::CompiledProgram {
@@ -37,21 +51,67 @@ class CpuProgram : public wrapper::CompiledProgram {
   ~CpuProgram() override;
 
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
+  // program.cpp: the kernels and the C++ wrapper.
+  std::vector<std::pair<std::string, std::string>> SourceFiles() const override;
+  // The compile cache's hit or miss, the compiler's and dlopen's time.
+  std::vector<std::string> ReportLines() const override;
 
   CompileStats& stats() { return stats_; }
+  const LibraryStats& library_stats() const { return library_stats_; }
   const GeneratedProgram& generated() const { return generated_; }
+
+  // The threads each Run uses (threads.h): DefaultNumThreads() at Load.
+  // Library primitives are made for the pool they run on, so changing it
+  // prepares them again (not while a Run is in progress).
+  absl::Status SetNumThreads(int n);
+  int num_threads() const { return num_threads_; }
 
   // Host API plumbing (called through function pointers from generated code).
   Tensor TakeFromPool(DType dtype, int64_t elements);
   void ReturnToPool(Tensor base);
+  // KILN_CPU_PROFILE=1 (cpu_program.cc): seconds spent in extern `index`.
+  void AddExternTime(size_t index, double seconds);
+  LibraryCall* library_call(size_t extern_index) const {
+    return extern_index < library_calls_.size() ? library_calls_[extern_index].get() : nullptr;
+  }
+
+  // What one run needs besides buffers: the library's stream, workspace and
+  // per-call states. Runs take one from a free list (several threads may
+  // run one program).
+  struct RunState {
+    RunStream stream;
+    std::unique_ptr<char[]> workspace_storage;
+    void* workspace = nullptr;
+    std::vector<std::unique_ptr<CallState>> calls;
+  };
 
  private:
   CpuProgram() = default;
+  // Prepares the library calls and the program's layout plan.
+  absl::Status PrepareLibraryCalls();
+  // Packs every call's constants into packed_arena_.
+  absl::Status PackConstants();
+  std::unique_ptr<RunState> TakeRunState();
+  void ReturnRunState(std::unique_ptr<RunState> state);
 
   GeneratedProgram generated_;
   void* handle_ = nullptr;
   KilnRunFn run_ = nullptr;
   CompileStats stats_;
+  LibraryStats library_stats_;
+  int num_threads_ = 0;
+  std::vector<std::unique_ptr<LibraryCall>> library_calls_;  // by extern index; null: reference
+  // The library calls' packed constants, one block (huge pages when large:
+  // packing 100 MB into fresh 4 KiB pages is mostly page faults).
+  struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, FreeDeleter> packed_arena_;
+  std::mutex run_states_mu_;  // also guards the profile below
+  std::vector<double> extern_seconds_;
+  double run_seconds_ = 0;
+  int64_t runs_ = 0;
+  std::vector<std::unique_ptr<RunState>> run_states_;
   std::mutex pool_mu_;
   std::multimap<std::pair<int, int64_t>, Tensor> pool_;
 };

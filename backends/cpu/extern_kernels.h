@@ -1,5 +1,6 @@
-// Extern kernels, run by the host when a compiled program calls back:
-// matmul-family float32 ops through OpenBLAS's cblas_sgemm, everything else
+// Extern kernels the host runs when a compiled program calls back and the
+// call is no prepared library call (library_calls.h): matmul-family float32
+// ops the library call did not take through oneDNN's sgemm, everything else
 // through the op's reference kernel (wrapper/host_fallback.h), its results
 // copied into the outputs the wrapper planned.
 #ifndef KILN_BACKENDS_CPU_EXTERN_KERNELS_H_
@@ -19,7 +20,7 @@ namespace kiln::backends::cpu {
 absl::Status RunExternKernel(const std::string& op, const std::vector<lowering::ExternArg>& args,
                              const std::vector<Tensor>& buffer_args, std::vector<Tensor>& outputs);
 
-// True when `op` went to BLAS last time it was seen (for tests/reports).
+// True for the ops TryBlas takes (for tests/reports).
 bool IsBlasOp(const std::string& op);
 
 }  // namespace kiln::backends::cpu

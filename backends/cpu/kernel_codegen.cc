@@ -135,11 +135,17 @@ constexpr int64_t kChunksPerLoop = 32;
 // 1 MB of float32) keep each thread streaming long contiguous runs, which
 // the hardware prefetchers need: 4-row (64 KB) chunks of sum(-1) over
 // [4096, 4096] ran ~15% slower than 64-row ones.
+//
+// The team is no larger than the number of chunks (kiln_threads in the
+// prelude): a loop of 3 chunks on a 16-thread pool wakes 3 threads, not 16.
 std::string DynamicSchedule(int64_t work_per_iteration, int64_t total_work) {
   const int64_t target =
       std::clamp<int64_t>(total_work / kChunksPerLoop, kMinChunkElements, kMaxChunkElements);
-  const int64_t chunk = std::max<int64_t>(1, target / std::max<int64_t>(work_per_iteration, 1));
-  return absl::StrCat(" schedule(dynamic, ", chunk, ")");
+  const int64_t per = std::max<int64_t>(work_per_iteration, 1);
+  const int64_t chunk = std::max<int64_t>(1, target / per);
+  const int64_t iterations = std::max<int64_t>(1, total_work / per);
+  const int64_t chunks = (iterations + chunk - 1) / chunk;
+  return absl::StrCat(" schedule(dynamic, ", chunk, ") num_threads(kiln_threads(", chunks, "))");
 }
 
 int64_t InnermostRange(const std::vector<int64_t>& r) {

@@ -48,6 +48,4 @@ const lowering::Buffer* FindBuffer(const lowering::LoopGraph& graph, const std::
   return nullptr;
 }
 
-std::string ExprOpLabel(lowering::ExprOp op) { return absl::StrCat("expr op #", static_cast<int>(op)); }
-
 }  // namespace kiln::backends::cpu

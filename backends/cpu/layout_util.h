@@ -19,8 +19,6 @@ std::string LayoutString(const lowering::Layout& l);
 // graph.Find without linking the loop IR's .cc (linear; graphs are small
 // next to the C++ compile).
 const lowering::Buffer* FindBuffer(const lowering::LoopGraph& graph, const std::string& name);
-// A short name of an expression op for messages.
-std::string ExprOpLabel(lowering::ExprOp op);
 
 }  // namespace kiln::backends::cpu
 

@@ -4,6 +4,8 @@
 #ifndef KILN_BACKENDS_CPU_PRELUDE_H_
 #define KILN_BACKENDS_CPU_PRELUDE_H_
 
+#include <string>
+
 namespace kiln::backends::cpu {
 
 // Declares the float/double math functions that glibc's libmvec provides in
@@ -11,7 +13,8 @@ namespace kiln::backends::cpu {
 // only do that under -ffast-math; declaring them ourselves lets gcc call
 // the vector variants under `#pragma omp simd` without relaxing IEEE
 // semantics elsewhere (libmvec is accurate to a few ulp).
-extern const char kCpuPrelude[];
+// The integer/NaN helpers come from codegen/c_prelude.h.
+const std::string& CpuPrelude();
 
 }  // namespace kiln::backends::cpu
 

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backends/cpu/attention_codegen.h"
 #include "backends/cpu/expr_emitter.h"
 #include "backends/cpu/host_api.h"
 #include "backends/cpu/identifiers.h"
@@ -48,6 +49,7 @@ class WrapperEmitter {
     for (size_t i = 0; i < program_.inputs.size(); ++i) {
       ASSIGN_OR_RETURN(const Layout* l, LayoutOf(program_.inputs[i]));
       out.input_layouts.push_back(*l);
+      MarkPlain(program_.inputs[i]);
       absl::StrAppend(&body, "  ", ids_.Get(program_.inputs[i]), " = inputs[", i, "];\n");
     }
     for (size_t i = 0; i < program_.constants.size(); ++i) {
@@ -58,6 +60,8 @@ class WrapperEmitter {
       }
       out.constants.push_back(tensor);
       out.constant_layouts.push_back(*l);
+      constant_index_[name] = static_cast<int>(i);
+      MarkPlain(name);
       absl::StrAppend(&body, "  ", ids_.Get(name), " = constants[", i, "];\n");
     }
     for (const w::Line& line : program_.lines) {
@@ -66,6 +70,7 @@ class WrapperEmitter {
     for (size_t i = 0; i < program_.outputs.size(); ++i) {
       ASSIGN_OR_RETURN(const Layout* l, LayoutOf(program_.outputs[i]));
       out.output_layouts.push_back(*l);
+      MarkPlain(program_.outputs[i]);
       absl::StrAppend(&body, "  outputs[", i, "] = ", ids_.Get(program_.outputs[i]), ";\n");
     }
     // Declarations of every buffer variable up front: lines may assign a
@@ -79,7 +84,9 @@ class WrapperEmitter {
         "extern \"C\" __attribute__((visibility(\"default\"))) int kiln_run(const KilnHostApi* api, "
         "void* const* inputs, void* const* constants, void** outputs) {\n",
         "  (void)inputs; (void)constants; (void)outputs;\n", decls_, body, "  return 0;\n}\n");
-    out.source = absl::StrCat(kCpuPrelude, "\n// ---- kernels ----\n", kernels, "\n// ---- wrapper ----\n", wrapper);
+    out.value_needs_plain.assign(value_ids_.size(), false);
+    for (int v : plain_values_) out.value_needs_plain[static_cast<size_t>(v)] = true;
+    out.source = absl::StrCat(CpuPrelude(), "\n// ---- kernels ----\n", kernels, "\n// ---- wrapper ----\n", wrapper);
     out.units = SplitUnits(out.source, wrapper);
     return out;
   }
@@ -116,6 +123,8 @@ class WrapperEmitter {
       return it == roots_.end() ? n : it->second;
     };
     for (const w::Line& line : program_.lines) {
+      if (const auto* r = std::get_if<w::ReinterpretLine>(&line)) content_[r->buffer] = r->base;
+      if (const auto* m = std::get_if<w::MultiOutputLine>(&line)) content_[m->result] = m->source;
       if (const auto* r = std::get_if<w::ReinterpretLine>(&line)) roots_[r->buffer] = root(r->base);
       if (const auto* r = std::get_if<w::ReuseLine>(&line)) roots_[r->new_buffer] = root(r->old_buffer);
       if (const auto* m = std::get_if<w::MultiOutputLine>(&line)) roots_[m->result] = root(m->source);
@@ -123,6 +132,28 @@ class WrapperEmitter {
     for (const std::string& o : program_.outputs) protected_.insert(root(o));
     return absl::OkStatus();
   }
+  // The value a name holds: views and multi-output aliases share their
+  // base's (reuse does not: the reusing buffer is a new value).
+  std::string ContentRoot(const std::string& name) const {
+    std::string n = name;
+    for (int hops = 0; hops < 1 << 20; ++hops) {  // bounded: a cycle is malformed input
+      auto it = content_.find(n);
+      if (it == content_.end() || it->second == n) break;
+      n = it->second;
+    }
+    return n;
+  }
+  int ValueOf(const std::string& name) {
+    auto [it, inserted] = value_ids_.emplace(ContentRoot(name), static_cast<int>(value_ids_.size()));
+    return it->second;
+  }
+  void MarkPlain(const std::string& name) { plain_values_.insert(ValueOf(name)); }
+  // The program constant a name shows (directly or through views), or -1.
+  int ConstantIndexOf(const std::string& name) const {
+    auto c = constant_index_.find(ContentRoot(name));
+    return c == constant_index_.end() ? -1 : c->second;
+  }
+
   std::string Root(const std::string& n) const {
     auto it = roots_.find(n);
     return it == roots_.end() ? n : it->second;
@@ -168,6 +199,8 @@ class WrapperEmitter {
       for (const std::string& name : names) {
         ASSIGN_OR_RETURN(const Layout* l, LayoutOf(name));
         spec.buffer_arg_layouts.push_back(*l);
+        spec.buffer_arg_constants.push_back(ConstantIndexOf(name));
+        spec.buffer_arg_values.push_back(ValueOf(name));
         ptrs.push_back(ids_.Get(name));
       }
     }
@@ -186,6 +219,7 @@ class WrapperEmitter {
         ASSIGN_OR_RETURN(l, LayoutOf(outputs[i]));
       }
       spec.output_layouts.push_back(*l);
+      spec.output_values.push_back(ValueOf(outputs[i]));
       ptrs.push_back(ids_.Get(outputs[i]));
     }
     const size_t index = out->externs.size();
@@ -195,6 +229,81 @@ class WrapperEmitter {
     absl::StrAppend(body, "  {\n    void* const ", arr, "[] = {", absl::StrJoin(ptrs, ", "), "};\n",
                     "    if (api->extern_call(api->ctx, ", index, ", ", arr, ") != 0) return 1;\n  }\n");
     return absl::OkStatus();
+  }
+
+  // Adds a generated kernel definition, `text` defining `static void fn(`,
+  // and returns the function to call: an earlier kernel with the same text
+  // up to its name, or `fn`, compiled once.
+  absl::StatusOr<std::string> DefineKernel(const std::string& fn, const std::string& text, std::string* kernels) {
+    if (!defined_.insert(fn).second) {
+      return Error(absl::StrCat("kernel '", SanitizeComment(fn), "' is defined twice"));
+    }
+    const std::string head = absl::StrCat("static void ", fn, "(");
+    const size_t at = text.find(head);
+    const size_t params_end = at == std::string::npos ? at : text.find(") {\n", at);
+    if (params_end == std::string::npos) {
+      return Error(absl::StrCat("kernel body does not define ", SanitizeComment(fn)));
+    }
+    std::string canonical = text;
+    canonical.replace(at + 12, fn.size(), "@");
+    auto [first, inserted] = distinct_.emplace(std::move(canonical), fn);
+    if (!inserted) return first->second;
+    const size_t params_begin = at + head.size();
+    kernel_defs_.push_back({fn, text, at, text.substr(params_begin, params_end - params_begin)});
+    absl::StrAppend(kernels, text, "\n");
+    return fn;
+  }
+
+  // kiln::attention as a generated kernel (attention_codegen.h); false when
+  // the kernel does not take the call's shapes (it then runs as an extern).
+  absl::StatusOr<bool> EmitAttention(const std::vector<lowering::ExternArg>& args,
+                                     const std::vector<std::string>& outputs, std::string* kernels,
+                                     std::string* body) {
+    if (args.size() != 5 || outputs.size() != 1 || args[0].buffer.empty() || args[1].buffer.empty() ||
+        args[2].buffer.empty() || !args[4].constant || !args[4].constant->isNumber()) {
+      return false;
+    }
+    const bool has_mask = !args[3].buffer.empty();
+    if (!has_mask && !(args[3].constant && args[3].constant->isNone())) return false;
+    AttentionShape shape;
+    ASSIGN_OR_RETURN(const Layout* q, LayoutOf(args[0].buffer));
+    ASSIGN_OR_RETURN(const Layout* kt, LayoutOf(args[1].buffer));
+    ASSIGN_OR_RETURN(const Layout* v, LayoutOf(args[2].buffer));
+    ASSIGN_OR_RETURN(const Layout* o, LayoutOf(outputs[0]));
+    shape.q = *q;
+    shape.kt = *kt;
+    shape.v = *v;
+    shape.out = *o;
+    if (has_mask) {
+      ASSIGN_OR_RETURN(const Layout* m, LayoutOf(args[3].buffer));
+      shape.mask = *m;
+    }
+    shape.scale = args[4].constant->toNumberAsDouble();
+    const std::string fn = KernelFunctionName(absl::StrCat("cpp_attention_", attention_kernels_++));
+    absl::StatusOr<std::string> text = AttentionKernelSource(fn, shape);
+    if (!text.ok()) {
+      if (absl::IsUnimplemented(text.status())) return false;
+      return text.status();
+    }
+    ASSIGN_OR_RETURN(std::string callee, DefineKernel(fn, *text, kernels));
+    std::vector<std::string> call_args;
+    for (const std::string& name : {args[0].buffer, args[1].buffer, args[2].buffer}) {
+      MarkPlain(name);
+      ASSIGN_OR_RETURN(std::string typed, Typed(name));
+      call_args.push_back(std::move(typed));
+    }
+    if (has_mask) {
+      MarkPlain(args[3].buffer);
+      ASSIGN_OR_RETURN(std::string typed, Typed(args[3].buffer));
+      call_args.push_back(std::move(typed));
+    } else {
+      call_args.push_back("nullptr");
+    }
+    MarkPlain(outputs[0]);
+    ASSIGN_OR_RETURN(std::string typed, Typed(outputs[0]));
+    call_args.push_back(std::move(typed));
+    absl::StrAppend(body, "  ", callee, "(", absl::StrJoin(call_args, ", "), ");  // kiln::attention\n");
+    return true;
   }
 
   absl::Status EmitLine(const w::Line& line, std::string* kernels, std::string* body, GeneratedProgram* out) {
@@ -230,38 +339,19 @@ class WrapperEmitter {
               RETURN_IF_ERROR(CheckLayout(l.buffer, l.layout));
               layouts_.emplace(l.buffer, l.layout);
               RETURN_IF_ERROR(LayoutOf(l.base).status());
+              MarkPlain(l.base);  // a view reads the storage in its own layout
               absl::StrAppend(body, "  ", ids_.Get(l.buffer), " = ", ids_.Get(l.base), ";\n");
               return absl::OkStatus();
             },
             [&](const w::KernelDefinitionLine& l) -> absl::Status {
-              const std::string fn = KernelFunctionName(l.kernel_name);
-              if (!defined_.insert(fn).second) {
-                return Error(absl::StrCat("kernel '", SanitizeComment(l.kernel_name), "' is defined twice"));
-              }
               // The body is this backend's own KernelSource output; it must
-              // define exactly the sanitized name.
-              const std::string head = absl::StrCat("static void ", fn, "(");
-              const size_t at = l.kernel_body.find(head);
-              const size_t params_end = at == std::string::npos ? at : l.kernel_body.find(") {\n", at);
-              if (params_end == std::string::npos) {
-                return Error(absl::StrCat("kernel '", SanitizeComment(l.kernel_name),
-                                          "' body does not define ", fn));
-              }
-              // Kernels name their parameters by position, so a kernel with
-              // the text of an earlier one (up to its name) computes the same
-              // function of its arguments: calls go to the earlier one, and
-              // the compiler sees each distinct kernel once.
-              std::string canonical = l.kernel_body;
-              canonical.replace(at + 12, fn.size(), "@");
-              auto [first, inserted] = distinct_.emplace(std::move(canonical), fn);
-              if (!inserted) {
-                same_as_[fn] = first->second;
-                return absl::OkStatus();
-              }
-              const size_t params_begin = at + head.size();
-              kernel_defs_.push_back({fn, l.kernel_body, at,
-                                      l.kernel_body.substr(params_begin, params_end - params_begin)});
-              absl::StrAppend(kernels, l.kernel_body, "\n");
+              // define exactly the sanitized name. Kernels name their
+              // parameters by position, so a kernel with the text of an
+              // earlier one (up to its name) computes the same function of
+              // its arguments: calls go to the earlier one.
+              const std::string fn = KernelFunctionName(l.kernel_name);
+              ASSIGN_OR_RETURN(std::string callee, DefineKernel(fn, l.kernel_body, kernels));
+              if (callee != fn) same_as_[fn] = callee;
               return absl::OkStatus();
             },
             [&](const w::KernelCallLine& l) -> absl::Status {
@@ -271,6 +361,7 @@ class WrapperEmitter {
               }
               std::vector<std::string> args;
               for (const std::string& a : l.args) {
+                MarkPlain(a);
                 ASSIGN_OR_RETURN(std::string typed, Typed(a));
                 args.push_back(std::move(typed));
               }
@@ -283,6 +374,10 @@ class WrapperEmitter {
               return absl::OkStatus();
             },
             [&](const w::ExternKernelLine& l) -> absl::Status {
+              if (l.op == "kiln::attention" && l.island < 0) {
+                ASSIGN_OR_RETURN(bool emitted, EmitAttention(l.args, l.outputs, kernels, body));
+                if (emitted) return absl::OkStatus();
+              }
               return EmitExtern(l.op, l.args, l.outputs, nullptr, body, out, l.island);
             },
             [&](const w::ExternKernelAllocLine& l) -> absl::Status {
@@ -291,6 +386,7 @@ class WrapperEmitter {
             [&](const w::MultiOutputLine& l) -> absl::Status {
               // Multi-output externs name each output buffer directly; the
               // element is its own buffer unless the line aliases it.
+              MarkPlain(l.source);
               if (l.result != l.source) {
                 RETURN_IF_ERROR(LayoutOf(l.source).status());
                 RETURN_IF_ERROR(LayoutOf(l.result).status());
@@ -337,7 +433,7 @@ class WrapperEmitter {
     std::string declarations;
     for (size_t s = 0; s < shards; ++s) {
       std::sort(members[s].begin(), members[s].end());
-      std::string unit = absl::StrCat(kCpuPrelude, "\n// ---- kernels (unit ", s + 1, " of ", shards, ") ----\n");
+      std::string unit = absl::StrCat(CpuPrelude(), "\n// ---- kernels (unit ", s + 1, " of ", shards, ") ----\n");
       for (size_t i : members[s]) {
         const KernelDef& k = kernel_defs_[i];
         // External linkage (hidden by -fvisibility=hidden): the wrapper
@@ -347,7 +443,7 @@ class WrapperEmitter {
       }
       units.push_back(std::move(unit));
     }
-    units.push_back(absl::StrCat(kCpuPrelude, "\n// ---- kernels (other units) ----\n", declarations,
+    units.push_back(absl::StrCat(CpuPrelude(), "\n// ---- kernels (other units) ----\n", declarations,
                                  "\n// ---- wrapper ----\n", wrapper));
     return units;
   }
@@ -371,9 +467,14 @@ class WrapperEmitter {
   std::map<std::string, std::string> same_as_;   // kernel -> the earlier kernel with its text
   std::map<std::string, Layout> layouts_;
   std::map<std::string, std::string> roots_;
+  std::map<std::string, std::string> content_;  // view / alias -> what it shows
+  std::map<std::string, int> value_ids_;
+  std::set<int> plain_values_;
+  std::map<std::string, int> constant_index_;
   std::set<std::string> protected_;
   std::set<std::string> owned_;
   std::set<std::string> defined_;
+  int attention_kernels_ = 0;
   IdentifierTable ids_;
   std::string decls_;
 };

@@ -27,6 +27,14 @@ struct ExternCallSpec {
   // Set for an interpreter island (WrapperProgram::islands): the host runs
   // it with wrapper::RunHostIsland instead of RunExternKernel.
   std::shared_ptr<const ir::Graph> island;
+  // Per buffer argument: the index in GeneratedProgram::constants of the
+  // program constant it reads (directly or through a view), else -1.
+  std::vector<int> buffer_arg_constants;
+  // The values (GeneratedProgram::value_needs_plain) of the buffer
+  // arguments and the outputs: names that share content (views, multi-output
+  // aliases) are one value; storage reused by a later buffer is another.
+  std::vector<int> buffer_arg_values;
+  std::vector<int> output_values;
 };
 
 struct GeneratedProgram {
@@ -41,6 +49,12 @@ struct GeneratedProgram {
   std::vector<Tensor> constants;  // in the `constants` array order
   std::vector<lowering::Layout> constant_layouts;
   std::vector<lowering::Layout> output_layouts;
+  // By value id: whether something other than an extern call reads or
+  // writes the value (a generated kernel, a view, the caller as an input,
+  // output or constant), so its buffer must hold it in the planned layout.
+  // Values only extern calls touch may be kept in a library's own layout
+  // (library_calls.h).
+  std::vector<bool> value_needs_plain;
 };
 
 absl::StatusOr<GeneratedProgram> GenerateProgramSource(const wrapper::WrapperProgram& program);

@@ -1,6 +1,11 @@
 #include "backends/cuda/cublas_matmul.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_loader.h"
@@ -9,13 +14,20 @@
 namespace kiln::backends::cuda {
 namespace {
 
-// A (batch of) row-major-indexed float matrices: element (b, i, j) at
-// ptr + (b*bs + i*s0 + j*s1) floats.
+// A (batch of) row-major-indexed matrices: element (b, i, j) at
+// ptr + (b*bs + i*s0 + j*s1) elements of `dtype`.
 struct Mat {
   CUdeviceptr ptr = 0;
   int64_t batch = 1, rows = 0, cols = 0;
   int64_t bs = 0, s0 = 0, s1 = 0;
+  DType dtype = DType::kFloat32;
 };
+
+bool GemmDType(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
+
+int CudaDataType(DType t) {
+  return t == DType::kFloat16 ? kCudaR16F : t == DType::kBFloat16 ? kCudaR16BF : kCudaR32F;
+}
 
 bool FitsInt(int64_t v) { return v >= 0 && v <= 0x7fffffff; }
 
@@ -25,10 +37,11 @@ std::string BaseName(const std::string& op) { return op.substr(0, op.find('.'));
 // dims fold into rows (contiguous over them) when `fold_leading`.
 std::optional<Mat> AsMat(const DeviceView& v, bool fold_leading) {
   const lowering::Layout& l = v.layout;
-  if (l.dtype != DType::kFloat32 || l.sizes.size() != l.strides.size()) return std::nullopt;
+  if (!GemmDType(l.dtype) || l.sizes.size() != l.strides.size()) return std::nullopt;
   const size_t r = l.sizes.size();
   Mat m;
-  m.ptr = v.base + static_cast<CUdeviceptr>(l.offset) * sizeof(float);
+  m.dtype = l.dtype;
+  m.ptr = v.base + static_cast<CUdeviceptr>(l.offset) * DTypeSize(l.dtype);
   if (r == 2) {
     m.rows = l.sizes[0], m.cols = l.sizes[1], m.s0 = l.strides[0], m.s1 = l.strides[1];
     return m;
@@ -50,6 +63,79 @@ std::optional<Mat> AsMat(const DeviceView& v, bool fold_leading) {
   }
   return std::nullopt;
 }
+
+// An operand of a batched N-D matmul over the output's batch dims
+// `batch_sizes`, split at `inner_from`: the batch dims from there on
+// collapse into the Mat's one batch stride (the operand's dims, left-padded
+// with ones, either all broadcast there or all follow the output's,
+// row-major), and each outer dim has its own stride (0: broadcast), walked
+// by the caller with one GEMM per outer index. nullopt when the inner dims
+// do not collapse.
+struct BatchedOperand {
+  Mat mat;
+  std::vector<int64_t> outer_strides;  // elements, per dim before inner_from
+};
+
+std::optional<BatchedOperand> AsBatchedMat(const DeviceView& v, const std::vector<int64_t>& batch_sizes,
+                                           size_t inner_from) {
+  const lowering::Layout& l = v.layout;
+  const size_t r = l.sizes.size();
+  if (!GemmDType(l.dtype) || r < 2 || l.strides.size() != r || r - 2 > batch_sizes.size()) return std::nullopt;
+  BatchedOperand out;
+  Mat& m = out.mat;
+  m.dtype = l.dtype;
+  m.ptr = v.base + static_cast<CUdeviceptr>(l.offset) * DTypeSize(l.dtype);
+  m.rows = l.sizes[r - 2], m.cols = l.sizes[r - 1], m.s0 = l.strides[r - 2], m.s1 = l.strides[r - 1];
+  const size_t pad = batch_sizes.size() - (r - 2);
+  auto dim = [&](size_t d, int64_t* size, int64_t* stride) {
+    *size = d < pad ? 1 : l.sizes[d - pad];
+    *stride = d < pad ? 0 : l.strides[d - pad];
+  };
+  for (size_t d = 0; d < inner_from; ++d) {
+    int64_t size, stride;
+    dim(d, &size, &stride);
+    if (size != 1 && size != batch_sizes[d]) return std::nullopt;
+    out.outer_strides.push_back(size == 1 ? 0 : stride);
+  }
+  bool broadcast = false, follows = false;
+  int64_t stride = 0, expect = -1;
+  m.batch = 1;
+  for (size_t d = batch_sizes.size(); d-- > inner_from;) {
+    m.batch *= batch_sizes[d];
+    if (batch_sizes[d] == 1) continue;
+    int64_t size, st;
+    dim(d, &size, &st);
+    if (size == 1) {
+      broadcast = true;
+      continue;
+    }
+    if (size != batch_sizes[d]) return std::nullopt;
+    if (!follows) {
+      stride = st;  // the innermost batch dim's
+    } else if (st != expect) {
+      return std::nullopt;
+    }
+    follows = true;
+    expect = st * size;
+  }
+  if (broadcast && follows) return std::nullopt;
+  m.bs = follows ? stride : 0;
+  return out;
+}
+
+// The first batch dim from which a, b and c all collapse (0: one call).
+std::optional<size_t> CollapsibleFrom(const DeviceView& a, const DeviceView& b, const DeviceView& c,
+                                      const std::vector<int64_t>& batch) {
+  for (size_t k = 0; k <= batch.size(); ++k) {
+    if (AsBatchedMat(a, batch, k) && AsBatchedMat(b, batch, k) && AsBatchedMat(c, batch, k)) return k;
+  }
+  return std::nullopt;
+}
+
+// Batched N-D matmul c = a @ b over `batch`: one strided-batched GEMM per
+// index of the dims that do not collapse (none, for contiguous operands).
+std::optional<absl::Status> BatchedNdGemm(const GemmContext& ctx, const DeviceView& a, const DeviceView& b,
+                                          const DeviceView& c, const std::vector<int64_t>& batch);
 
 Mat Transposed(Mat m) {
   std::swap(m.rows, m.cols);
@@ -78,6 +164,7 @@ std::optional<absl::Status> Gemm(const GemmContext& ctx, const Mat& a, const Mat
                                  float beta) {
   const int64_t m = a.rows, k = a.cols, n = b.cols;
   if (b.rows != k || c.rows != m || c.cols != n) return std::nullopt;
+  if (a.dtype != c.dtype || b.dtype != c.dtype) return std::nullopt;
   if (!FitsInt(m) || !FitsInt(n) || !FitsInt(k) || k == 0) return std::nullopt;
   if (m == 0 || n == 0) return absl::OkStatus();
   const int64_t batch = c.batch;
@@ -90,6 +177,25 @@ std::optional<absl::Status> Gemm(const GemmContext& ctx, const Mat& a, const Mat
   int64_t lda, ldb;
   if (!FitsInt(ldc) || !Operand(a, &op_a, &lda) || !Operand(b, &op_b, &ldb)) return std::nullopt;
   const CublasApi& api = LoadCudaLibraries().cublas;
+  if (c.dtype != DType::kFloat32) {
+    const int t = CudaDataType(c.dtype);
+    const auto* A = reinterpret_cast<const void*>(a.ptr);
+    const auto* B = reinterpret_cast<const void*>(b.ptr);
+    auto* C = reinterpret_cast<void*>(c.ptr);
+    if (batch == 1) {
+      return CublasCheck(api.cublasGemmEx(ctx.handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                                          static_cast<int>(k), &alpha, B, t, static_cast<int>(ldb), A, t,
+                                          static_cast<int>(lda), &beta, C, t, static_cast<int>(ldc),
+                                          kCublasCompute32F, kCublasGemmDefault),
+                         "cublasGemmEx");
+    }
+    return CublasCheck(api.cublasGemmStridedBatchedEx(
+                           ctx.handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+                           &alpha, B, t, static_cast<int>(ldb), b.batch == 1 ? 0 : b.bs, A, t, static_cast<int>(lda),
+                           a.batch == 1 ? 0 : a.bs, &beta, C, t, static_cast<int>(ldc), c.bs, static_cast<int>(batch),
+                           kCublasCompute32F, kCublasGemmDefault),
+                       "cublasGemmStridedBatchedEx");
+  }
   const auto* A = reinterpret_cast<const float*>(a.ptr);
   const auto* B = reinterpret_cast<const float*>(b.ptr);
   auto* C = reinterpret_cast<float*>(c.ptr);
@@ -107,13 +213,130 @@ std::optional<absl::Status> Gemm(const GemmContext& ctx, const Mat& a, const Mat
       "cublasSgemmStridedBatched");
 }
 
+// cuBLASLt matmuls with a bias epilogue: descriptors and the heuristic's
+// algorithm per shape, kept for the process (they hold no device memory).
+struct LtPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  CublasLtMatmulAlgo algo = {};
+  size_t workspace = 0;
+};
+
+struct LtCache {
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<LtPlan>> plans;
+};
+
+LtCache& LtPlans() {
+  static LtCache* cache = new LtCache();  // never destroyed: cuBLASLt may be gone at exit
+  return *cache;
+}
+
+absl::Status LtCheck(cublasStatus_t s, const char* what) { return CublasCheck(s, what); }
+
+// C[m, n] (row-major) = alpha * A @ B + bias[n], through cuBLASLt; nullopt
+// when cuBLASLt is missing or has no algorithm for the shape.
+std::optional<absl::Status> LtGemmBias(const GemmContext& ctx, const Mat& a, const Mat& b, const Mat& c,
+                                       CUdeviceptr bias, float alpha) {
+  if (ctx.lt == nullptr || ctx.workspace == 0) return std::nullopt;
+  const int64_t m = a.rows, k = a.cols, n = b.cols;
+  if (b.rows != k || c.rows != m || c.cols != n || a.batch != 1 || b.batch != 1 || c.batch != 1) return std::nullopt;
+  if (a.dtype != c.dtype || b.dtype != c.dtype || !FitsInt(m) || !FitsInt(n) || !FitsInt(k) || k == 0) {
+    return std::nullopt;
+  }
+  if (m == 0 || n == 0) return absl::OkStatus();
+  if (!((c.s1 == 1 || n == 1) && (c.s0 >= n || m == 1))) return std::nullopt;
+  const int64_t ldc = m == 1 ? std::max<int64_t>(n, 1) : c.s0;
+  cublasOperation_t op_a, op_b;
+  int64_t lda, ldb;
+  if (!Operand(a, &op_a, &lda) || !Operand(b, &op_b, &ldb)) return std::nullopt;
+  const int t = CudaDataType(c.dtype);
+  const int compute = c.dtype == DType::kFloat32 && ctx.tf32 ? kCublasCompute32FFastTf32 : kCublasCompute32F;
+  // Column-major view: D (n x m) = op(B) (n x k) @ op(A) (k x m), as Gemm's cublasSgemm call.
+  const std::string key = absl::StrCat(t, "|", compute, "|", m, "|", n, "|", k, "|", op_a, ",", lda, "|", op_b, ",",
+                                       ldb, "|", ldc, "|", (a.ptr | b.ptr | c.ptr | bias) % 16);
+  const CublasLtApi& api = LoadCudaLibraries().cublaslt;
+  LtCache& cache = LtPlans();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  auto it = cache.plans.find(key);
+  if (it == cache.plans.end()) {
+    auto plan = std::make_unique<LtPlan>();
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescCreate(&plan->desc, compute, kCudaR32F), "cublasLtMatmulDescCreate"));
+    const int32_t trans_a = op_b, trans_b = op_a;
+    const uint32_t epilogue = kLtEpilogueBias;
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescTransA, &trans_a, sizeof(trans_a)),
+                            "cublasLtMatmulDescSetAttribute(transa)"));
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescTransB, &trans_b, sizeof(trans_b)),
+                            "cublasLtMatmulDescSetAttribute(transb)"));
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescEpilogue, &epilogue, sizeof(epilogue)),
+                            "cublasLtMatmulDescSetAttribute(epilogue)"));
+    const void* bias_ptr = reinterpret_cast<const void*>(bias);
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescBiasPointer, &bias_ptr, sizeof(bias_ptr)),
+                            "cublasLtMatmulDescSetAttribute(bias)"));
+    // Stored shapes: A is B (n x k, or k x n transposed), B is A.
+    const bool a_n = op_b == kCublasOpN, b_n = op_a == kCublasOpN;
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatrixLayoutCreate(&plan->a, t, a_n ? n : k, a_n ? k : n, ldb),
+                            "cublasLtMatrixLayoutCreate(A)"));
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatrixLayoutCreate(&plan->b, t, b_n ? k : m, b_n ? m : k, lda),
+                            "cublasLtMatrixLayoutCreate(B)"));
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatrixLayoutCreate(&plan->d, t, n, m, ldc), "cublasLtMatrixLayoutCreate(D)"));
+    cublasLtMatmulPreference_t pref = nullptr;
+    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate"));
+    const uint64_t limit = static_cast<uint64_t>(kLtWorkspaceBytes);
+    absl::Status s = LtCheck(api.cublasLtMatmulPreferenceSetAttribute(pref, kLtPrefMaxWorkspaceBytes, &limit, sizeof(limit)),
+                             "cublasLtMatmulPreferenceSetAttribute");
+    CublasLtHeuristicResult result = {};
+    int found = 0;
+    if (s.ok()) {
+      s = LtCheck(api.cublasLtMatmulAlgoGetHeuristic(ctx.lt, plan->desc, plan->a, plan->b, plan->d, plan->d, pref, 1,
+                                                     &result, &found),
+                  "cublasLtMatmulAlgoGetHeuristic");
+    }
+    api.cublasLtMatmulPreferenceDestroy(pref);
+    if (!s.ok() || found == 0 || result.state != kCublasSuccess) {
+      api.cublasLtMatrixLayoutDestroy(plan->a);
+      api.cublasLtMatrixLayoutDestroy(plan->b);
+      api.cublasLtMatrixLayoutDestroy(plan->d);
+      api.cublasLtMatmulDescDestroy(plan->desc);
+      return std::nullopt;
+    }
+    plan->algo = result.algo;
+    plan->workspace = result.workspace_size;
+    it = cache.plans.emplace(key, std::move(plan)).first;
+  }
+  const LtPlan& plan = *it->second;
+  // The bias pointer is part of the descriptor: set it for this call.
+  const void* bias_ptr = reinterpret_cast<const void*>(bias);
+  RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan.desc, kLtDescBiasPointer, &bias_ptr, sizeof(bias_ptr)),
+                          "cublasLtMatmulDescSetAttribute(bias)"));
+  const float beta = 0.0f;
+  return LtCheck(api.cublasLtMatmul(ctx.lt, plan.desc, &alpha, reinterpret_cast<const void*>(b.ptr), plan.a,
+                                    reinterpret_cast<const void*>(a.ptr), plan.b, &beta,
+                                    reinterpret_cast<const void*>(c.ptr), plan.d, reinterpret_cast<void*>(c.ptr),
+                                    plan.d, &plan.algo, reinterpret_cast<void*>(ctx.workspace), plan.workspace,
+                                    ctx.stream),
+                 "cublasLtMatmul");
+}
+
+// The address of a bias of `n` elements along the output's columns
+// ([n] or [1, n], unit stride), or nullopt.
+std::optional<CUdeviceptr> ColumnBias(const DeviceView& bias, const Mat& out) {
+  const lowering::Layout& l = bias.layout;
+  if (l.dtype != out.dtype || l.sizes.empty() || l.sizes.size() > 2 || l.sizes.size() != l.strides.size()) {
+    return std::nullopt;
+  }
+  if (l.sizes.back() != out.cols || (l.sizes.size() == 2 && l.sizes[0] != 1)) return std::nullopt;
+  if (out.cols > 1 && l.strides.back() != 1) return std::nullopt;
+  return bias.base + static_cast<CUdeviceptr>(l.offset) * DTypeSize(l.dtype);
+}
+
 // out[M, N] = scale * bias broadcast (bias: [N], [1, N], [M, 1] or [M, N]
 // with a unit... any strides), as the rank-1 product u[M,1] @ v[1,N] where a
 // broadcast side is a vector of ones. nullopt when the bias is scalar-like
 // on both sides or a full matrix.
 std::optional<absl::Status> FillBias(const GemmContext& ctx, const DeviceView& bias, const Mat& out, float scale) {
   const lowering::Layout& l = bias.layout;
-  if (l.dtype != DType::kFloat32 || l.sizes.size() > 2 || l.sizes.size() != l.strides.size()) return std::nullopt;
+  if (l.dtype != out.dtype || l.sizes.size() > 2 || l.sizes.size() != l.strides.size()) return std::nullopt;
   const int64_t bm = l.sizes.size() == 2 ? l.sizes[0] : 1;
   const int64_t bn = l.sizes.empty() ? 1 : l.sizes.back();
   const int64_t sm = l.sizes.size() == 2 ? l.strides[0] : 0;
@@ -123,10 +346,11 @@ std::optional<absl::Status> FillBias(const GemmContext& ctx, const DeviceView& b
   const bool rows_vary = bm == m && m > 1, cols_vary = bn == n && n > 1;
   if (rows_vary && cols_vary) return std::nullopt;
   if (!rows_vary && !cols_vary && !(m == 1 && n == 1)) return std::nullopt;
-  const CUdeviceptr p = bias.base + static_cast<CUdeviceptr>(l.offset) * sizeof(float);
-  absl::StatusOr<CUdeviceptr> ones = ctx.ones(std::max(m, n));
+  const CUdeviceptr p = bias.base + static_cast<CUdeviceptr>(l.offset) * DTypeSize(l.dtype);
+  absl::StatusOr<CUdeviceptr> ones = ctx.ones(std::max(m, n), l.dtype);
   if (!ones.ok()) return ones.status();
   Mat u, v;
+  u.dtype = v.dtype = l.dtype;
   u.rows = m, u.cols = 1, v.rows = 1, v.cols = n;
   if (rows_vary) {
     u.ptr = p, u.s0 = sm, u.s1 = 1;
@@ -146,11 +370,72 @@ std::optional<absl::Status> FillBias(const GemmContext& ctx, const DeviceView& b
   const int64_t ldc = m == 1 ? std::max<int64_t>(n, 1) : out.s0;
   const float zero = 0.0f;
   const CublasApi& api = LoadCudaLibraries().cublas;
+  if (out.dtype != DType::kFloat32) {
+    const int t = CudaDataType(out.dtype);
+    return CublasCheck(api.cublasGemmEx(ctx.handle, op_v, op_u, static_cast<int>(n), static_cast<int>(m), 1, &scale,
+                                        reinterpret_cast<const void*>(v.ptr), t, static_cast<int>(ldv),
+                                        reinterpret_cast<const void*>(u.ptr), t, static_cast<int>(ldu), &zero,
+                                        reinterpret_cast<void*>(out.ptr), t, static_cast<int>(ldc), kCublasCompute32F,
+                                        kCublasGemmDefault),
+                       "cublasGemmEx (bias)");
+  }
   return CublasCheck(api.cublasSgemm(ctx.handle, op_v, op_u, static_cast<int>(n), static_cast<int>(m), 1, &scale,
                                      reinterpret_cast<const float*>(v.ptr), static_cast<int>(ldv),
                                      reinterpret_cast<const float*>(u.ptr), static_cast<int>(ldu), &zero,
                                      reinterpret_cast<float*>(out.ptr), static_cast<int>(ldc)),
                      "cublasSgemm (bias)");
+}
+
+std::optional<absl::Status> BatchedNdGemm(const GemmContext& ctx, const DeviceView& a, const DeviceView& b,
+                                          const DeviceView& c, const std::vector<int64_t>& batch) {
+  std::optional<size_t> from = CollapsibleFrom(a, b, c, batch);
+  // Operands whose batch dims do not collapse (the heads of a transposed
+  // [B, S, H, D] view) are copied contiguous when that saves calls.
+  std::optional<DeviceView> ca, cb;
+  if ((!from || *from > 0) && ctx.contiguous) {
+    if (!AsBatchedMat(a, batch, 0)) {
+      absl::StatusOr<DeviceView> copy = ctx.contiguous(a);
+      if (!copy.ok()) return copy.status();
+      ca = *std::move(copy);
+    }
+    if (!AsBatchedMat(b, batch, 0)) {
+      absl::StatusOr<DeviceView> copy = ctx.contiguous(b);
+      if (!copy.ok()) return copy.status();
+      cb = *std::move(copy);
+    }
+    std::optional<size_t> copied = CollapsibleFrom(ca ? *ca : a, cb ? *cb : b, c, batch);
+    if (copied && (!from || *copied < *from)) {
+      from = copied;
+    } else {
+      ca.reset();
+      cb.reset();
+    }
+  }
+  if (!from) return std::nullopt;
+  std::optional<BatchedOperand> oa = AsBatchedMat(ca ? *ca : a, batch, *from);
+  std::optional<BatchedOperand> ob = AsBatchedMat(cb ? *cb : b, batch, *from);
+  std::optional<BatchedOperand> oc = AsBatchedMat(c, batch, *from);
+  if (!oa || !ob || !oc || (oc->mat.bs == 0 && oc->mat.batch > 1)) return std::nullopt;
+  int64_t outer = 1;
+  for (size_t d = 0; d < *from; ++d) outer *= batch[d];
+  const int64_t elem = static_cast<int64_t>(DTypeSize(oc->mat.dtype));
+  std::vector<int64_t> index(*from, 0);
+  for (int64_t i = 0; i < outer; ++i) {
+    Mat ma = oa->mat, mb = ob->mat, mc = oc->mat;
+    for (size_t d = 0; d < *from; ++d) {
+      ma.ptr += static_cast<CUdeviceptr>(index[d] * oa->outer_strides[d] * elem);
+      mb.ptr += static_cast<CUdeviceptr>(index[d] * ob->outer_strides[d] * elem);
+      mc.ptr += static_cast<CUdeviceptr>(index[d] * oc->outer_strides[d] * elem);
+    }
+    std::optional<absl::Status> done = Gemm(ctx, ma, mb, mc, 1.0f, 0.0f);
+    if (!done) return std::nullopt;
+    RETURN_IF_ERROR(*done);
+    for (size_t d = *from; d-- > 0;) {  // next outer index, row-major
+      if (++index[d] < batch[d]) break;
+      index[d] = 0;
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::optional<double> Number(const std::vector<lowering::ExternArg>& args, size_t i, double dflt) {
@@ -216,6 +501,11 @@ std::optional<absl::Status> TryCublasExtern(const std::string& op, const std::ve
     } else if (ra >= 3 && rb == 2 && ro == ra && base == "aten::matmul") {
       ma = AsMat(*a, true), mb = AsMat(*b, false), mc = AsMat(out, true);
     }
+    if ((!ma || !mb || !mc) && base == "aten::matmul" && ro >= 3 && ra >= 2 && rb >= 2 && ro == std::max(ra, rb)) {
+      // Batched N-D (attention's [B, H, S, D] @ [B, H, D, S]).
+      const std::vector<int64_t> batch(out.layout.sizes.begin(), out.layout.sizes.end() - 2);
+      return BatchedNdGemm(ctx, *a, *b, out, batch);
+    }
     if (!ma || !mb || !mc) return std::nullopt;
     return Gemm(ctx, *ma, *mb, *mc, 1.0f, 0.0f);
   }
@@ -231,6 +521,9 @@ std::optional<absl::Status> TryCublasExtern(const std::string& op, const std::ve
     const bool has_bias = args.size() > 2 && (bias != nullptr || (args[2].constant && !args[2].constant->isNone()));
     if (has_bias) {
       if (bias == nullptr) return std::nullopt;
+      if (std::optional<CUdeviceptr> column = ColumnBias(*bias, *mc)) {
+        if (std::optional<absl::Status> done = LtGemmBias(ctx, *mx, Transposed(*mw), *mc, *column, 1.0f)) return done;
+      }
       std::optional<absl::Status> filled = FillBias(ctx, *bias, *mc, 1.0f);
       if (!filled) return std::nullopt;
       RETURN_IF_ERROR(*filled);
@@ -247,6 +540,13 @@ std::optional<absl::Status> TryCublasExtern(const std::string& op, const std::ve
     if (!ma || !mb || !mc || a->layout.sizes.size() != 2 || b->layout.sizes.size() != 2 ||
         out.layout.sizes.size() != 2) {
       return std::nullopt;
+    }
+    if (*beta == 1) {
+      if (std::optional<CUdeviceptr> column = ColumnBias(*self, *mc)) {
+        if (std::optional<absl::Status> done = LtGemmBias(ctx, *ma, *mb, *mc, *column, static_cast<float>(*alpha))) {
+          return done;
+        }
+      }
     }
     if (*beta != 0) {
       std::optional<absl::Status> filled = FillBias(ctx, *self, *mc, static_cast<float>(*beta));

@@ -1,9 +1,15 @@
-// Matmul-family externs on the GPU through cuBLAS sgemm (float32): aten::mm,
-// matmul (2-D, batched 3-D, and N-D @ 2-D with contiguous leading dims),
+// Matmul-family externs on the GPU through cuBLAS: sgemm for float32 (TF32
+// when the handle's math mode says so), cublasGemmEx with float
+// accumulation for float16/bfloat16 (operands and result of one dtype): aten::mm,
+// matmul (2-D, batched 3-D, N-D @ 2-D with contiguous leading dims, and N-D
+// @ N-D whose batch dims collapse into one strided batch, a broadcast side
+// included),
 // bmm, linear and addmm. Row-major operands map onto column-major cuBLAS by
 // computing C^T = B^T A^T; an operand may be row- or column-major strided.
-// Biases are broadcast into the output by a rank-1 sgemm with a vector of
-// ones (no kernel of our own). Calls that fit none of this return nullopt
+// A bias along the output's columns (linear, addmm with alpha = beta = 1)
+// is added by cuBLASLt's bias epilogue (one GEMM, no extra pass); other
+// biases are broadcast into the output by a rank-1 GEMM with a vector of
+// ones, then accumulated into (no kernel of our own). Calls that fit none of this return nullopt
 // and run on the host instead.
 #ifndef KILN_BACKENDS_CUDA_CUBLAS_MATMUL_H_
 #define KILN_BACKENDS_CUDA_CUBLAS_MATMUL_H_
@@ -29,8 +35,18 @@ struct DeviceView {
 
 struct GemmContext {
   cublasHandle_t handle = nullptr;
-  // At least n float32 ones on the device.
-  std::function<absl::StatusOr<CUdeviceptr>(int64_t n)> ones;
+  // cuBLASLt for matmuls with a bias (the bias added by the GEMM's
+  // epilogue); null without cuBLASLt. Lt calls run on `stream` with
+  // `workspace` (kWorkspaceBytes, kept by the program) and TF32 as `tf32`.
+  cublasLtHandle_t lt = nullptr;
+  CUstream stream = nullptr;
+  bool tf32 = false;
+  CUdeviceptr workspace = 0;
+  // A contiguous copy of a view (kept until the call returns), for batched
+  // operands whose batch dims do not collapse into one stride; null: none.
+  std::function<absl::StatusOr<DeviceView>(const DeviceView&)> contiguous;
+  // At least n ones of `dtype` (float32, float16, bfloat16) on the device.
+  std::function<absl::StatusOr<CUdeviceptr>(int64_t n, DType dtype)> ones;
 };
 
 // Row-major, strided-batched C = alpha * A @ B + beta * C (A: m x k with
@@ -39,6 +55,9 @@ struct GemmContext {
 absl::Status SgemmRowMajor(cublasHandle_t handle, int64_t m, int64_t n, int64_t k, float alpha, CUdeviceptr a,
                            int64_t lda, int64_t stride_a, CUdeviceptr b, int64_t ldb, int64_t stride_b, float beta,
                            CUdeviceptr c, int64_t ldc, int64_t stride_c, int64_t batch);
+
+// Workspace bytes a GemmContext's `workspace` holds (cuBLASLt).
+inline constexpr int64_t kLtWorkspaceBytes = int64_t{32} << 20;
 
 // True for the ops TryCublasExtern may take (by name only).
 bool IsCublasOp(const std::string& op);

@@ -1,7 +1,8 @@
-// The few CUDA driver, NVRTC and cuBLAS types and constants kiln uses,
-// declared here so that nothing in kiln needs the CUDA headers or links a
-// CUDA library: the functions are resolved at run time (cuda_loader.h). The
-// values are the ABI of CUDA 12/13 (cuda.h, nvrtc.h, cublas_api.h).
+// The few CUDA driver, NVRTC, cuBLAS and cuDNN types and constants kiln
+// uses, declared here so that nothing in kiln needs the CUDA headers or
+// links a CUDA library: the functions are resolved at run time
+// (cuda_loader.h). The values are the ABI of CUDA 12/13 (cuda.h, nvrtc.h,
+// cublas_api.h) and cuDNN 9 (cudnn_graph.h, cudnn_ops.h, cudnn_cnn.h).
 #ifndef KILN_BACKENDS_CUDA_CUDA_API_H_
 #define KILN_BACKENDS_CUDA_CUDA_API_H_
 
@@ -24,6 +25,12 @@ using CUstream = CUstream_st*;
 using CUevent = CUevent_st*;
 using CUmodule = CUmod_st*;
 using CUfunction = CUfunc_st*;
+struct CUgraph_st;
+struct CUgraphExec_st;
+struct CUgraphNode_st;
+using CUgraph = CUgraph_st*;
+using CUgraphExec = CUgraphExec_st*;
+using CUgraphNode = CUgraphNode_st*;
 
 inline constexpr CUresult kCudaSuccess = 0;
 inline constexpr CUresult kCudaErrorNotReady = 600;
@@ -45,6 +52,10 @@ inline constexpr unsigned kStreamNonBlocking = 0x1;       // CU_STREAM_NON_BLOCK
 inline constexpr unsigned kEventDefault = 0x0;            // CU_EVENT_DEFAULT
 inline constexpr unsigned kEventDisableTiming = 0x2;      // CU_EVENT_DISABLE_TIMING
 inline constexpr int kFuncAttrMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+// CUstreamCaptureMode: the capturing thread may still call cuMemAlloc (the
+// caching allocator grows during a capture; kiln keeps those blocks alive
+// for the graph's lifetime).
+inline constexpr int kStreamCaptureModeRelaxed = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED
 
 // ---- NVRTC (libnvrtc.so.N)
 using nvrtcResult = int;
@@ -62,6 +73,82 @@ inline constexpr cublasOperation_t kCublasOpN = 0;
 inline constexpr cublasOperation_t kCublasOpT = 1;
 inline constexpr int kCublasDefaultMath = 0;        // CUBLAS_DEFAULT_MATH (full fp32)
 inline constexpr int kCublasTf32TensorOpMath = 3;   // CUBLAS_TF32_TENSOR_OP_MATH
+// cudaDataType (library_types.h) and cublasComputeType_t / cublasGemmAlgo_t.
+inline constexpr int kCudaR32F = 0;
+inline constexpr int kCudaR16F = 2;
+inline constexpr int kCudaR16BF = 14;
+inline constexpr int kCublasCompute32F = 68;        // CUBLAS_COMPUTE_32F: float accumulation
+inline constexpr int kCublasGemmDefault = -1;       // CUBLAS_GEMM_DEFAULT
+
+// ---- cuBLASLt (libcublasLt.so.N): matmuls with fused epilogues
+struct cublasLtContext;
+struct cublasLtMatmulDescOpaque;
+struct cublasLtMatrixLayoutOpaque;
+struct cublasLtMatmulPreferenceOpaque;
+using cublasLtHandle_t = cublasLtContext*;
+using cublasLtMatmulDesc_t = cublasLtMatmulDescOpaque*;
+using cublasLtMatrixLayout_t = cublasLtMatrixLayoutOpaque*;
+using cublasLtMatmulPreference_t = cublasLtMatmulPreferenceOpaque*;
+// cublasLtMatmulAlgo_t and cublasLtMatmulHeuristicResult_t, as cublasLt.h lays them out.
+struct CublasLtMatmulAlgo {
+  uint64_t data[8];
+};
+struct CublasLtHeuristicResult {
+  CublasLtMatmulAlgo algo;
+  size_t workspace_size;
+  cublasStatus_t state;
+  float waves_count;
+  int reserved[4];
+};
+inline constexpr int kCublasCompute32FFastTf32 = 77;  // CUBLAS_COMPUTE_32F_FAST_TF32
+// cublasLtMatmulDescAttributes_t / cublasLtEpilogue_t / preference attributes.
+inline constexpr int kLtDescTransA = 3;
+inline constexpr int kLtDescTransB = 4;
+inline constexpr int kLtDescEpilogue = 7;
+inline constexpr int kLtDescBiasPointer = 8;
+inline constexpr uint32_t kLtEpilogueDefault = 1;
+inline constexpr uint32_t kLtEpilogueBias = 4;
+inline constexpr int kLtPrefMaxWorkspaceBytes = 1;
+
+// ---- cuDNN 9 (libcudnn.so.9): the legacy convolution API
+using cudnnStatus_t = int;
+struct cudnnContext;
+struct cudnnTensorStruct;
+struct cudnnFilterStruct;
+struct cudnnConvolutionStruct;
+struct cudnnActivationStruct;
+using cudnnHandle_t = cudnnContext*;
+using cudnnTensorDescriptor_t = cudnnTensorStruct*;
+using cudnnFilterDescriptor_t = cudnnFilterStruct*;
+using cudnnConvolutionDescriptor_t = cudnnConvolutionStruct*;
+using cudnnActivationDescriptor_t = cudnnActivationStruct*;
+inline constexpr cudnnStatus_t kCudnnSuccess = 0;
+// cudnnDataType_t
+inline constexpr int kCudnnDataFloat = 0;
+inline constexpr int kCudnnDataHalf = 2;
+inline constexpr int kCudnnDataBfloat16 = 9;
+inline constexpr int kCudnnTensorNchw = 0;          // cudnnTensorFormat_t
+inline constexpr int kCudnnCrossCorrelation = 1;    // cudnnConvolutionMode_t
+// cudnnMathType_t: DEFAULT permits tensor cores (TF32 for float data on
+// Ampere and later); FMA forbids them (full float32).
+inline constexpr int kCudnnDefaultMath = 0;
+inline constexpr int kCudnnFmaMath = 3;
+inline constexpr int kCudnnActivationRelu = 1;      // cudnnActivationMode_t
+inline constexpr int kCudnnActivationIdentity = 5;
+inline constexpr int kCudnnPropagateNan = 1;        // cudnnNanPropagation_t
+// cudnnConvolutionFwdAlgo_t: the one algorithm cudnnConvolutionBiasActivationForward
+// accepts with an identity activation.
+inline constexpr int kCudnnFwdAlgoImplicitPrecompGemm = 1;
+// cudnnConvolutionFwdAlgoPerf_t, as cudnn_cnn.h lays it out.
+struct CudnnConvolutionFwdAlgoPerf {
+  int algo;
+  cudnnStatus_t status;
+  float time;
+  size_t memory;
+  int determinism;
+  int math_type;
+  int reserved[3];
+};
 
 }  // namespace kiln::backends::cuda
 

@@ -48,6 +48,14 @@ class CudaCodegen : public wrapper::DeviceCodegen {
   // Returns a CudaProgram (cuda_program.h). Without a GPU the kernels still
   // compile (NVRTC needs no GPU) and the result is Unavailable.
   absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> Compile(const wrapper::WrapperProgram& program) override;
+  // float16/bfloat16 buffers as 16-bit words computed in float; convolution
+  // biases fused into the kernel after cuDNN's convolution.
+  lowering::LowerOptions LoweringOptions() const override {
+    lowering::LowerOptions o;
+    o.narrow_float_kernels = true;
+    o.conv_bias_epilogue = true;
+    return o;
+  }
 
   // The target kernels are generated for: the device's, or sm_90 defaults.
   const CudaTarget& target() const { return target_; }

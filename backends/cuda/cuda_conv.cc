@@ -4,25 +4,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_loader.h"
+#include "backends/cuda/cudnn_conv.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "support/status.h"
 
 namespace kiln::backends::cuda {
 namespace {
 
-struct ConvShape {
-  int64_t n = 0, cin = 0, h = 1, w = 0, cout = 0, kh = 1, kw = 0, oh = 1, ow = 0;
-  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
-};
-
-bool Contiguous(const lowering::Layout& l) {
-  int64_t expect = 1;
-  for (size_t d = l.sizes.size(); d-- > 0;) {
-    if (l.sizes[d] != 1 && l.strides[d] != expect) return false;
-    expect *= l.sizes[d];
-  }
-  return true;
-}
 
 // An int list of `n` values, or one value repeated.
 std::optional<std::vector<int64_t>> IntList(const std::vector<lowering::ExternArg>& args, size_t i, size_t n) {
@@ -66,10 +54,10 @@ bool IsConvOp(const std::string& op) {
          op == "aten::conv1d" || op == "aten::conv2d" || op == "kiln::conv_nd";
 }
 
-std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector<lowering::ExternArg>& args,
-                                        const std::vector<DeviceView>& buffer_args,
-                                        const std::vector<DeviceView>& outputs, const ConvContext& ctx) {
-  if (!IsConvOp(op) || outputs.size() != 1 || args.size() < 7 || ctx.handle == nullptr) return std::nullopt;
+std::optional<ConvProblem> ParseConv(const std::string& op, const std::vector<lowering::ExternArg>& args,
+                                     const std::vector<DeviceView>& buffer_args,
+                                     const std::vector<DeviceView>& outputs) {
+  if (!IsConvOp(op) || outputs.size() != 1 || args.size() < 7) return std::nullopt;
   const bool torch_conv = op.rfind("aten::convolution", 0) == 0 || op.rfind("aten::_convolution", 0) == 0;
   const bool onnx_conv = op == "kiln::conv_nd";
   // Buffer arguments in order: x, w, [bias].
@@ -83,9 +71,6 @@ std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector
   const DeviceView& x = buffer_args[0];
   const DeviceView& w = buffer_args[1];
   const DeviceView& y = outputs[0];
-  for (const DeviceView* v : {&x, &w, &y}) {
-    if (v->layout.dtype != DType::kFloat32 || !Contiguous(v->layout)) return std::nullopt;
-  }
   const size_t rank = w.layout.sizes.size();
   if ((rank != 3 && rank != 4) || x.layout.sizes.size() != rank || y.layout.sizes.size() != rank) return std::nullopt;
   const size_t nd = rank - 2;
@@ -111,7 +96,10 @@ std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector
     }
   }
   if (!stride || !dilation || !pad || !groups) return std::nullopt;
-  ConvShape c;
+  ConvProblem c;
+  c.spatial_dims = nd;
+  c.x = x, c.weight = w, c.y = y;
+  if (has_bias) c.bias = buffer_args[2];
   const auto& xs = x.layout.sizes;
   const auto& ws = w.layout.sizes;
   c.n = xs[0], c.cin = xs[1], c.cout = ws[0], c.groups = *groups;
@@ -130,17 +118,40 @@ std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector
   const std::vector<int64_t> expect =
       nd == 2 ? std::vector<int64_t>{c.n, c.cout, c.oh, c.ow} : std::vector<int64_t>{c.n, c.cout, c.ow};
   if (y.layout.sizes != expect) return std::nullopt;
-  if (has_bias) {
-    const lowering::Layout& b = buffer_args[2].layout;
-    if (b.dtype != DType::kFloat32 || b.sizes != std::vector<int64_t>{c.cout} || !Contiguous(b)) return std::nullopt;
-  }
-  if (c.n == 0 || c.cout == 0 || c.oh * c.ow == 0) return absl::OkStatus();
+  if (x.layout.dtype != w.layout.dtype || y.layout.dtype != x.layout.dtype) return std::nullopt;
+  if (has_bias && buffer_args[2].layout.sizes != std::vector<int64_t>{c.cout}) return std::nullopt;
+  return c;
+}
 
+std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector<lowering::ExternArg>& args,
+                                        const std::vector<DeviceView>& buffer_args,
+                                        const std::vector<DeviceView>& outputs, const ConvContext& ctx) {
+  std::optional<ConvProblem> problem = ParseConv(op, args, buffer_args, outputs);
+  if (!problem) return std::nullopt;
+  ConvProblem c = *problem;  // own kernels take its fields by address
+  if (c.n == 0 || c.cout == 0 || c.oh * c.ow == 0) return absl::OkStatus();
+  if (ctx.cudnn != nullptr) {
+    if (std::optional<absl::Status> done = CudnnConvolution(c, ctx)) {
+      if (done->ok() && ctx.used_cudnn != nullptr) *ctx.used_cudnn = true;
+      return done;
+    }
+  }
+  // kiln's own kernels: float32, contiguous.
+  const DeviceView& x = c.x;
+  const DeviceView& w = c.weight;
+  const DeviceView& y = c.y;
+  const bool has_bias = c.bias.has_value();
+  for (const DeviceView* v : {&x, &w, &y}) {
+    if (v->layout.dtype != DType::kFloat32 || !v->layout.IsContiguous()) return std::nullopt;
+  }
+  if (has_bias && (c.bias->layout.dtype != DType::kFloat32 || !c.bias->layout.IsContiguous())) return std::nullopt;
+  if (ctx.handle == nullptr) return std::nullopt;
+  const auto& ws = w.layout.sizes;
   absl::StatusOr<const RuntimeKernels*> kernels = GetRuntimeKernels(ctx.device_index);
   if (!kernels.ok()) return kernels.status();
   auto ptr = [](const DeviceView& v) { return v.base + static_cast<CUdeviceptr>(v.layout.offset) * sizeof(float); };
   CUdeviceptr xp = ptr(x), wp = ptr(w), yp = ptr(y);
-  CUdeviceptr bp = has_bias ? ptr(buffer_args[2]) : 0;
+  CUdeviceptr bp = has_bias ? ptr(*c.bias) : 0;
   const int64_t spatial = c.oh * c.ow;
 
   if (c.groups == c.cin && ws[1] == 1) {

@@ -1,9 +1,14 @@
-// Float32 forward convolutions (1-D and 2-D, NCHW, contiguous) on the GPU:
-// depthwise ones with a direct kernel, 1x1/stride-1/unpadded ones as one
-// strided-batched sgemm over the images, the rest as im2col + sgemm per
-// group (runtime_kernels.h). Ops: aten::convolution/_convolution (not
-// transposed), aten::conv1d/conv2d, kiln::conv_nd (symmetric pads). Anything
-// else returns nullopt and runs on the host.
+// Forward convolutions (1-D and 2-D, NCHW) on the GPU. With cuDNN 9
+// (cudnn_conv.h): float32 (TF32 by default, as PyTorch), float16 and
+// bfloat16, any strides of input and output, the algorithm found once per
+// shape (cudnnFindConvolutionForwardAlgorithmEx), bias added by cuDNN and a
+// following ReLU fused when the lowering attached one. Without cuDNN,
+// float32 contiguous ones with kiln's own kernels: depthwise ones with a
+// direct kernel, 1x1/stride-1/unpadded ones as one strided-batched sgemm
+// over the images, the rest as im2col + sgemm per group (runtime_kernels.h).
+// Ops: aten::convolution/_convolution (not transposed), aten::conv1d/conv2d,
+// kiln::conv_nd (symmetric pads). Anything else returns nullopt and runs on
+// the host.
 #ifndef KILN_BACKENDS_CUDA_CUDA_CONV_H_
 #define KILN_BACKENDS_CUDA_CUDA_CONV_H_
 
@@ -22,12 +27,36 @@ struct ConvContext {
   int device_index = 0;
   CUstream stream = nullptr;
   cublasHandle_t handle = nullptr;
-  // Scratch device memory of at least `bytes` (the im2col columns), valid
-  // until the next call.
+  // Null without cuDNN (or with KILN_CUDNN=0): kiln's own kernels.
+  cudnnHandle_t cudnn = nullptr;
+  // TF32 tensor cores for float32 convolutions.
+  bool tf32 = true;
+  // The stream is being captured into a CUDA graph: no algorithm search
+  // (it synchronizes); cuDNN's heuristics pick for shapes not seen before.
+  bool capturing = false;
+  // Scratch device memory of at least `bytes` (the im2col columns, cuDNN's
+  // workspace), valid until the next call.
   std::function<absl::StatusOr<CUdeviceptr>(int64_t bytes)> scratch;
+  // Set to true when cuDNN ran the convolution.
+  bool* used_cudnn = nullptr;
+};
+
+// A convolution's shape (2-D; 1-D ones have h = kh = 1) and operands.
+struct ConvProblem {
+  int64_t n = 0, cin = 0, h = 1, w = 0, cout = 0, kh = 1, kw = 0, oh = 1, ow = 0;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+  size_t spatial_dims = 2;  // 1 or 2
+  DeviceView x, weight, y;
+  std::optional<DeviceView> bias;
 };
 
 bool IsConvOp(const std::string& op);
+
+// The convolution an extern call describes, or nullopt when it is not one
+// kiln runs on the GPU (transposed, asymmetric pads, mismatched shapes).
+std::optional<ConvProblem> ParseConv(const std::string& op, const std::vector<lowering::ExternArg>& args,
+                                     const std::vector<DeviceView>& buffer_args,
+                                     const std::vector<DeviceView>& outputs);
 
 std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector<lowering::ExternArg>& args,
                                         const std::vector<DeviceView>& buffer_args,

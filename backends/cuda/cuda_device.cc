@@ -24,6 +24,8 @@ struct IndexState {
   std::unique_ptr<CudaStream> default_stream;
   std::unique_ptr<devices::DeviceAllocator> device_allocator;
   cublasHandle_t cublas = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  cublasLtHandle_t cublaslt = nullptr;
 };
 
 struct ProcessState {
@@ -49,7 +51,10 @@ ProcessState& State() {
 }
 
 thread_local int t_current_device = 0;
-std::atomic<bool> g_allow_tf32{false};
+// PyTorch's defaults: TF32 for convolutions (torch.backends.cudnn.allow_tf32),
+// full float32 for matmuls (torch.backends.cuda.matmul.allow_tf32).
+std::atomic<bool> g_matmul_tf32{false};
+std::atomic<bool> g_conv_tf32{true};
 thread_local std::unordered_map<int, CudaStream*>* t_current_streams = nullptr;
 
 std::unordered_map<int, CudaStream*>& ThreadStreams() {
@@ -400,7 +405,42 @@ absl::StatusOr<std::shared_ptr<DeviceStorage>> CudaDevice::AllocateStorage(int i
   return std::make_shared<DeviceStorage>(allocator, p, nbytes, index);
 }
 
+absl::StatusOr<cudnnHandle_t> CudaDevice::CudnnHandle(int index, CUstream stream) {
+  const CudaLibraries& libs = LoadCudaLibraries();
+  RETURN_IF_ERROR(libs.cudnn_status);
+  RETURN_IF_ERROR(MakeCurrent(index));
+  ASSIGN_OR_RETURN(IndexState * st, Index(index));
+  ProcessState& s = State();
+  absl::MutexLock lock(&s.mu);
+  if (st->cudnn == nullptr) {
+    cudnnHandle_t h = nullptr;
+    RETURN_IF_ERROR(CudnnCheck(libs.cudnn.cudnnCreate(&h), "cudnnCreate"));
+    st->cudnn = h;
+  }
+  RETURN_IF_ERROR(CudnnCheck(libs.cudnn.cudnnSetStream(st->cudnn, stream), "cudnnSetStream"));
+  return st->cudnn;
+}
+
+absl::StatusOr<cublasLtHandle_t> CudaDevice::CublasLtHandle(int index) {
+  const CudaLibraries& libs = LoadCudaLibraries();
+  RETURN_IF_ERROR(libs.cublaslt_status);
+  RETURN_IF_ERROR(MakeCurrent(index));
+  ASSIGN_OR_RETURN(IndexState * st, Index(index));
+  ProcessState& s = State();
+  absl::MutexLock lock(&s.mu);
+  if (st->cublaslt == nullptr) {
+    cublasLtHandle_t h = nullptr;
+    RETURN_IF_ERROR(CublasCheck(libs.cublaslt.cublasLtCreate(&h), "cublasLtCreate"));
+    st->cublaslt = h;
+  }
+  return st->cublaslt;
+}
+
 absl::StatusOr<cublasHandle_t> CudaDevice::CublasHandle(int index, CUstream stream) {
+  return CublasHandle(index, stream, g_matmul_tf32.load());
+}
+
+absl::StatusOr<cublasHandle_t> CudaDevice::CublasHandle(int index, CUstream stream, bool tf32) {
   const CudaLibraries& libs = LoadCudaLibraries();
   RETURN_IF_ERROR(libs.cublas_status);
   RETURN_IF_ERROR(MakeCurrent(index));
@@ -413,14 +453,28 @@ absl::StatusOr<cublasHandle_t> CudaDevice::CublasHandle(int index, CUstream stre
     st->cublas = h;
   }
   RETURN_IF_ERROR(CublasCheck(libs.cublas.cublasSetStream(st->cublas, stream), "cublasSetStream"));
-  RETURN_IF_ERROR(CublasCheck(libs.cublas.cublasSetMathMode(st->cublas, g_allow_tf32.load() ? kCublasTf32TensorOpMath
-                                                                                             : kCublasDefaultMath),
-                              "cublasSetMathMode"));
+  RETURN_IF_ERROR(CublasCheck(
+      libs.cublas.cublasSetMathMode(st->cublas, tf32 ? kCublasTf32TensorOpMath : kCublasDefaultMath),
+      "cublasSetMathMode"));
   return st->cublas;
 }
 
-void CudaDevice::SetAllowTf32(bool allow) { g_allow_tf32.store(allow); }
-bool CudaDevice::AllowTf32() { return g_allow_tf32.load();
+void CudaDevice::SetAllowTf32(bool allow) {
+  g_matmul_tf32.store(allow);
+  g_conv_tf32.store(allow);
 }
+bool CudaDevice::AllowTf32() { return g_matmul_tf32.load() && g_conv_tf32.load(); }
+void CudaDevice::SetMatmulTf32(bool allow) { g_matmul_tf32.store(allow); }
+absl::Status CudaDevice::SetFloat32MatmulPrecision(const std::string& precision) {
+  if (precision != "highest" && precision != "high" && precision != "medium") {
+    return absl::InvalidArgumentError(absl::StrCat("float32 matmul precision '", precision,
+                                                   "' (expected highest, high or medium)"));
+  }
+  SetMatmulTf32(precision != "highest");
+  return absl::OkStatus();
+}
+bool CudaDevice::MatmulTf32() { return g_matmul_tf32.load(); }
+void CudaDevice::SetConvTf32(bool allow) { g_conv_tf32.store(allow); }
+bool CudaDevice::ConvTf32() { return g_conv_tf32.load(); }
 
 }  // namespace kiln::backends::cuda

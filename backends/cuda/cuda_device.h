@@ -105,6 +105,8 @@ class CudaDevice : public devices::DeviceInterface {
   absl::StatusOr<devices::DeviceProperties> GetDeviceProperties(int index) override;
   absl::StatusOr<int64_t> MemoryAllocated(int index) override;
   absl::StatusOr<int64_t> MaxMemoryAllocated(int index) override;
+  // "highest": full float32 matmuls; "high"/"medium": TF32 (SetMatmulTf32).
+  absl::Status SetFloat32MatmulPrecision(const std::string& precision) override;
   bool IsBf16Supported() const override;
   bool IsDtypeSupported(DType dtype) const override;
 
@@ -120,11 +122,23 @@ class CudaDevice : public devices::DeviceInterface {
   absl::Status ResetPeakMemory(int index);
   // `nbytes` of device memory on the current stream of `index`.
   absl::StatusOr<std::shared_ptr<DeviceStorage>> AllocateStorage(int index, size_t nbytes);
-  // The device's cuBLAS handle (created on first use; bound to `stream`).
+  // The device's cuBLAS handle (created on first use; bound to `stream`),
+  // its math mode TF32 when `tf32` (else MatmulTf32()).
   absl::StatusOr<cublasHandle_t> CublasHandle(int index, CUstream stream);
-  // TF32 tensor cores for float32 sgemm (matmul and convolution externs),
-  // like torch.backends.cuda.matmul.allow_tf32 / cudnn.allow_tf32. Off by
-  // default (full fp32, as the interpreter computes); process-wide.
+  absl::StatusOr<cublasHandle_t> CublasHandle(int index, CUstream stream, bool tf32);
+  // The device's cuBLASLt handle (created on first use; streams are per call).
+  absl::StatusOr<cublasLtHandle_t> CublasLtHandle(int index);
+  // The device's cuDNN handle (created on first use; bound to `stream`);
+  // Unavailable without cuDNN 9.
+  absl::StatusOr<cudnnHandle_t> CudnnHandle(int index, CUstream stream);
+  // TF32 tensor cores for float32, process-wide, with PyTorch's defaults:
+  // matmuls full float32 (torch.backends.cuda.matmul.allow_tf32 = False),
+  // convolutions TF32 (torch.backends.cudnn.allow_tf32 = True).
+  // SetAllowTf32 sets both.
+  static void SetMatmulTf32(bool allow);
+  static bool MatmulTf32();
+  static void SetConvTf32(bool allow);
+  static bool ConvTf32();
   static void SetAllowTf32(bool allow);
   static bool AllowTf32();
   // L2 cache size in bytes (0 when unknown).

@@ -1,13 +1,11 @@
-// Emits CUDA C++ for the loop IR's expression trees. Shared subexpressions
-// (the trees are DAGs after inlining) become one `const T l_tN = ...;` each.
+// CUDA C++ for the loop IR's expression trees: the shared C-family emitter
+// (codegen/c_expr_emitter.h) with CUDA's dialect, plus vector loads.
 //
-// Lane mode (the vectorized paths): one thread computes kLanes consecutive
-// values of an innermost index variable (the "lane variable"). Emit(e, k)
-// gives the value of lane k; subtrees that do not depend on the lane
-// variable are emitted once and shared by all lanes; a load whose index has
-// unit stride in the lane variable (and a lane-0 offset that is a multiple
-// of kLanes) becomes one kiln_load4 (16-byte access for 4-byte elements)
-// when vector loads are enabled.
+// In lane mode (the vectorized paths: one thread computes kLanes
+// consecutive values of the lane variable), a load whose index has unit
+// stride in the lane variable (and a lane-0 offset that is a multiple of
+// kLanes) becomes one kiln_load4 (16-byte access for 4-byte elements) when
+// vector loads are enabled.
 #ifndef KILN_BACKENDS_CUDA_CUDA_EXPR_EMITTER_H_
 #define KILN_BACKENDS_CUDA_CUDA_EXPR_EMITTER_H_
 
@@ -18,27 +16,25 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "codegen/c_dialect.h"
+#include "codegen/c_expr_emitter.h"
 #include "lowering/loop_ir.h"
 #include "support/dtype.h"
 
 namespace kiln::backends::cuda {
 
 // Deeper expressions are rejected (no unbounded recursion on input data).
-inline constexpr int kCudaMaxExprDepth = 400;
+inline constexpr int kCudaMaxExprDepth = codegen::kMaxExprDepth;
 // Consecutive elements per thread in the vectorized paths.
 inline constexpr int kLanes = 4;
 
-// A buffer a kernel may load from.
-struct CudaBufferRef {
-  std::string identifier;  // its pointer parameter
-  DType dtype = DType::kFloat32;
-  // When set, loads of this buffer read this register instead: a value the
-  // kernel already computed for the current outer index (a reduction result
-  // or a per-row pointwise value). Loads between members of one kernel are
-  // always at the member's own index (FusedKernel's contract).
-  std::string scalar;
-  DType scalar_dtype = DType::kFloat32;
-};
+// A buffer a kernel may load from (its `scalar`: a register holding the
+// value at the current outer index).
+using CudaBufferRef = codegen::CBufferRef;
+
+// Generated CUDA C++ as NVRTC compiles it: CudaTypeName, CudaIntLiteral,
+// CudaFloatLiteral, and libdevice's rintf/rsqrtf.
+const codegen::CDialect& CudaDialect();
 
 // Index analysis, used to pick vector accesses.
 //  - DependsOnVar: whether `e` mentions index variable `var`.
@@ -66,57 +62,40 @@ struct RowCache {
   int count = 0;
 };
 
-class CudaExprEmitter {
+class CudaExprEmitter : public codegen::CExprEmitter {
  public:
   // `vars[i]`: the C expression (long long) bound to index variable v{i}.
   // `temp_counter` numbers temporaries across emitters of one kernel.
   CudaExprEmitter(const std::map<std::string, CudaBufferRef>* buffers, std::vector<std::string> vars,
                   int* temp_counter)
-      : buffers_(buffers), vars_(std::move(vars)), temp_counter_(temp_counter) {}
+      : codegen::CExprEmitter(&CudaDialect(), buffers, std::move(vars), temp_counter) {}
 
   // Enters lane mode (see the file comment).
   void SetLanes(int lane_var, bool vector_loads) {
-    lane_var_ = lane_var;
+    SetLaneVar(lane_var);
     vector_loads_ = vector_loads;
   }
-  void set_indent(std::string indent) { indent_ = std::move(indent); }
   // Lane mode inside an unrolled loop over `cache->trips` groups: cache
   // vector loads (see RowCache).
   void SetRowCache(RowCache* cache) { cache_ = cache; }
 
-  // A C++ expression for `e` in `lane` (a literal, a variable or a
-  // temporary); the statements it needs are appended to the pending
-  // statements.
-  absl::StatusOr<std::string> Emit(const lowering::ExprPtr& e, int lane = 0);
-  // The pending statements, cleared.
-  std::string TakeStatements() { return std::exchange(statements_, std::string()); }
   // Buffers read with vector loads so far (the kernel checks their alignment).
   const std::set<std::string>& vector_buffers() const { return vector_buffers_; }
   // Records a vector access the caller emitted itself (a kiln_store4).
   void NoteVectorBuffer(const std::string& buffer) { vector_buffers_.insert(buffer); }
 
+ protected:
+  absl::StatusOr<std::string> EmitLoad(const lowering::Expr& e, const CudaBufferRef& ref, int lane,
+                                       int depth) override;
+
  private:
-  absl::StatusOr<std::string> EmitAt(const lowering::ExprPtr& e, int lane, int depth);
-  absl::StatusOr<std::string> EmitNode(const lowering::Expr& e, int lane, int depth);
-  absl::StatusOr<std::string> EmitLoad(const lowering::Expr& e, int lane, int depth);
-  bool DependsOnLane(const lowering::Expr* e, int depth);
   // The index expression printed over the variable bindings (lane 0), for
   // cache keys; false for anything but small integer index arithmetic.
   bool IndexText(const lowering::Expr* e, int depth, std::string* out) const;
-  std::string Temp(const std::string& type, const std::string& value);
 
-  const std::map<std::string, CudaBufferRef>* buffers_;
-  std::vector<std::string> vars_;
-  int* temp_counter_;
-  int lane_var_ = -1;
   bool vector_loads_ = false;
   RowCache* cache_ = nullptr;
-  std::string indent_ = "    ";
-  std::string statements_;
-  std::map<std::pair<const lowering::Expr*, int>, std::string> memo_;
   std::map<const lowering::Expr*, std::string> vector_memo_;
-  std::map<std::string, std::string> values_;  // "type|expression" -> temporary
-  std::map<const lowering::Expr*, bool> depends_;
   std::set<std::string> vector_buffers_;
 };
 

@@ -1,9 +1,11 @@
 #include "backends/cuda/cuda_loader.h"
 
 #include <dlfcn.h>
+#include <glob.h>
 
 #include <cstdlib>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -73,10 +75,12 @@ void* OpenFirst(std::initializer_list<const char*> sonames, std::initializer_lis
 }
 
 void LoadDriver(CudaLibraries& libs) {
-  void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  const char* override_path = std::getenv("KILN_CUDA_DRIVER_LIB");
+  const char* path = override_path != nullptr && *override_path != '\0' ? override_path : "libcuda.so.1";
+  void* h = ::dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
     libs.driver_status = absl::UnavailableError(
-        absl::StrCat("CUDA driver libcuda.so.1 not found (no NVIDIA driver on this machine): ", DlError()));
+        absl::StrCat("CUDA driver ", path, " not found (no NVIDIA driver on this machine): ", DlError()));
     return;
   }
   CudaDriverApi& d = libs.driver;
@@ -101,6 +105,7 @@ void LoadDriver(CudaLibraries& libs) {
   Resolve(h, &d.cuMemcpyDtoHAsync, {"cuMemcpyDtoHAsync_v2"}, &missing);
   Resolve(h, &d.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"}, &missing);
   Resolve(h, &d.cuMemsetD32Async, {"cuMemsetD32Async"}, &missing);
+  Resolve(h, &d.cuMemsetD16Async, {"cuMemsetD16Async"}, &missing);
   Resolve(h, &d.cuStreamCreate, {"cuStreamCreate"}, &missing);
   Resolve(h, &d.cuStreamDestroy, {"cuStreamDestroy_v2", "cuStreamDestroy"}, &missing);
   Resolve(h, &d.cuStreamSynchronize, {"cuStreamSynchronize"}, &missing);
@@ -117,12 +122,22 @@ void LoadDriver(CudaLibraries& libs) {
   Resolve(h, &d.cuModuleGetFunction, {"cuModuleGetFunction"}, &missing);
   Resolve(h, &d.cuFuncSetAttribute, {"cuFuncSetAttribute"}, &missing);
   Resolve(h, &d.cuLaunchKernel, {"cuLaunchKernel"}, &missing);
-  libs.driver_status = MissingSymbols("libcuda.so.1", missing);
+  Resolve(h, &d.cuStreamBeginCapture, {"cuStreamBeginCapture_v2"}, &missing);
+  Resolve(h, &d.cuStreamEndCapture, {"cuStreamEndCapture"}, &missing);
+  Resolve(h, &d.cuGraphInstantiateWithFlags, {"cuGraphInstantiateWithFlags"}, &missing);
+  Resolve(h, &d.cuGraphLaunch, {"cuGraphLaunch"}, &missing);
+  Resolve(h, &d.cuGraphExecDestroy, {"cuGraphExecDestroy"}, &missing);
+  Resolve(h, &d.cuGraphDestroy, {"cuGraphDestroy"}, &missing);
+  Resolve(h, &d.cuGraphGetNodes, {"cuGraphGetNodes"}, &missing);
+  libs.driver_status = MissingSymbols(path, missing);
   if (!libs.driver_status.ok()) return;
   const CUresult init = d.cuInit(0);
   if (init != kCudaSuccess) {
-    libs.driver_status = absl::UnavailableError(
-        absl::StrCat("CUDA driver present but cuInit failed: ", CuCheck(init, "cuInit").message()));
+    // Not CuCheck: it reads the libraries this function is still loading.
+    const char* name = nullptr;
+    d.cuGetErrorName(init, &name);
+    libs.driver_status = absl::UnavailableError(absl::StrCat("CUDA driver present but cuInit failed: ",
+                                                             name != nullptr ? name : "CUDA error", " ", init));
     return;
   }
   d.cuDriverGetVersion(&libs.driver_version);
@@ -169,7 +184,119 @@ void LoadCublas(CudaLibraries& libs) {
   Resolve(h, &c.cublasSetMathMode, {"cublasSetMathMode"}, &missing);
   Resolve(h, &c.cublasSgemm, {"cublasSgemm_v2"}, &missing);
   Resolve(h, &c.cublasSgemmStridedBatched, {"cublasSgemmStridedBatched"}, &missing);
+  Resolve(h, &c.cublasGemmEx, {"cublasGemmEx"}, &missing);
+  Resolve(h, &c.cublasGemmStridedBatchedEx, {"cublasGemmStridedBatchedEx"}, &missing);
   libs.cublas_status = MissingSymbols(libs.cublas_path, missing);
+}
+
+void LoadCublasLt(CudaLibraries& libs) {
+  std::string errors;
+  void* h = OpenFirst({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, {}, &libs.cublaslt_path, &errors);
+  if (h == nullptr) {
+    libs.cublaslt_status = absl::UnavailableError(absl::StrCat("cuBLASLt not found: ", errors));
+    return;
+  }
+  CublasLtApi& c = libs.cublaslt;
+  std::vector<std::string> missing;
+  Resolve(h, &c.cublasLtCreate, {"cublasLtCreate"}, &missing);
+  Resolve(h, &c.cublasLtMatmulDescCreate, {"cublasLtMatmulDescCreate"}, &missing);
+  Resolve(h, &c.cublasLtMatmulDescDestroy, {"cublasLtMatmulDescDestroy"}, &missing);
+  Resolve(h, &c.cublasLtMatmulDescSetAttribute, {"cublasLtMatmulDescSetAttribute"}, &missing);
+  Resolve(h, &c.cublasLtMatrixLayoutCreate, {"cublasLtMatrixLayoutCreate"}, &missing);
+  Resolve(h, &c.cublasLtMatrixLayoutDestroy, {"cublasLtMatrixLayoutDestroy"}, &missing);
+  Resolve(h, &c.cublasLtMatmulPreferenceCreate, {"cublasLtMatmulPreferenceCreate"}, &missing);
+  Resolve(h, &c.cublasLtMatmulPreferenceDestroy, {"cublasLtMatmulPreferenceDestroy"}, &missing);
+  Resolve(h, &c.cublasLtMatmulPreferenceSetAttribute, {"cublasLtMatmulPreferenceSetAttribute"}, &missing);
+  Resolve(h, &c.cublasLtMatmulAlgoGetHeuristic, {"cublasLtMatmulAlgoGetHeuristic"}, &missing);
+  Resolve(h, &c.cublasLtMatmul, {"cublasLtMatmul"}, &missing);
+  libs.cublaslt_status = MissingSymbols(libs.cublaslt_path, missing);
+}
+
+// Where pip's nvidia-cudnn wheels put the library (the GPU machine's
+// PyTorch brings cuDNN that way).
+std::vector<std::string> CudnnWheelDirs() {
+  std::vector<std::string> patterns = {
+      "/opt/*/.venv/lib/python3*/site-packages/nvidia/cudnn/lib",
+      "/usr/local/lib/python3*/dist-packages/nvidia/cudnn/lib",
+      "/usr/local/lib/python3*/site-packages/nvidia/cudnn/lib",
+      "/usr/lib/python3*/dist-packages/nvidia/cudnn/lib",
+  };
+  if (const char* venv = std::getenv("VIRTUAL_ENV"); venv != nullptr && *venv != '\0') {
+    patterns.push_back(absl::StrCat(venv, "/lib/python3*/site-packages/nvidia/cudnn/lib"));
+  }
+  std::vector<std::string> dirs;
+  for (const std::string& pattern : patterns) {
+    glob_t g;
+    if (::glob(pattern.c_str(), 0, nullptr, &g) == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) dirs.push_back(g.gl_pathv[i]);
+    }
+    ::globfree(&g);
+  }
+  return dirs;
+}
+
+void LoadCudnn(CudaLibraries& libs) {
+  const char* off = std::getenv("KILN_CUDNN");
+  if (off != nullptr && std::string(off) == "0") {
+    libs.cudnn_status = absl::UnavailableError("cuDNN disabled by KILN_CUDNN=0");
+    return;
+  }
+  std::vector<std::string> dirs;
+  if (const char* d = std::getenv("KILN_CUDNN_LIB_DIR"); d != nullptr && *d != '\0') dirs.push_back(d);
+  for (const std::string& d : SearchDirs()) dirs.push_back(d);
+  for (const std::string& d : CudnnWheelDirs()) dirs.push_back(d);
+  std::string errors;
+  void* h = nullptr;
+  for (const std::string& dir : dirs) {
+    const std::string full = dir.empty() ? "libcudnn.so.9" : absl::StrCat(dir, "/libcudnn.so.9");
+    // The library finds its sub-libraries (libcudnn_cnn.so.9, ...) beside
+    // itself through its $ORIGIN run path.
+    h = ::dlopen(full.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h != nullptr) {
+      libs.cudnn_path = full;
+      break;
+    }
+    absl::StrAppend(&errors, errors.empty() ? "" : "; ", DlError());
+  }
+  if (h == nullptr) {
+    libs.cudnn_status = absl::UnavailableError(absl::StrCat("cuDNN 9 not found: ", errors));
+    return;
+  }
+  CudnnApi& c = libs.cudnn;
+  std::vector<std::string> missing;
+  Resolve(h, &c.cudnnGetVersion, {"cudnnGetVersion"}, &missing);
+  Resolve(h, &c.cudnnGetErrorString, {"cudnnGetErrorString"}, &missing);
+  Resolve(h, &c.cudnnCreate, {"cudnnCreate"}, &missing);
+  Resolve(h, &c.cudnnDestroy, {"cudnnDestroy"}, &missing);
+  Resolve(h, &c.cudnnSetStream, {"cudnnSetStream"}, &missing);
+  Resolve(h, &c.cudnnCreateTensorDescriptor, {"cudnnCreateTensorDescriptor"}, &missing);
+  Resolve(h, &c.cudnnSetTensorNdDescriptor, {"cudnnSetTensorNdDescriptor"}, &missing);
+  Resolve(h, &c.cudnnDestroyTensorDescriptor, {"cudnnDestroyTensorDescriptor"}, &missing);
+  Resolve(h, &c.cudnnCreateFilterDescriptor, {"cudnnCreateFilterDescriptor"}, &missing);
+  Resolve(h, &c.cudnnSetFilterNdDescriptor, {"cudnnSetFilterNdDescriptor"}, &missing);
+  Resolve(h, &c.cudnnDestroyFilterDescriptor, {"cudnnDestroyFilterDescriptor"}, &missing);
+  Resolve(h, &c.cudnnCreateConvolutionDescriptor, {"cudnnCreateConvolutionDescriptor"}, &missing);
+  Resolve(h, &c.cudnnSetConvolutionNdDescriptor, {"cudnnSetConvolutionNdDescriptor"}, &missing);
+  Resolve(h, &c.cudnnSetConvolutionGroupCount, {"cudnnSetConvolutionGroupCount"}, &missing);
+  Resolve(h, &c.cudnnSetConvolutionMathType, {"cudnnSetConvolutionMathType"}, &missing);
+  Resolve(h, &c.cudnnDestroyConvolutionDescriptor, {"cudnnDestroyConvolutionDescriptor"}, &missing);
+  Resolve(h, &c.cudnnCreateActivationDescriptor, {"cudnnCreateActivationDescriptor"}, &missing);
+  Resolve(h, &c.cudnnSetActivationDescriptor, {"cudnnSetActivationDescriptor"}, &missing);
+  Resolve(h, &c.cudnnDestroyActivationDescriptor, {"cudnnDestroyActivationDescriptor"}, &missing);
+  Resolve(h, &c.cudnnFindConvolutionForwardAlgorithmEx, {"cudnnFindConvolutionForwardAlgorithmEx"}, &missing);
+  Resolve(h, &c.cudnnGetConvolutionForwardAlgorithm_v7, {"cudnnGetConvolutionForwardAlgorithm_v7"}, &missing);
+  Resolve(h, &c.cudnnGetConvolutionForwardWorkspaceSize, {"cudnnGetConvolutionForwardWorkspaceSize"}, &missing);
+  Resolve(h, &c.cudnnConvolutionForward, {"cudnnConvolutionForward"}, &missing);
+  Resolve(h, &c.cudnnConvolutionBiasActivationForward, {"cudnnConvolutionBiasActivationForward"}, &missing);
+  Resolve(h, &c.cudnnAddTensor, {"cudnnAddTensor"}, &missing);
+  libs.cudnn_status = MissingSymbols(libs.cudnn_path, missing);
+  if (libs.cudnn_status.ok()) {
+    libs.cudnn_version = c.cudnnGetVersion();
+    if (libs.cudnn_version < 90000) {
+      libs.cudnn_status = absl::FailedPreconditionError(
+          absl::StrCat(libs.cudnn_path, " is cuDNN ", libs.cudnn_version, "; kiln needs cuDNN 9"));
+    }
+  }
 }
 
 }  // namespace
@@ -187,6 +314,8 @@ const CudaLibraries& LoadCudaLibraries() {
     }
     LoadNvrtc(*l);
     LoadCublas(*l);
+    LoadCublasLt(*l);
+    LoadCudnn(*l);
     return l;
   }();
   return *libs;
@@ -210,6 +339,14 @@ absl::Status NvrtcCheck(nvrtcResult result, const char* what) {
   const NvrtcApi& n = LoadCudaLibraries().nvrtc;
   const char* text = n.nvrtcGetErrorString != nullptr ? n.nvrtcGetErrorString(result) : nullptr;
   return absl::InternalError(absl::StrCat(what, ": NVRTC error ", result, text != nullptr ? " " : "",
+                                          text != nullptr ? text : ""));
+}
+
+absl::Status CudnnCheck(cudnnStatus_t status, const char* what) {
+  if (status == kCudnnSuccess) return absl::OkStatus();
+  const CudnnApi& c = LoadCudaLibraries().cudnn;
+  const char* text = c.cudnnGetErrorString != nullptr ? c.cudnnGetErrorString(status) : nullptr;
+  return absl::InternalError(absl::StrCat(what, ": cuDNN status ", status, text != nullptr ? " " : "",
                                           text != nullptr ? text : ""));
 }
 

@@ -3,10 +3,14 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/cuda/cublas_matmul.h"
 #include "backends/cuda/cuda_conv.h"
+#include "backends/cuda/cuda_gather.h"
+#include "backends/cuda/cuda_pool.h"
 #include "backends/cuda/cuda_loader.h"
+#include "backends/cuda/runtime_kernels.h"
 #include "runtime/tensor_ops.h"
 #include "support/status.h"
 #include "wrapper/host_fallback.h"
@@ -46,6 +50,116 @@ absl::Status UploadRange(const Tensor& staging, CUdeviceptr base, const Layout& 
 
 }  // namespace
 
+const char* ExternPathName(ExternPath path) {
+  switch (path) {
+    case ExternPath::kCublas: return "cublas";
+    case ExternPath::kCudnn: return "cudnn";
+    case ExternPath::kConv: return "conv";
+    case ExternPath::kGather: return "gather";
+    case ExternPath::kPool: return "pool";
+    case ExternPath::kMetadata: return "shape";
+    case ExternPath::kHost: return "host";
+  }
+  return "?";
+}
+
+struct StepTimer {
+  struct Entry {
+    CUevent start = nullptr;
+    CUevent end = nullptr;
+    bool pending = false;  // both recorded in the current call
+    const char* kind = "";
+  };
+  std::vector<Entry> steps;  // by step index
+  explicit StepTimer(size_t n) : steps(n) {}
+  ~StepTimer() {
+    for (Entry& e : steps) {
+      if (e.start != nullptr) Driver().cuEventDestroy(e.start);
+      if (e.end != nullptr) Driver().cuEventDestroy(e.end);
+    }
+  }
+  StepTimer(const StepTimer&) = delete;
+  StepTimer& operator=(const StepTimer&) = delete;
+};
+
+namespace {
+
+absl::Status TimerStart(StepTimer* timer, size_t step, CUstream stream) {
+  if (timer == nullptr) return absl::OkStatus();
+  StepTimer::Entry& e = timer->steps[step];
+  if (e.start == nullptr) RETURN_IF_ERROR(CuCheck(Driver().cuEventCreate(&e.start, kEventDefault), "cuEventCreate"));
+  if (e.end == nullptr) RETURN_IF_ERROR(CuCheck(Driver().cuEventCreate(&e.end, kEventDefault), "cuEventCreate"));
+  return CuCheck(Driver().cuEventRecord(e.start, stream), "cuEventRecord");
+}
+
+absl::Status TimerEnd(StepTimer* timer, size_t step, CUstream stream, const char* kind) {
+  if (timer == nullptr) return absl::OkStatus();
+  StepTimer::Entry& e = timer->steps[step];
+  e.pending = true;
+  e.kind = kind;
+  return CuCheck(Driver().cuEventRecord(e.end, stream), "cuEventRecord");
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<wrapper::StepProfile>> CudaProgram::Profile(const std::vector<DeviceTensor>& inputs,
+                                                                       CUstream stream, int iterations) {
+  const ResolvedProgram& r = resolved_;
+  StepTimer timer(r.steps.size());
+  std::map<size_t, wrapper::StepProfile> by_step;
+  CallHooks hooks;
+  hooks.timer = &timer;
+  for (int it = 0; it < iterations; ++it) {
+    ASSIGN_OR_RETURN(std::vector<DeviceTensor> outputs, Execute(inputs, stream, hooks));
+    RETURN_IF_ERROR(CuCheck(Driver().cuStreamSynchronize(stream), "cuStreamSynchronize"));
+    for (size_t i = 0; i < timer.steps.size(); ++i) {
+      StepTimer::Entry& e = timer.steps[i];
+      if (!e.pending) continue;
+      e.pending = false;
+      float ms = 0;
+      RETURN_IF_ERROR(CuCheck(Driver().cuEventElapsedTime(&ms, e.start, e.end), "cuEventElapsedTime"));
+      wrapper::StepProfile& p = by_step[i];
+      if (p.calls == 0) {
+        const ProgramStep& step = r.steps[i];
+        if (step.kind == ProgramStep::Kind::kLaunch) {
+          p.name = r.kernel_names[static_cast<size_t>(step.index)];
+        } else {
+          const ExternStep& ex = r.externs[static_cast<size_t>(step.index)];
+          p.name = ex.island ? "kiln::interpret" : ex.op;
+        }
+        p.kind = e.kind;
+      }
+      ++p.calls;
+      p.total_ms += ms;
+    }
+  }
+  std::vector<wrapper::StepProfile> out;
+  for (auto& [step, p] : by_step) out.push_back(std::move(p));
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> CudaProgram::SourceFiles() const {
+  std::string text;
+  for (size_t i = 0; i < unit_sources_.size(); ++i) {
+    absl::StrAppend(&text, "// ==== NVRTC translation unit ", i + 1, " of ", unit_sources_.size(), "\n",
+                    unit_sources_[i], "\n");
+  }
+  return {{"kernels.cu", text}};
+}
+
+std::vector<std::string> CudaProgram::ReportLines() const {
+  const CudaProgramStats& s = stats_;
+  const CudaLibraries& libs = LoadCudaLibraries();
+  std::string cudnn = libs.cudnn_status.ok()
+                          ? absl::StrCat("cuDNN ", libs.cudnn_version, " (", libs.cudnn_path, ")")
+                          : absl::StrCat("no cuDNN (", libs.cudnn_status.message(), "): kiln's own convolutions");
+  return {cudnn, absl::StrFormat("NVRTC: %d kernels (%d distinct) in %d translation units, %d cubin cache hits; "
+                          "codegen %.2f ms, NVRTC + cache %.2f ms (inside NVRTC %.2f ms summed over units), "
+                          "module load %.2f ms",
+                          s.kernels, s.distinct_kernels, s.translation_units, s.cache_hits, s.codegen_seconds * 1e3,
+                          s.nvrtc_seconds * 1e3, s.compiler_seconds * 1e3, s.load_seconds * 1e3)};
+}
+
 absl::StatusOr<std::unique_ptr<CudaProgram>> CudaProgram::Create(ResolvedProgram resolved, int device_index,
                                                                  std::map<std::string, LoadedKernel> kernels,
                                                                  std::vector<CUmodule> modules) {
@@ -83,24 +197,88 @@ CudaProgram::~CudaProgram() {
   }
 }
 
-absl::StatusOr<CUdeviceptr> CudaProgram::Ones(int64_t n, CUstream stream) {
-  std::lock_guard<std::mutex> lock(ones_mu_);
-  if (ones_count_ < n) {
-    const int64_t count = (n + 4095) / 4096 * 4096;
-    CudaDevice device;
-    ASSIGN_OR_RETURN(ones_, device.AllocateStorage(device_index_, static_cast<size_t>(count) * sizeof(float)));
-    RETURN_IF_ERROR(CuCheck(Driver().cuMemsetD32Async(ones_->ptr(), 0x3f800000u, static_cast<size_t>(count), stream),
-                            "cuMemsetD32Async"));
-    ones_count_ = count;
-  }
-  return ones_->ptr();
+absl::StatusOr<std::shared_ptr<DeviceStorage>> CudaProgram::Allocate(int64_t bytes, const CallHooks& hooks) {
+  CudaDevice device;
+  ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
+                   device.AllocateStorage(device_index_, static_cast<size_t>(std::max<int64_t>(bytes, 1))));
+  if (hooks.keep_alive != nullptr) hooks.keep_alive->push_back(storage);
+  return storage;
 }
 
-absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slots, CUstream stream) {
+bool IsMetadataOnlyOp(const std::string& op) {
+  return op == "kiln::shape" || op == "kiln::size" || op == "aten::_shape_as_tensor";
+}
+
+absl::StatusOr<const DeviceStorage*> CudaProgram::MetadataResult(const ExternStep& e,
+                                                                 const std::vector<DeviceView>& args,
+                                                                 const std::vector<DeviceView>& outs, CUstream stream) {
+  std::lock_guard<std::mutex> lock(ones_mu_);
+  auto it = metadata_results_.find(&e);
+  if (it != metadata_results_.end()) return it->second.get();
+  if (outs.size() != 1 || !outs[0].layout.IsContiguous()) {
+    return absl::InternalError(absl::StrCat("extern ", e.op, ": one contiguous output expected"));
+  }
+  std::vector<Tensor> host_args, host_outs;
+  for (const DeviceView& v : args) host_args.push_back(Tensor::Empty(v.layout.dtype, v.layout.sizes));
+  Tensor out = Tensor::Empty(outs[0].layout.dtype, outs[0].layout.sizes);
+  host_outs.push_back(out);
+  RETURN_IF_ERROR(wrapper::RunHostExtern(e.op, e.args, host_args, host_outs));
+  const int64_t nbytes = out.numel() * static_cast<int64_t>(DTypeSize(out.dtype()));
+  CudaDevice device;
+  ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
+                   device.AllocateStorage(device_index_, static_cast<size_t>(std::max<int64_t>(nbytes, 1))));
+  if (nbytes > 0) {
+    RETURN_IF_ERROR(CuCheck(Driver().cuMemcpyHtoDAsync(storage->ptr(), out.raw_data(), static_cast<size_t>(nbytes),
+                                                       stream),
+                            "cuMemcpyHtoDAsync (metadata extern)"));
+    RETURN_IF_ERROR(CuCheck(Driver().cuStreamSynchronize(stream), "cuStreamSynchronize"));
+  }
+  const DeviceStorage* raw = storage.get();
+  metadata_results_.emplace(&e, std::move(storage));
+  return raw;
+}
+
+absl::StatusOr<CUdeviceptr> CudaProgram::Workspace(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(ones_mu_);
+  if (!workspace_ || static_cast<int64_t>(workspace_->nbytes()) < bytes) {
+    // Allocated once, before any capture replays it (never replaced while a
+    // graph could hold it: the size is fixed).
+    CudaDevice device;
+    ASSIGN_OR_RETURN(workspace_, device.AllocateStorage(device_index_, static_cast<size_t>(bytes)));
+  }
+  return workspace_->ptr();
+}
+
+absl::StatusOr<CUdeviceptr> CudaProgram::Ones(int64_t n, DType dtype, CUstream stream, const CallHooks& hooks) {
+  std::lock_guard<std::mutex> lock(ones_mu_);
+  OnesVector& ones = ones_[dtype];
+  if (ones.count < n) {
+    const int64_t count = (n + 4095) / 4096 * 4096;
+    // A captured graph may still read the old vector.
+    if (ones.storage && hooks.keep_alive != nullptr) hooks.keep_alive->push_back(ones.storage);
+    ASSIGN_OR_RETURN(ones.storage, Allocate(count * static_cast<int64_t>(DTypeSize(dtype)), hooks));
+    if (dtype == DType::kFloat32) {
+      RETURN_IF_ERROR(CuCheck(
+          Driver().cuMemsetD32Async(ones.storage->ptr(), 0x3f800000u, static_cast<size_t>(count), stream),
+          "cuMemsetD32Async"));
+    } else if (dtype == DType::kFloat16 || dtype == DType::kBFloat16) {
+      const unsigned short one = dtype == DType::kFloat16 ? 0x3c00 : 0x3f80;  // NOLINT(runtime/int)
+      RETURN_IF_ERROR(
+          CuCheck(Driver().cuMemsetD16Async(ones.storage->ptr(), one, static_cast<size_t>(count), stream),
+                  "cuMemsetD16Async"));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("no vector of ones of ", DTypeName(dtype)));
+    }
+    ones.count = count;
+  }
+  return ones.storage->ptr();
+}
+
+absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slots, CUstream stream,
+                                    const CallHooks& hooks, ExternPath* path) {
   CudaDevice device;
   for (size_t i = 0; i < e.alloc_bytes.size(); ++i) {
-    ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
-                     device.AllocateStorage(device_index_, static_cast<size_t>(e.alloc_bytes[i])));
+    ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage, Allocate(e.alloc_bytes[i], hooks));
     slots[static_cast<size_t>(e.output_slots[i])] = Slot{std::move(storage), 0};
   }
   auto view_of = [&](int slot) -> absl::StatusOr<DeviceView> {
@@ -125,31 +303,97 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
     ASSIGN_OR_RETURN(cublasHandle_t handle, device.CublasHandle(device_index_, stream));
     GemmContext ctx;
     ctx.handle = handle;
-    ctx.ones = [this, stream](int64_t n) { return Ones(n, stream); };
+    ctx.stream = stream;
+    ctx.tf32 = CudaDevice::MatmulTf32();
+    if (LoadCudaLibraries().cublaslt_status.ok()) {
+      absl::StatusOr<cublasLtHandle_t> lt = device.CublasLtHandle(device_index_);
+      absl::StatusOr<CUdeviceptr> workspace = Workspace(kLtWorkspaceBytes);
+      if (lt.ok() && workspace.ok()) {
+        ctx.lt = *lt;
+        ctx.workspace = *workspace;
+      }
+    }
+    ctx.ones = [this, stream, &hooks](int64_t n, DType dtype) { return Ones(n, dtype, stream, hooks); };
+    std::vector<std::shared_ptr<DeviceStorage>> copies;  // stream order makes their release safe
+    ctx.contiguous = [&](const DeviceView& view) -> absl::StatusOr<DeviceView> {
+      ASSIGN_OR_RETURN(CUdeviceptr ptr,
+                       CopyToContiguous(view, device_index_, stream, [&](int64_t bytes) -> absl::StatusOr<CUdeviceptr> {
+                         ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> s, Allocate(bytes, hooks));
+                         copies.push_back(s);
+                         return s->ptr();
+                       }));
+      return DeviceView{ptr, lowering::Layout::Contiguous(view.layout.dtype, view.layout.sizes, view.layout.device)};
+    };
     if (std::optional<absl::Status> done = TryCublasExtern(e.op, e.args, args, outs, ctx)) {
       RETURN_IF_ERROR(*done);
       stats_.cublas_calls.fetch_add(1);
+      *path = ExternPath::kCublas;
       return absl::OkStatus();
     }
   }
-  if (!e.island && IsConvOp(e.op) && LoadCudaLibraries().cublas_status.ok()) {
-    ASSIGN_OR_RETURN(cublasHandle_t handle, device.CublasHandle(device_index_, stream));
-    // Scratch for the im2col columns: returned to the stream's cache after
-    // the call; stream order makes its reuse by later work safe.
+  if (!e.island && IsConvOp(e.op)) {
+    const bool tf32 = CudaDevice::ConvTf32();
+    // Scratch for the im2col columns and cuDNN's workspace: returned to the
+    // stream's cache after the call; stream order makes its reuse by later
+    // work safe.
     std::shared_ptr<DeviceStorage> scratch;
+    bool used_cudnn = false;
     ConvContext ctx;
     ctx.device_index = device_index_;
     ctx.stream = stream;
-    ctx.handle = handle;
+    ctx.tf32 = tf32;
+    ctx.capturing = hooks.keep_alive != nullptr;
+    ctx.used_cudnn = &used_cudnn;
+    if (LoadCudaLibraries().cublas_status.ok()) {
+      ASSIGN_OR_RETURN(ctx.handle, device.CublasHandle(device_index_, stream, tf32));
+    }
+    if (LoadCudaLibraries().cudnn_status.ok()) {
+      absl::StatusOr<cudnnHandle_t> cudnn = device.CudnnHandle(device_index_, stream);
+      if (cudnn.ok()) {
+        ctx.cudnn = *cudnn;
+      } else {
+        std::lock_guard<std::mutex> lock(stats_.mu);
+        stats_.cudnn_error = std::string(cudnn.status().message());
+      }
+    }
     ctx.scratch = [&](int64_t bytes) -> absl::StatusOr<CUdeviceptr> {
-      ASSIGN_OR_RETURN(scratch, device.AllocateStorage(device_index_, static_cast<size_t>(bytes)));
+      ASSIGN_OR_RETURN(scratch, Allocate(bytes, hooks));
       return scratch->ptr();
     };
     if (std::optional<absl::Status> done = TryCudaConv(e.op, e.args, args, outs, ctx)) {
       RETURN_IF_ERROR(*done);
       stats_.gpu_convolutions.fetch_add(1);
+      if (used_cudnn) stats_.cudnn_convolutions.fetch_add(1);
+      *path = used_cudnn ? ExternPath::kCudnn : ExternPath::kConv;
       return absl::OkStatus();
     }
+  }
+  if (!e.island && IsPoolOp(e.op)) {
+    if (std::optional<absl::Status> done = TryCudaPool(e.op, e.args, args, outs, device_index_, stream)) {
+      RETURN_IF_ERROR(*done);
+      *path = ExternPath::kPool;
+      return absl::OkStatus();
+    }
+  }
+  if (!e.island && IsGatherOp(e.op)) {
+    if (std::optional<absl::Status> done = TryCudaGather(e.op, e.args, args, outs, device_index_, stream)) {
+      RETURN_IF_ERROR(*done);
+      *path = ExternPath::kGather;
+      return absl::OkStatus();
+    }
+  }
+  if (!e.island && IsMetadataOnlyOp(e.op)) {
+    // The result depends on the input's shape alone: computed once on the
+    // host (over an uninitialized tensor of that shape), kept on the device,
+    // copied into the output by every call (a memcpy a CUDA graph captures).
+    ASSIGN_OR_RETURN(const DeviceStorage* result, MetadataResult(e, args, outs, stream));
+    const int64_t bytes = outs[0].layout.StorageBytes();
+    if (bytes > 0) {
+      RETURN_IF_ERROR(CuCheck(Driver().cuMemcpyDtoDAsync(outs[0].base, result->ptr(), static_cast<size_t>(bytes), stream),
+                              "cuMemcpyDtoDAsync (metadata extern)"));
+    }
+    *path = ExternPath::kMetadata;
+    return absl::OkStatus();
   }
   // Host fallback over copies.
   std::vector<Tensor> host_args, host_outs, out_staging(outs.size());
@@ -177,6 +421,7 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
     RETURN_IF_ERROR(UploadRange(out_staging[i], outs[i].base, outs[i].layout, stream));
   }
   stats_.host_fallbacks.fetch_add(1);
+  *path = ExternPath::kHost;
   {
     std::lock_guard<std::mutex> lock(stats_.mu);
     ++stats_.fallback_ops[e.island ? std::string("kiln::interpret") : e.op];
@@ -185,6 +430,14 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
 }
 
 absl::StatusOr<std::vector<DeviceTensor>> CudaProgram::RunDevice(const std::vector<DeviceTensor>& inputs) {
+  CudaDevice device;
+  RETURN_IF_ERROR(device.MakeCurrent(device_index_));
+  ASSIGN_OR_RETURN(CUstream stream, device.CurrentCuStream(device_index_));
+  return Execute(inputs, stream, CallHooks{});
+}
+
+absl::StatusOr<std::vector<DeviceTensor>> CudaProgram::Execute(const std::vector<DeviceTensor>& inputs,
+                                                               CUstream stream, const CallHooks& hooks) {
   const ResolvedProgram& r = resolved_;
   if (inputs.size() != r.input_slots.size()) {
     return absl::InvalidArgumentError(
@@ -192,7 +445,6 @@ absl::StatusOr<std::vector<DeviceTensor>> CudaProgram::RunDevice(const std::vect
   }
   CudaDevice device;
   RETURN_IF_ERROR(device.MakeCurrent(device_index_));
-  ASSIGN_OR_RETURN(CUstream stream, device.CurrentCuStream(device_index_));
   std::vector<Slot> slots(r.slot_names.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Layout& l = r.slot_layouts[static_cast<size_t>(r.input_slots[i])];
@@ -208,11 +460,11 @@ absl::StatusOr<std::vector<DeviceTensor>> CudaProgram::RunDevice(const std::vect
   }
   std::vector<CUdeviceptr> values;
   std::vector<void*> params;
-  for (const ProgramStep& step : r.steps) {
+  for (size_t step_index = 0; step_index < r.steps.size(); ++step_index) {
+    const ProgramStep& step = r.steps[step_index];
     switch (step.kind) {
       case ProgramStep::Kind::kAllocate: {
-        ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
-                         device.AllocateStorage(device_index_, static_cast<size_t>(step.bytes)));
+        ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage, Allocate(step.bytes, hooks));
         slots[static_cast<size_t>(step.dst)] = Slot{std::move(storage), 0};
         break;
       }
@@ -243,18 +495,24 @@ absl::StatusOr<std::vector<DeviceTensor>> CudaProgram::RunDevice(const std::vect
         const KernelLaunchConfig& c = k.launch;
         // An empty index space (a zero-size buffer) has nothing to launch.
         if (c.grid[0] <= 0 || c.grid[1] <= 0 || c.grid[2] <= 0 || c.block[0] <= 0) break;
+        RETURN_IF_ERROR(TimerStart(hooks.timer, step_index, stream));
         RETURN_IF_ERROR(CuCheck(
             Driver().cuLaunchKernel(k.function, static_cast<unsigned>(c.grid[0]), static_cast<unsigned>(c.grid[1]),
                                     static_cast<unsigned>(c.grid[2]), static_cast<unsigned>(c.block[0]),
                                     static_cast<unsigned>(c.block[1]), static_cast<unsigned>(c.block[2]),
                                     static_cast<unsigned>(c.shared_bytes), stream, params.data(), nullptr),
             "cuLaunchKernel"));
+        RETURN_IF_ERROR(TimerEnd(hooks.timer, step_index, stream, "kernel"));
         stats_.launches.fetch_add(1);
         break;
       }
-      case ProgramStep::Kind::kExtern:
-        RETURN_IF_ERROR(RunExtern(r.externs[static_cast<size_t>(step.index)], slots, stream));
+      case ProgramStep::Kind::kExtern: {
+        RETURN_IF_ERROR(TimerStart(hooks.timer, step_index, stream));
+        ExternPath path = ExternPath::kHost;
+        RETURN_IF_ERROR(RunExtern(r.externs[static_cast<size_t>(step.index)], slots, stream, hooks, &path));
+        RETURN_IF_ERROR(TimerEnd(hooks.timer, step_index, stream, ExternPathName(path)));
         break;
+      }
       case ProgramStep::Kind::kSetDevice:
         if (step.index != device_index_) {
           return absl::UnimplementedError(absl::StrCat("cuda program for cuda:", device_index_,
@@ -276,7 +534,7 @@ absl::StatusOr<std::vector<DeviceTensor>> CudaProgram::RunDevice(const std::vect
     if (is_constant) {
       // Callers may write outputs; never hand out the program's constants.
       const size_t bytes = static_cast<size_t>(std::max<int64_t>(l.StorageBytes(), 1));
-      ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> copy, device.AllocateStorage(device_index_, bytes));
+      ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> copy, Allocate(static_cast<int64_t>(bytes), hooks));
       RETURN_IF_ERROR(CuCheck(Driver().cuMemcpyDtoDAsync(copy->ptr(), t.base(), bytes, stream), "cuMemcpyDtoDAsync"));
       t = DeviceTensor{std::move(copy), 0, l};
     }

@@ -8,7 +8,9 @@
 // arguments (counted in stats()).
 //
 // Run() takes and returns host tensors (copies around the device run);
-// RunDevice() takes and returns device-resident tensors (benchmarks).
+// RunDevice() takes and returns device-resident tensors (benchmarks);
+// NewSession() uploads inputs once and runs calls on its own stream,
+// replaying them as one CUDA graph after a warm-up call (cuda_session.h).
 #ifndef KILN_BACKENDS_CUDA_CUDA_PROGRAM_H_
 #define KILN_BACKENDS_CUDA_CUDA_PROGRAM_H_
 
@@ -17,14 +19,17 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backends/cuda/cublas_matmul.h"
 #include "backends/cuda/cuda_api.h"
 #include "backends/cuda/cuda_device.h"
 #include "lowering/loop_ir.h"
 #include "support/tensor.h"
 #include "wrapper/codegen.h"
+#include "wrapper/program_session.h"
 #include "wrapper/wrapper_ir.h"
 
 namespace kiln::backends::cuda {
@@ -87,6 +92,19 @@ struct ResolvedProgram {
 };
 absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program);
 
+// How an extern step ran.
+enum class ExternPath { kCublas, kCudnn, kConv, kGather, kPool, kMetadata, kHost };
+// "cublas", "cudnn", "conv", "gather", "pool", "shape", "host".
+const char* ExternPathName(ExternPath path);
+
+// Externs whose outputs depend on their inputs' shapes alone (kiln::shape,
+// kiln::size): computed once, kept on the device.
+bool IsMetadataOnlyOp(const std::string& op);
+
+// Per-step device timing of calls (CudaProgram::Profile): events recorded
+// around every launch and extern step.
+struct StepTimer;
+
 struct CudaProgramStats {
   // Compile (seconds).
   double codegen_seconds = 0;  // kernel sources already generated: assembly of the translation units
@@ -97,14 +115,17 @@ struct CudaProgramStats {
   int translation_units = 0;
   int cache_hits = 0;
   int kernels = 0;
+  int distinct_kernels = 0;  // of `kernels`: distinct texts, each compiled once
   // Runs (cumulative).
   std::atomic<int64_t> runs{0};
   std::atomic<int64_t> launches{0};
   std::atomic<int64_t> cublas_calls{0};
   std::atomic<int64_t> gpu_convolutions{0};
+  std::atomic<int64_t> cudnn_convolutions{0};  // of gpu_convolutions
   std::atomic<int64_t> host_fallbacks{0};
   std::mutex mu;
   std::map<std::string, int64_t> fallback_ops;  // op -> calls (islands as kiln::interpret)
+  std::string cudnn_error;  // why cuDNN could not start, if it could not
 };
 
 class CudaProgram : public wrapper::CompiledProgram {
@@ -122,6 +143,28 @@ class CudaProgram : public wrapper::CompiledProgram {
 
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
   absl::StatusOr<std::vector<DeviceTensor>> RunDevice(const std::vector<DeviceTensor>& inputs);
+  absl::StatusOr<std::unique_ptr<wrapper::ProgramSession>> NewSession(std::vector<Tensor> inputs) override;
+  // kernels.cu: the NVRTC translation units as compiled.
+  std::vector<std::pair<std::string, std::string>> SourceFiles() const override;
+  // NVRTC units, cubin cache hits, compiler and module-load time.
+  std::vector<std::string> ReportLines() const override;
+
+  // What a call may be asked to do besides running (cuda_session.h).
+  struct CallHooks {
+    // Every storage the call allocates is also appended here: a captured
+    // CUDA graph keeps using those addresses on every replay.
+    std::vector<std::shared_ptr<DeviceStorage>>* keep_alive = nullptr;
+    // Events around each launch and extern step (Profile).
+    StepTimer* timer = nullptr;
+  };
+  // One call on `stream` (which must be the device's current stream for
+  // the calling thread: allocations are cached per stream).
+  absl::StatusOr<std::vector<DeviceTensor>> Execute(const std::vector<DeviceTensor>& inputs, CUstream stream,
+                                                    const CallHooks& hooks);
+  // `iterations` eager calls with every step timed by events on `stream`;
+  // the steps in program order.
+  absl::StatusOr<std::vector<wrapper::StepProfile>> Profile(const std::vector<DeviceTensor>& inputs,
+                                                            CUstream stream, int iterations);
 
   // Host tensors -> device tensors in the layouts the program expects.
   absl::StatusOr<std::vector<DeviceTensor>> Upload(const std::vector<Tensor>& inputs);
@@ -131,6 +174,8 @@ class CudaProgram : public wrapper::CompiledProgram {
   int device_index() const { return device_index_; }
   const ResolvedProgram& resolved() const { return resolved_; }
   CudaProgramStats& stats() { return stats_; }
+  // The translation units' sources (for SourceFiles), set by the codegen.
+  void set_sources(std::vector<std::string> units) { unit_sources_ = std::move(units); }
 
  private:
   CudaProgram() = default;
@@ -138,8 +183,17 @@ class CudaProgram : public wrapper::CompiledProgram {
     std::shared_ptr<DeviceStorage> storage;
     int64_t byte_offset = 0;
   };
-  absl::Status RunExtern(const ExternStep& e, std::vector<Slot>& slots, CUstream stream);
-  absl::StatusOr<CUdeviceptr> Ones(int64_t n, CUstream stream);
+  // `bytes` of storage on the current stream, recorded in hooks.keep_alive.
+  absl::StatusOr<std::shared_ptr<DeviceStorage>> Allocate(int64_t bytes, const CallHooks& hooks);
+  absl::Status RunExtern(const ExternStep& e, std::vector<Slot>& slots, CUstream stream, const CallHooks& hooks,
+                         ExternPath* path);
+  // The (once computed, device-resident) result of a metadata-only extern.
+  absl::StatusOr<const DeviceStorage*> MetadataResult(const ExternStep& e, const std::vector<DeviceView>& args,
+                                                      const std::vector<DeviceView>& outs, CUstream stream);
+  // `bytes` of scratch for cuBLASLt, kept by the program (one size).
+  absl::StatusOr<CUdeviceptr> Workspace(int64_t bytes);
+  // At least `n` ones of `dtype`, kept by the program.
+  absl::StatusOr<CUdeviceptr> Ones(int64_t n, DType dtype, CUstream stream, const CallHooks& hooks);
 
   ResolvedProgram resolved_;
   int device_index_ = 0;
@@ -147,9 +201,15 @@ class CudaProgram : public wrapper::CompiledProgram {
   std::vector<CUmodule> modules_;
   std::vector<Slot> constant_slots_;  // uploaded once, parallel to resolved_.constants
   std::mutex ones_mu_;
-  std::shared_ptr<DeviceStorage> ones_;
-  int64_t ones_count_ = 0;
+  struct OnesVector {
+    std::shared_ptr<DeviceStorage> storage;
+    int64_t count = 0;
+  };
+  std::map<DType, OnesVector> ones_;
+  std::shared_ptr<DeviceStorage> workspace_;
+  std::map<const ExternStep*, std::shared_ptr<DeviceStorage>> metadata_results_;
   CudaProgramStats stats_;
+  std::vector<std::string> unit_sources_;
 };
 
 }  // namespace kiln::backends::cuda

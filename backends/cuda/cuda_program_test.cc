@@ -2,21 +2,26 @@
 // backend's NVRTC units (NVRTC needs no GPU), and, on a GPU, compiled graphs
 // against the interpreter.
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/cubin_cache.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/cuda_program.h"
+#include "backends/cuda/cuda_session.h"
 #include "backends/cuda/kernel_prelude.h"
+#include "backends/cuda/runtime_kernels.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
 #include "ir/text_parser.h"
 #include "passes/shape_functions.h"
 #include "runtime/interpreter.h"
 #include "runtime/register_kernels.h"
+#include "runtime/tensor_ops.h"
 #include "support/status.h"
 #include "driver/compile_graph.h"
 
@@ -105,16 +110,16 @@ TEST(CudaCodegenTest, MergesKernelsSharingThePreludeIntoUnits) {
     kernels[static_cast<size_t>(i)].name = absl::StrCat("k", i);
     kernels[static_cast<size_t>(i)].source =
         i == 4 ? "extern \"C\" __global__ void k4() {}\n"
-               : absl::StrCat(std::string(kCudaKernelPrelude), "extern \"C\" __global__ void k", i, "() {}\n");
+               : absl::StrCat(CudaKernelPrelude(), "extern \"C\" __global__ void k", i, "() {}\n");
   }
   std::vector<CudaCodegen::Unit> units = codegen.MakeUnits(kernels);
   ASSERT_EQ(units.size(), 3u);  // k4 alone, {k0,k1}, {k2,k3}
   EXPECT_EQ(units[0].kernels, std::vector<std::string>{"k4"});
   EXPECT_EQ(units[1].kernels, (std::vector<std::string>{"k0", "k1"}));
   EXPECT_EQ(units[2].kernels, (std::vector<std::string>{"k2", "k3"}));
-  EXPECT_TRUE(absl::StartsWith(units[1].source, std::string(kCudaKernelPrelude)));
+  EXPECT_TRUE(absl::StartsWith(units[1].source, CudaKernelPrelude()));
   // The prelude appears once per unit.
-  const std::string prelude = std::string(kCudaKernelPrelude);
+  const std::string prelude = CudaKernelPrelude();
   EXPECT_EQ(units[1].source.find(prelude, 1), std::string::npos);
   EXPECT_EQ(codegen.NvrtcOptions()[0].rfind("--gpu-architecture=sm_", 0), 0u);
 }
@@ -148,7 +153,81 @@ TEST(CudaCodegenTest, CompilesEveryKernelWithNvrtc) {
   EXPECT_TRUE(absl::IsFailedPrecondition(other.Compile(*program).status()));
 }
 
+// linear, gelu, layer_norm, mm with a transpose, softmax over `type`
+// ("BFloat16", "Half") tensors.
+std::string NarrowGraphText(const std::string& type) {
+  return absl::StrCat(
+        "graph(%x : ", type, "(32, 64), %w : ", type, "(64, 64), %b : ", type, "(64), %g : ", type, "(64), %h : ",
+        type, "(64)):\n"
+        "  %approx : str = prim::Constant[value=\"none\"]()\n"
+        "  %shape : int[] = prim::Constant[value=[64]]()\n"
+        "  %eps : float = prim::Constant[value=1.0000000000000001e-05]()\n"
+        "  %f : bool = prim::Constant[value=0]()\n"
+        "  %d : int = prim::Constant[value=-1]()\n"
+        "  %n : NoneType = prim::Constant()\n"
+        "  %y : Tensor = aten::linear(%x, %w, %b)\n"
+        "  %a : Tensor = aten::gelu(%y, %approx)\n"
+        "  %l : Tensor = aten::layer_norm(%a, %shape, %g, %h, %eps, %f)\n"
+        "  %t : Tensor = aten::t(%l)\n"
+        "  %s : Tensor = aten::mm(%l, %t)\n"
+        "  %p : Tensor = aten::softmax(%s, %d, %n)\n"
+        "  return (%p, %l)\n");
+}
+
+// Without a GPU: the narrow graph lowers into kernels (and two cuBLAS
+// externs), no island, and every kernel compiles with NVRTC.
+TEST(CudaCodegenTest, NarrowFloatGraphsLowerIntoKernels) {
+  RegisterAll();
+  for (const char* type : {"BFloat16", "Half"}) {
+    absl::StatusOr<driver::CompiledGraph> c = CompileText(NarrowGraphText(type), /*generate_only=*/true);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->num_islands, 0);
+    EXPECT_EQ(c->num_externs, 2) << "linear and mm";
+    EXPECT_GE(c->num_kernels, 3);
+    if (!LoadCudaLibraries().nvrtc_status.ok()) continue;
+    for (const wrapper::Line& line : c->program.lines) {
+      const auto* def = std::get_if<wrapper::KernelDefinitionLine>(&line);
+      if (def == nullptr) continue;
+      absl::StatusOr<std::string> cubin = CompileWithNvrtc(def->kernel_body, {"--gpu-architecture=sm_90", "-std=c++17"});
+      EXPECT_TRUE(cubin.ok()) << cubin.status();
+    }
+  }
+}
+
+TEST(CudaCodegenTest, RuntimeKernelsCompileWithNvrtc) {
+  if (!LoadCudaLibraries().nvrtc_status.ok()) GTEST_SKIP() << LoadCudaLibraries().nvrtc_status;
+  absl::StatusOr<std::string> cubin = CompileWithNvrtc(RuntimeKernelSource(), {"--gpu-architecture=sm_90", "-std=c++17"});
+  EXPECT_TRUE(cubin.ok()) << cubin.status();
+}
+
 // ---------------------------------------------------------------- GPU
+
+// Parses `text` into *graph (shape-propagated: the interpreter's input too)
+// and compiles it for cuda.
+absl::StatusOr<driver::CompiledGraph> CompileForGpu(const std::string& text, std::unique_ptr<ir::Graph>* graph) {
+  ASSIGN_OR_RETURN(*graph, ir::ParseGraph(text));
+  driver::CompileOptions options;
+  options.device = "cuda";
+  return driver::CompileGraph(**graph, options);
+}
+
+// Expects `got` to match the interpreter's outputs of `graph` on `inputs`.
+void ExpectMatchesInterpreter(const ir::Graph& graph, const std::vector<Tensor>& inputs,
+                              const std::vector<Tensor>& got, double tol) {
+  std::vector<ir::IValue> args;
+  for (const Tensor& t : inputs) args.push_back(ir::IValue::FromTensor(t));
+  absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(graph, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(got.size(), want->size());
+  for (size_t o = 0; o < got.size(); ++o) {
+    const Tensor& w = (*want)[o].toTensor();
+    ASSERT_EQ(got[o].sizes(), w.sizes());
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      ASSERT_NEAR(got[o].GetDouble(i), w.GetDouble(i), tol) << "output " << o << " element " << i;
+    }
+  }
+}
+
 
 Tensor Random(std::vector<int64_t> sizes, uint32_t seed) {
   Tensor t = Tensor::Empty(DType::kFloat32, std::move(sizes));
@@ -161,32 +240,329 @@ Tensor Random(std::vector<int64_t> sizes, uint32_t seed) {
 TEST(CudaProgramGpuTest, MixedGraphMatchesTheInterpreter) {
   RegisterAll();
   if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(kMixed);
-  ASSERT_TRUE(graph.ok());
-  driver::CompileOptions options;
-  options.device = "cuda";
-  absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
+  std::unique_ptr<ir::Graph> graph;
+  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kMixed, &graph);
   ASSERT_TRUE(c.ok()) << c.status();
   std::vector<Tensor> inputs = {Random({8, 16}, 1), Random({16, 4}, 2)};
   for (int run = 0; run < 2; ++run) {  // the second run reuses cached blocks
     absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
     ASSERT_TRUE(got.ok()) << got.status();
+    ExpectMatchesInterpreter(*graph, inputs, *got, 1e-4);
+  }
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
+  EXPECT_EQ(program->stats().cublas_calls.load(), 2);
+  EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+}
+
+// Sessions: inputs uploaded once, the second call captured as a CUDA graph
+// and replayed; every replay's outputs match the interpreter, also after
+// other work reused the allocator's blocks in between.
+TEST(CudaProgramGpuTest, SessionCapturesAGraphAndReplaysIt) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  std::unique_ptr<ir::Graph> graph;
+  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kMixed, &graph);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
+  std::vector<Tensor> inputs = {Random({8, 16}, 3), Random({16, 4}, 4)};
+  absl::StatusOr<std::unique_ptr<CudaSession>> session =
+      CudaSession::Create(*program, inputs, CudaSessionOptions{/*cuda_graphs=*/true});
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (int call = 0; call < 4; ++call) {
+    ASSERT_TRUE((*session)->Run().ok());
+    EXPECT_EQ((*session)->replaying_graph(), call >= 1) << "call " << call;
+    // Unrelated work between replays takes blocks from the allocator.
+    ASSERT_TRUE(program->Run({Random({8, 16}, 100 + call), Random({16, 4}, 200 + call)}).ok());
+    absl::StatusOr<std::vector<Tensor>> got = (*session)->FetchOutputs();
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectMatchesInterpreter(*graph, inputs, *got, 1e-4);
+  }
+  ASSERT_EQ((*session)->Notes().size(), 2u);
+  EXPECT_TRUE(absl::StrContains((*session)->Notes()[0], "1 cuBLAS calls")) << (*session)->Notes()[0];
+  EXPECT_TRUE(absl::StrContains((*session)->Notes()[1], "captured")) << (*session)->Notes()[1];
+  absl::StatusOr<std::vector<double>> ms = (*session)->Time(5);
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  EXPECT_EQ(ms->size(), 5u);
+  absl::StatusOr<std::vector<wrapper::StepProfile>> profile = (*session)->Profile(2);
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  int kernels = 0, cublas = 0;
+  for (const wrapper::StepProfile& p : *profile) {
+    EXPECT_EQ(p.calls, 2) << p.name;
+    kernels += p.kind == std::string("kernel");
+    cublas += p.kind == std::string("cublas");
+  }
+  EXPECT_EQ(cublas, 1);
+  EXPECT_EQ(kernels, c->num_kernels);
+}
+
+// A host fallback inside the program: no capture, and the note says why.
+TEST(CudaProgramGpuTest, SessionWithAHostFallbackStaysEager) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  // cumsum has no GPU kernel: it runs on the host through its reference kernel.
+  constexpr char kText[] = R"(graph(%x : Float(4, 8)):
+  %d : int = prim::Constant[value=1]()
+  %n : NoneType = prim::Constant()
+  %c : Tensor = aten::cumsum(%x, %d, %n)
+  %t : Tensor = aten::tanh(%c)
+  return (%t))";
+  std::unique_ptr<ir::Graph> graph;
+  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
+  std::vector<Tensor> inputs = {Random({4, 8}, 5)};
+  absl::StatusOr<std::unique_ptr<CudaSession>> session =
+      CudaSession::Create(*program, inputs, CudaSessionOptions{/*cuda_graphs=*/true});
+  ASSERT_TRUE(session.ok()) << session.status();
+  absl::StatusOr<std::vector<double>> ms = (*session)->Time(3);
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  EXPECT_FALSE((*session)->replaying_graph());
+  ASSERT_EQ((*session)->Notes().size(), 2u);
+  EXPECT_TRUE(absl::StrContains((*session)->Notes()[0], "1 host fallbacks")) << (*session)->Notes()[0];
+  EXPECT_TRUE(absl::StrContains((*session)->Notes()[1], "host fallback inside (aten::cumsum"))
+      << (*session)->Notes()[1];
+  absl::StatusOr<std::vector<Tensor>> got = (*session)->FetchOutputs();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectMatchesInterpreter(*graph, inputs, *got, 1e-4);
+}
+
+// Convolutions through cuDNN (when it loads) in full float32 against the
+// interpreter: plain, strided + padded + dilated, grouped, depthwise, 1-D;
+// with and without bias.
+TEST(CudaProgramGpuTest, ConvolutionsMatchTheInterpreter) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  struct Case {
+    const char* name;
+    std::vector<int64_t> x, w;
+    bool bias;
+    const char* stride;
+    const char* pad;
+    const char* dilation;
+    int groups;
+  };
+  const Case cases[] = {
+      {"3x3", {2, 8, 12, 12}, {16, 8, 3, 3}, true, "[1, 1]", "[1, 1]", "[1, 1]", 1},
+      {"strided_dilated", {1, 4, 15, 17}, {6, 4, 3, 3}, false, "[2, 2]", "[2, 1]", "[2, 1]", 1},
+      {"grouped", {2, 8, 9, 9}, {8, 4, 3, 3}, true, "[1, 1]", "[1, 1]", "[1, 1]", 2},
+      {"depthwise", {2, 8, 10, 10}, {8, 1, 3, 3}, true, "[2, 2]", "[1, 1]", "[1, 1]", 8},
+      {"pointwise", {3, 16, 7, 7}, {32, 16, 1, 1}, true, "[1, 1]", "[0, 0]", "[1, 1]", 1},
+      {"1d", {2, 6, 20}, {4, 6, 5}, true, "[1]", "[2]", "[1]", 1},
+  };
+  const bool tf32 = CudaDevice::ConvTf32();
+  CudaDevice::SetConvTf32(false);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto shape = [](const std::vector<int64_t>& s) {
+      std::string t;
+      for (size_t i = 0; i < s.size(); ++i) absl::StrAppend(&t, i ? ", " : "", s[i]);
+      return t;
+    };
+    const bool one_d = c.x.size() == 3;
+    const std::string text = absl::StrCat(
+        "graph(%x : Float(", shape(c.x), "), %w : Float(", shape(c.w), ")", c.bias ? absl::StrCat(", %b : Float(", c.w[0], ")") : "",
+        "):\n  %s : int[] = prim::Constant[value=", c.stride, "]()\n  %p : int[] = prim::Constant[value=", c.pad,
+        "]()\n  %d : int[] = prim::Constant[value=", c.dilation, "]()\n  %g : int = prim::Constant[value=", c.groups,
+        "]()\n", c.bias ? "" : "  %b : NoneType = prim::Constant()\n", "  %y : Tensor = aten::", one_d ? "conv1d" : "conv2d",
+        "(%x, %w, %b, %s, %p, %d, %g)\n  %r : Tensor = aten::relu(%y)\n  return (%r)\n");
+    std::unique_ptr<ir::Graph> graph;
+    absl::StatusOr<driver::CompiledGraph> compiled = CompileForGpu(text, &graph);
+    ASSERT_TRUE(compiled.ok()) << compiled.status() << "\n" << text;
+    std::vector<Tensor> inputs = {Random(c.x, 11), Random(c.w, 12)};
+    if (c.bias) inputs.push_back(Random({c.w[0]}, 13));
+    absl::StatusOr<std::vector<Tensor>> got = compiled->compiled->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectMatchesInterpreter(*graph, inputs, *got, 1e-4);
+    auto* program = dynamic_cast<CudaProgram*>(compiled->compiled.get());
+    ASSERT_NE(program, nullptr);
+    EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+    EXPECT_EQ(program->stats().gpu_convolutions.load(), 1);
+    if (LoadCudaLibraries().cudnn_status.ok()) {
+      EXPECT_EQ(program->stats().cudnn_convolutions.load(), 1) << program->stats().cudnn_error;
+    }
+  }
+  CudaDevice::SetConvTf32(tf32);
+}
+
+// float16/bfloat16 graphs: kernels with 16-bit storage and cuBLAS GemmEx,
+// no host fallback, no island; relative L2 against the interpreter (which
+// rounds after every op) within the narrow type's precision.
+TEST(CudaProgramGpuTest, NarrowFloatGraphsRunOnTheGpu) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  for (const char* type : {"BFloat16", "Half"}) {
+    SCOPED_TRACE(type);
+    const std::string text = NarrowGraphText(type);
+    std::unique_ptr<ir::Graph> graph;
+    absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(text, &graph);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->num_islands, 0);
+    const DType dtype = std::string(type) == "Half" ? DType::kFloat16 : DType::kBFloat16;
+    std::vector<Tensor> inputs;
+    uint32_t seed = 21;
+    for (const std::vector<int64_t>& sizes : std::vector<std::vector<int64_t>>{{32, 64}, {64, 64}, {64}, {64}, {64}}) {
+      Tensor f = Random(sizes, seed++);
+      Tensor t = Tensor::Empty(dtype, sizes);
+      ASSERT_TRUE(runtime::CopyInto(f, t).ok());
+      inputs.push_back(t);
+    }
+    absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
     std::vector<ir::IValue> args;
     for (const Tensor& t : inputs) args.push_back(ir::IValue::FromTensor(t));
-    absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(**graph, args);
+    absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(*graph, args);
     ASSERT_TRUE(want.ok()) << want.status();
-    ASSERT_EQ(got->size(), want->size());
     for (size_t o = 0; o < got->size(); ++o) {
       const Tensor& w = (*want)[o].toTensor();
-      ASSERT_EQ((*got)[o].sizes(), w.sizes());
+      ASSERT_EQ((*got)[o].dtype(), dtype);
+      double num = 0, den = 0;
       for (int64_t i = 0; i < w.numel(); ++i) {
-        EXPECT_NEAR((*got)[o].GetDouble(i), w.GetDouble(i), 1e-4) << "output " << o << " element " << i;
+        const double d = (*got)[o].GetDouble(i) - w.GetDouble(i);
+        num += d * d;
+        den += w.GetDouble(i) * w.GetDouble(i);
+      }
+      EXPECT_LE(std::sqrt(num / den), dtype == DType::kBFloat16 ? 1e-2 : 2e-3) << "output " << o;
+    }
+    auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+    ASSERT_NE(program, nullptr);
+    EXPECT_EQ(program->stats().host_fallbacks.load(), 0) << "every step on the GPU";
+    EXPECT_EQ(program->stats().cublas_calls.load(), 2);
+  }
+}
+
+// Embedding lookups on the GPU (no host fallback): aten::embedding, and
+// ONNX's Gather as aten::index.Tensor, with int64 and int32 indices,
+// negative ones counting from the end.
+TEST(CudaProgramGpuTest, GathersRunOnTheGpu) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  constexpr char kText[] = R"(graph(%w : Float(50, 12), %ids : Long(3, 7), %j : Int(5)):
+  %pad : int = prim::Constant[value=-1]()
+  %f : bool = prim::Constant[value=0]()
+  %e : Tensor = aten::embedding(%w, %ids, %pad, %f, %f)
+  %l : Tensor?[] = prim::ListConstruct(%j)
+  %g : Tensor = aten::index(%w, %l)
+  %t : Tensor = aten::tanh(%g)
+  return (%e, %t))";
+  std::unique_ptr<ir::Graph> graph;
+  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
+  ASSERT_TRUE(c.ok()) << c.status();
+  Tensor ids = Tensor::Empty(DType::kInt64, {3, 7});
+  for (int64_t i = 0; i < ids.numel(); ++i) ids.data<int64_t>()[i] = (i * 7) % 50 - (i % 4 == 0 ? 50 : 0);
+  Tensor j = Tensor::Empty(DType::kInt32, {5});
+  for (int64_t i = 0; i < j.numel(); ++i) j.data<int32_t>()[i] = static_cast<int32_t>(49 - 11 * i);
+  std::vector<Tensor> inputs = {Random({50, 12}, 31), ids, j};
+  absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectMatchesInterpreter(*graph, inputs, *got, 1e-6);
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
+  EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+}
+
+// Attention's batched 4-D matmuls on cuBLAS: heads as transposed views of
+// [B, S, H, D] (copied contiguous first), contiguous batches (one strided
+// call), and a broadcast batch side.
+TEST(CudaProgramGpuTest, BatchedMatmulsRunOnTheGpu) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  constexpr char kText[] = R"(graph(%x : Float(2, 5, 3, 4), %m : Float(1, 3, 5, 5)):
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %perm : int[] = prim::Constant[value=[0, 2, 3, 1]]()
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %q : Tensor = aten::transpose(%x, %one, %two)
+  %kt : Tensor = aten::permute(%x, %perm)
+  %s : Tensor = aten::matmul(%q, %kt)
+  %p : Tensor = aten::softmax(%s, %d, %n)
+  %o : Tensor = aten::matmul(%p, %q)
+  %b : Tensor = aten::matmul(%m, %p)
+  return (%o, %b))";
+  std::unique_ptr<ir::Graph> graph;
+  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<Tensor> inputs = {Random({2, 5, 3, 4}, 41), Random({1, 3, 5, 5}, 42)};
+  absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectMatchesInterpreter(*graph, inputs, *got, 1e-4);
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
+  EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+  EXPECT_EQ(program->stats().cublas_calls.load(), 3);
+}
+
+// 2-D pooling on the GPU: max (padding, stride, dilation, ceil_mode, a NaN)
+// and average (count_include_pad off, ceil_mode, a divisor override).
+TEST(CudaProgramGpuTest, PoolingRunsOnTheGpu) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  constexpr char kText[] = R"(graph(%x : Float(2, 3, 11, 9)):
+  %k : int[] = prim::Constant[value=[3, 3]]()
+  %s : int[] = prim::Constant[value=[2, 2]]()
+  %p : int[] = prim::Constant[value=[1, 1]]()
+  %d : int[] = prim::Constant[value=[1, 2]]()
+  %t : bool = prim::Constant[value=1]()
+  %f : bool = prim::Constant[value=0]()
+  %n : NoneType = prim::Constant()
+  %six : int = prim::Constant[value=6]()
+  %m : Tensor = aten::max_pool2d(%x, %k, %s, %p, %d, %t)
+  %a : Tensor = aten::avg_pool2d(%x, %k, %s, %p, %t, %f, %n)
+  %b : Tensor = aten::avg_pool2d(%x, %k, %s, %p, %f, %t, %six)
+  return (%m, %a, %b))";
+  std::unique_ptr<ir::Graph> graph;
+  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
+  ASSERT_TRUE(c.ok()) << c.status();
+  Tensor x = Random({2, 3, 11, 9}, 51);
+  x.data<float>()[17] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<Tensor> inputs = {x};
+  absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::vector<ir::IValue> args = {ir::IValue::FromTensor(x)};
+  absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(*graph, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (size_t o = 0; o < got->size(); ++o) {
+    const Tensor& w = (*want)[o].toTensor();
+    ASSERT_EQ((*got)[o].sizes(), w.sizes()) << "output " << o;
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      const double g = (*got)[o].GetDouble(i), e = w.GetDouble(i);
+      if (std::isnan(e)) {
+        EXPECT_TRUE(std::isnan(g)) << "output " << o << " element " << i;
+      } else {
+        EXPECT_NEAR(g, e, 1e-5) << "output " << o << " element " << i;
       }
     }
   }
   auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
   ASSERT_NE(program, nullptr);
-  EXPECT_EQ(program->stats().cublas_calls.load(), 2);
+  EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+}
+
+// kiln::shape (ONNX's Shape) never downloads its input: computed once from
+// the static shape, copied on the device by every call.
+TEST(CudaProgramGpuTest, ShapeOfAStaticTensorStaysOnTheGpu) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  constexpr char kText[] = R"(graph(%x : Float(4, 6, 5)):
+  %one : int = prim::Constant[value=1]()
+  %n : NoneType = prim::Constant()
+  %s : Tensor = kiln::shape(%x, %one, %n)
+  %t : Tensor = aten::tanh(%x)
+  return (%s, %t))";
+  std::unique_ptr<ir::Graph> graph;
+  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<Tensor> inputs = {Random({4, 6, 5}, 61)};
+  for (int call = 0; call < 2; ++call) {
+    absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectMatchesInterpreter(*graph, inputs, *got, 1e-6);
+  }
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
   EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
 }
 

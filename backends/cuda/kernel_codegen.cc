@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "backends/cuda/cuda_expr_emitter.h"
@@ -14,6 +16,7 @@
 #include "backends/cuda/kernel_loops.h"
 #include "backends/cuda/kernel_prelude.h"
 #include "backends/cuda/kernel_reductions.h"
+#include "support/hash.h"
 #include "support/status.h"
 
 namespace kiln::backends::cuda {
@@ -40,14 +43,15 @@ const Buffer* FindBuffer(const lowering::LoopGraph& graph, const std::string& na
 
 namespace {
 
+// Stands for the function name until the text is complete.
+constexpr char kKernelNamePlaceholder[] = "KILN_KERNEL_NAME";
+
 absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, const lowering::FusedKernel& kernel,
                                           const CudaTarget& target) {
   if (kernel.buffers.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(KernelErrorPrefix(kernel.name), "writes no buffer"));
   }
   KernelContext ctx;
-  ctx.name = CudaKernelName(kernel.name);
-  CudaIdentifierTable ids;
   std::vector<std::string> params;
   auto add_param = [&](const std::string& name, bool written) -> absl::Status {
     const Buffer* buf = FindBuffer(graph, name);
@@ -59,12 +63,16 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
       return absl::InvalidArgumentError(
           absl::StrCat(KernelErrorPrefix(kernel.name), "lists buffer '", CudaSafeText(name), "' twice"));
     }
-    auto type = CudaTypeName(buf->layout.dtype);
+    auto type = CudaStorageTypeName(buf->layout.dtype);
     if (!type.ok()) {
       return absl::UnimplementedError(absl::StrCat(KernelErrorPrefix(kernel.name), "buffer ", CudaSafeText(name), ": ",
                                                    type.status().message()));
     }
-    const std::string& id = ids.Get(name);
+    // Parameters are named by position, never after their buffers: kernels
+    // doing the same work on different buffers (a transformer's layers)
+    // then have the same text, compiled once; and no model name reaches
+    // the source.
+    const std::string id = absl::StrCat("p", params.size());
     ctx.refs[name] = CudaBufferRef{id, buf->layout.dtype, "", buf->layout.dtype};
     params.push_back(absl::StrCat(written ? "" : "const ", *type, "* __restrict__ ", id));
     return absl::OkStatus();
@@ -101,7 +109,6 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
   const int max_threads = std::max(32, std::min(1024, target.max_threads_per_block)) / 32 * 32;
 
   CudaKernelSource result;
-  result.name = ctx.name;
   std::string body;
   int threads = 1;
   std::string indent = "  ";
@@ -220,10 +227,10 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
     }
   }
 
-  std::string source = kCudaKernelPrelude;
-  absl::StrAppend(&source, "\n// kiln kernel ", CudaSafeText(kernel.name), "\n");
-  absl::StrAppend(&source, "extern \"C\" __global__ void __launch_bounds__(", threads, ") ", ctx.name, "(",
-                  absl::StrJoin(params, ", "), ") {\n");
+  // The function is named after its text (kKernelNamePlaceholder hashed),
+  // so identical kernels share one name and one compile.
+  std::string kernel_text = absl::StrCat("extern \"C\" __global__ void __launch_bounds__(", threads, ") ",
+                                         kKernelNamePlaceholder, "(", absl::StrJoin(params, ", "), ") {\n");
   if (!ctx.vector_buffers.empty()) {
     std::vector<std::string> checks;
     for (const std::string& b : ctx.vector_buffers) {
@@ -231,10 +238,13 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
       const int64_t bytes = std::min<int64_t>(16, kLanes * static_cast<int64_t>(DTypeSize(ref.dtype)));
       checks.push_back(absl::StrCat("kiln_aligned(", ref.identifier, ", ", bytes, "ULL)"));
     }
-    absl::StrAppend(&source, indent, "const bool l_aligned = ", absl::StrJoin(checks, " && "), ";\n");
+    absl::StrAppend(&kernel_text, indent, "const bool l_aligned = ", absl::StrJoin(checks, " && "), ";\n");
   }
-  absl::StrAppend(&source, body, "}\n");
-  result.source = std::move(source);
+  absl::StrAppend(&kernel_text, body, "}\n");
+  ctx.name = absl::StrFormat("kk_%016x", HashString(kernel_text));
+  absl::StrReplaceAll({{kKernelNamePlaceholder, ctx.name}}, &kernel_text);
+  result.name = ctx.name;
+  result.source = absl::StrCat(CudaKernelPrelude(), "\n// kiln kernel ", ctx.name, "\n", kernel_text);
   return result;
 }
 

@@ -92,6 +92,8 @@ template <typename T> T __shfl_xor_sync(unsigned, T v, int offset) {
   return r;
 }
 inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
+inline unsigned __float_as_uint(float f) { unsigned i; memcpy(&i, &f, 4); return i; }
 inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, 8); return d; }
 inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
 inline long long __double_as_longlong(double d) { long long i; memcpy(&i, &d, 8); return i; }
@@ -162,6 +164,8 @@ Tensor RandomTensor(DType dtype, const std::vector<int64_t>& sizes, std::mt19937
       case DType::kInt32: { int v = ints(rng); t.data<int32_t>()[i] = v == 0 ? 1 : v; break; }
       case DType::kUInt8: t.data<uint8_t>()[i] = static_cast<uint8_t>(ints(rng) + 6); break;
       case DType::kBool: t.data<bool>()[i] = ints(rng) > 0; break;
+      case DType::kFloat16: t.data<uint16_t>()[i] = DoubleToHalfBits(real(rng)); break;
+      case DType::kBFloat16: t.data<uint16_t>()[i] = DoubleToBFloat16Bits(real(rng)); break;
       default: break;
     }
   }
@@ -170,6 +174,31 @@ Tensor RandomTensor(DType dtype, const std::vector<int64_t>& sizes, std::mt19937
 
 const std::vector<Case>& Cases() {
   static const auto* cases = new std::vector<Case>{
+      {"bf16_add_gelu", R"(graph(%x : BFloat16(8, 1030), %b : BFloat16(1030)):
+  %one : int = prim::Constant[value=1]()
+  %approx : str = prim::Constant[value="none"]()
+  %a : Tensor = aten::add(%x, %b, %one)
+  %g : Tensor = aten::gelu(%a, %approx)
+  return (%g))"},
+      {"half_softmax_rows", R"(graph(%x : Half(16, 1000)):
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %s : Tensor = aten::softmax(%x, %d, %n)
+  return (%s))"},
+      {"bf16_layer_norm", R"(graph(%x : BFloat16(6, 768), %w : BFloat16(768), %b : BFloat16(768)):
+  %shape : int[] = prim::Constant[value=[768]]()
+  %eps : float = prim::Constant[value=1.0000000000000001e-05]()
+  %f : bool = prim::Constant[value=0]()
+  %y : Tensor = aten::layer_norm(%x, %shape, %w, %b, %eps, %f)
+  return (%y))"},
+      {"half_sum_dim0_and_max", R"(graph(%x : Half(300, 37)):
+  %d0 : int[] = prim::Constant[value=[0]]()
+  %f : bool = prim::Constant[value=0]()
+  %n : NoneType = prim::Constant()
+  %s : Tensor = aten::sum(%x, %d0, %f, %n)
+  %d1 : int = prim::Constant[value=1]()
+  %m : Tensor, %i : Tensor = aten::max(%x, %d1, %f)
+  return (%s, %m, %i))"},
       {"pointwise_chain", R"(graph(%x : Float(8, 1024)):
   %one : int = prim::Constant[value=1]()
   %h : float = prim::Constant[value=0.5]()
@@ -381,13 +410,13 @@ class Emulator {
         int a = 0;
         for (const std::string& name : fk.reads) {
           const Buffer* b = p.s.graph.Find(name);
-          auto type = CudaTypeName(b->layout.dtype);
+          auto type = CudaStorageTypeName(b->layout.dtype);
           if (!type.ok()) return type.status();
           args.push_back(absl::StrCat("static_cast<const ", *type, "*>(a[", a++, "])"));
         }
         for (const std::string& name : fk.buffers) {
           const Buffer* b = p.s.graph.Find(name);
-          auto type = CudaTypeName(b->layout.dtype);
+          auto type = CudaStorageTypeName(b->layout.dtype);
           if (!type.ok()) return type.status();
           args.push_back(absl::StrCat("static_cast<", *type, "*>(a[", a++, "])"));
         }
@@ -493,6 +522,8 @@ absl::StatusOr<std::vector<std::vector<double>>> RunEmulated(Emulator& emu, cons
         case DType::kInt32: x = *reinterpret_cast<const int32_t*>(at); break;
         case DType::kUInt8: x = *reinterpret_cast<const uint8_t*>(at); break;
         case DType::kBool: x = *reinterpret_cast<const bool*>(at) ? 1 : 0; break;
+        case DType::kFloat16: x = HalfBitsToFloat(*reinterpret_cast<const uint16_t*>(at)); break;
+        case DType::kBFloat16: x = BFloat16BitsToFloat(*reinterpret_cast<const uint16_t*>(at)); break;
         default: return absl::UnimplementedError("output dtype");
       }
       v.push_back(x);
@@ -554,10 +585,14 @@ TEST(CudaKernelEmulation, KernelsMatchTheInterpreter) {
         for (int64_t i = 0; i < e.numel() && bad < 5; ++i) {
           const double want = IsFloatingPoint(e.dtype()) ? e.GetDouble(i) : static_cast<double>(e.GetInt(i));
           const double have = (*got)[o][static_cast<size_t>(i)];
-          // Infinities must match exactly (a relative tolerance of inf
-          // would accept -inf for inf).
+          // Narrow floats: kernels round once at the store, the interpreter
+          // after every op; a few units in the last place apart. Infinities
+          // must match exactly (a relative tolerance of inf would accept
+          // -inf for inf).
+          const double tol = e.dtype() == DType::kBFloat16 ? 3e-2 : e.dtype() == DType::kFloat16 ? 4e-3 : 1e-3;
+          const double atol = e.dtype() == DType::kBFloat16 || e.dtype() == DType::kFloat16 ? tol : 1e-5;
           const bool close = (std::isnan(want) && std::isnan(have)) || have == want ||
-                             (std::isfinite(want) && std::fabs(have - want) <= 1e-5 + 1e-3 * std::fabs(want));
+                             (std::isfinite(want) && std::fabs(have - want) <= atol + tol * std::fabs(want));
           if (!close) {
             ++bad;
             ADD_FAILURE() << p.c.name << " output " << o << " element " << i << ": got " << have << ", want " << want

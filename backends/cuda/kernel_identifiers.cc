@@ -3,66 +3,10 @@
 #include <cmath>
 #include <limits>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace kiln::backends::cuda {
-namespace {
-
-// `prefix` followed by digits only.
-bool IsNumbered(absl::string_view s, absl::string_view prefix) {
-  if (s.size() <= prefix.size() || !absl::StartsWith(s, prefix)) return false;
-  for (size_t i = prefix.size(); i < s.size(); ++i) {
-    if (!absl::ascii_isdigit(static_cast<unsigned char>(s[i]))) return false;
-  }
-  return true;
-}
-
-bool IsLoweringBufferName(absl::string_view mapped) {
-  return IsNumbered(mapped, "arg") || IsNumbered(mapped, "buf") || IsNumbered(mapped, "const") ||
-         IsNumbered(mapped, "view");
-}
-
-// `<device>_fused_...`; the reserved prefixes below exclude kiln's helpers
-// and generated locals.
-bool IsSchedulerKernelName(absl::string_view mapped) {
-  const size_t fused = mapped.find("_fused_");
-  return fused != absl::string_view::npos && fused > 0 && absl::ascii_isalpha(static_cast<unsigned char>(mapped[0]));
-}
-
-// Every name but the lowering's own gets the prefix, so no model name can
-// collide with a CUDA keyword, built-in or math function.
-const devices::IdentifierRules& BufferRules() {
-  static const devices::IdentifierRules* rules = [] {
-    auto* r = new devices::IdentifierRules;
-    r->prefix_other_names = true;
-    r->is_own_name = IsLoweringBufferName;
-    return r;
-  }();
-  return *rules;
-}
-
-const devices::IdentifierRules& KernelNameRules() {
-  static const devices::IdentifierRules* rules = [] {
-    auto* r = new devices::IdentifierRules;
-    r->reserved_prefixes = {"kiln", "l_"};
-    r->prefix_other_names = true;
-    r->is_own_name = IsSchedulerKernelName;
-    return r;
-  }();
-  return *rules;
-}
-
-}  // namespace
-
-std::string CudaBufferIdentifier(absl::string_view name) { return devices::SanitizeIdentifier(name, BufferRules()); }
-
-std::string CudaKernelName(absl::string_view name) { return devices::SanitizeIdentifier(name, KernelNameRules()); }
-
-CudaIdentifierTable::CudaIdentifierTable() : devices::IdentifierTable(BufferRules()) {}
-
 absl::StatusOr<std::string> CudaTypeName(DType dtype) {
   switch (dtype) {
     case DType::kFloat32: return std::string("float");
@@ -76,10 +20,31 @@ absl::StatusOr<std::string> CudaTypeName(DType dtype) {
     case DType::kUInt32: return std::string("unsigned int");
     case DType::kUInt64: return std::string("unsigned long long");
     case DType::kBool: return std::string("bool");
+    // Computed in float; stored as 16-bit words (CudaStorageTypeName).
+    case DType::kFloat16:
+    case DType::kBFloat16: return std::string("float");
     default: break;
   }
   return absl::UnimplementedError(
       absl::StrCat("cuda codegen: dtype ", DTypeName(dtype), " is not supported in generated kernels"));
+}
+
+absl::StatusOr<std::string> CudaStorageTypeName(DType dtype) {
+  if (dtype == DType::kFloat16) return std::string("kiln_half");
+  if (dtype == DType::kBFloat16) return std::string("kiln_bf16");
+  return CudaTypeName(dtype);
+}
+
+bool IsNarrowFloat(DType dtype) { return dtype == DType::kFloat16 || dtype == DType::kBFloat16; }
+
+std::string CudaLoadValue(const std::string& element, DType storage) {
+  return IsNarrowFloat(storage) ? absl::StrCat("kiln_to_float(", element, ")") : element;
+}
+
+std::string CudaStoreValue(const std::string& value, DType storage) {
+  if (storage == DType::kFloat16) return absl::StrCat("kiln_to_half(", value, ")");
+  if (storage == DType::kBFloat16) return absl::StrCat("kiln_to_bf16(", value, ")");
+  return value;
 }
 
 std::string CudaIntLiteral(int64_t v) {
@@ -89,7 +54,7 @@ std::string CudaIntLiteral(int64_t v) {
 }
 
 std::string CudaFloatLiteral(double v, DType dtype) {
-  const bool is_float = dtype == DType::kFloat32;
+  const bool is_float = dtype == DType::kFloat32 || IsNarrowFloat(dtype);
   if (std::isnan(v)) return is_float ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)";
   if (std::isinf(v)) {
     if (is_float) return v < 0 ? "__int_as_float(static_cast<int>(0xff800000u))" : "__int_as_float(0x7f800000)";

@@ -92,6 +92,12 @@ absl::StatusOr<ExprPtr> StoreIndex(const Buffer& buf, const std::vector<int64_t>
 std::string StoredValue(const std::string& value, DType from, DType to, const std::string& to_type) {
   if (from == to) return value;
   if (to == DType::kBool) return absl::StrCat("(", value, " != 0)");
+  if (IsNarrowFloat(to)) {
+    // Held in float, rounded to the stored precision.
+    const std::string as_float = IsNarrowFloat(from) ? value : absl::StrCat("static_cast<float>(", value, ")");
+    return CudaLoadValue(CudaStoreValue(as_float, to), to);
+  }
+  if (IsNarrowFloat(from) && to == DType::kFloat32) return value;
   return absl::StrCat("static_cast<", to_type, ">(", value, ")");
 }
 
@@ -227,16 +233,22 @@ absl::Status StoreBody::Emit(CudaExprEmitter& em, int lanes, int lane_var, bool 
                              const std::vector<std::string>&, const std::string& indent, std::string* out) {
   for (const Member& m : members_) {
     const CudaBufferRef& ref = ctx_->refs.at(m.buf->name);
-    ASSIGN_OR_RETURN(std::string type, CudaTypeName(m.buf->layout.dtype));
+    const DType dtype = m.buf->layout.dtype;
+    ASSIGN_OR_RETURN(std::string type, CudaTypeName(dtype));
+    ASSIGN_OR_RETURN(std::string storage_type, CudaStorageTypeName(dtype));
     std::vector<std::string> values;
     for (int k = 0; k < lanes; ++k) {
       ASSIGN_OR_RETURN(std::string v, em.Emit(m.body, k));
-      values.push_back(StoredValue(v, m.body->dtype, m.buf->layout.dtype, type));
+      // Narrow floats: rounded once, by the conversion of the store.
+      values.push_back(CudaStoreValue(IsNarrowFloat(dtype) && m.body->dtype != dtype
+                                          ? (IsNarrowFloat(m.body->dtype) ? v : absl::StrCat("static_cast<float>(", v, ")"))
+                                          : StoredValue(v, m.body->dtype, dtype, type),
+                                      dtype));
     }
     if (vector && lanes == kLanes && IsVectorIndex(m.store_index, lane_var)) {
       ASSIGN_OR_RETURN(std::string index, em.Emit(m.store_index, 0));
       absl::StrAppend(out, em.TakeStatements());
-      absl::StrAppend(out, indent, "kiln_store4<", type, ">(", ref.identifier, " + ", index, ", ",
+      absl::StrAppend(out, indent, "kiln_store4<", storage_type, ">(", ref.identifier, " + ", index, ", ",
                       absl::StrJoin(values, ", "), ");\n");
       em.NoteVectorBuffer(m.buf->name);
       continue;

@@ -4,9 +4,12 @@
 #ifndef KILN_BACKENDS_CUDA_KERNEL_PRELUDE_H_
 #define KILN_BACKENDS_CUDA_KERNEL_PRELUDE_H_
 
+#include <string>
+
 namespace kiln::backends::cuda {
 
-extern const char kCudaKernelPrelude[];
+// The integer/NaN helpers come from codegen/c_prelude.h.
+const std::string& CudaKernelPrelude();
 
 }  // namespace kiln::backends::cuda
 

@@ -22,7 +22,9 @@ using lowering::ReductionType;
 
 namespace {
 
-bool IsFloat(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
+bool IsFloat(DType t) { return t == DType::kFloat32 || t == DType::kFloat64 || IsNarrowFloat(t); }
+// Float accumulators: float16/bfloat16 values accumulate in float.
+DType FloatAccumulator(DType t) { return IsNarrowFloat(t) ? DType::kFloat32 : t; }
 
 // ---------------------------------------------------------------------------
 // Reductions.
@@ -78,7 +80,7 @@ absl::StatusOr<ReductionPlan> PlanReduction(const Buffer& buf, const std::string
   switch (red.type) {
     case ReductionType::kSum:
     case ReductionType::kProd:
-      p.acc_type = fp ? vt : DType::kInt64;
+      p.acc_type = fp ? FloatAccumulator(vt) : DType::kInt64;
       p.identity = red.type == ReductionType::kSum ? "0" : "1";
       break;
     case ReductionType::kMax:
@@ -87,7 +89,7 @@ absl::StatusOr<ReductionPlan> PlanReduction(const Buffer& buf, const std::string
     case ReductionType::kArgmin: {
       p.is_max = red.type == ReductionType::kMax || red.type == ReductionType::kArgmax;
       if (fp) {
-        p.acc_type = vt;
+        p.acc_type = FloatAccumulator(vt);
       } else if (vt == DType::kInt64 || vt == DType::kUInt32) {
         p.acc_type = DType::kInt64;
       } else if (vt == DType::kUInt64) {
@@ -108,7 +110,7 @@ absl::StatusOr<ReductionPlan> PlanReduction(const Buffer& buf, const std::string
                                                      ReductionTypeName(red.type), " over a non-float body (buffer ",
                                                      CudaSafeText(buf.name), ")"));
       }
-      p.acc_type = vt;
+      p.acc_type = FloatAccumulator(vt);
       p.identity = "0";
       break;
   }
@@ -329,7 +331,8 @@ absl::Status EmitReductionMembers(KernelContext& ctx, const lowering::FusedKerne
       const std::string reg = absl::StrCat("l_s", member_index++);
       absl::StrAppend(out, em.TakeStatements(), indent, "const ", type, " ", reg, " = ",
                       StoredValue(v, b.pointwise->body->dtype, b.layout.dtype, type), ";\n");
-      absl::StrAppend(out, indent, store_guard, ctx.refs.at(b.name).identifier, "[", index, "] = ", reg, ";\n");
+      absl::StrAppend(out, indent, store_guard, ctx.refs.at(b.name).identifier, "[", index,
+                      "] = ", CudaStoreValue(reg, b.layout.dtype), ";\n");
       ctx.refs[b.name].scalar = reg;
       ctx.refs[b.name].scalar_dtype = b.layout.dtype;
       ++i;
@@ -475,7 +478,7 @@ absl::Status EmitReductionMembers(KernelContext& ctx, const lowering::FusedKerne
       ASSIGN_OR_RETURN(ExprPtr store, StoreIndex(b, s.ranges));
       ASSIGN_OR_RETURN(std::string index, em.Emit(store));
       absl::StrAppend(out, em.TakeStatements(), indent, store_guard, ctx.refs.at(b.name).identifier, "[", index,
-                      "] = ", reg, ";\n");
+                      "] = ", CudaStoreValue(reg, b.layout.dtype), ";\n");
       ctx.refs[b.name].scalar = reg;
       ctx.refs[b.name].scalar_dtype = b.layout.dtype;
     }

@@ -8,6 +8,8 @@
 #
 #   backends/cuda/make_gpu_carry.sh [--onnx-data] BINARY...
 # On the GPU machine (run tool, carry [".gpu_carry"]):
+#   benchmarks/cuda_realmodels.sh check|ops|models   # unpacks to /tmp/kiln_carry, sets the paths
+# or by hand:
 #   mkdir -p /tmp/k && tar -xJf .gpu_carry/bundle.tar.xz -C /tmp/k
 #   LD_LIBRARY_PATH=/tmp/k/lib /tmp/k/bin/cuda_gpu_check
 set -euo pipefail
@@ -22,7 +24,7 @@ for b in "$@"; do
   strip "$stage/bin/$(basename "$b")"
   ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
     case "$(basename "$lib")" in
-      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libstdc++.so*|libgcc_s.so*|libcuda*|libnvrtc*|libcublas*) ;;
+      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libstdc++.so*|libgcc_s.so*|libcuda*|libnvrtc*|libcublas*|libcudnn*) ;;
       *) cp -L "$lib" "$stage/lib/" ;;
     esac
   done

@@ -1,8 +1,10 @@
 #include "backends/cuda/runtime_kernels.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cubin_cache.h"
@@ -54,6 +56,165 @@ extern "C" __global__ void __launch_bounds__(256) kiln_rt_depthwise(
   }
 }
 
+// out[r][c] = table[index[r]][c] over rows of `row_words` words; a
+// negative index counts from the end, one out of range gives zeros (the
+// device cannot report it; the host path raises).
+template <typename Word, typename Index>
+__device__ void kiln_rt_gather(const Word* __restrict__ table, const Index* __restrict__ index, Word* __restrict__ out,
+                               i64 n, i64 rows, i64 row_words) {
+  const i64 total = n * row_words;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
+    const i64 r = i / row_words, c = i - r * row_words;
+    i64 j = (i64)index[r];
+    if (j < 0) j += rows;
+    out[i] = (j >= 0 && j < rows) ? table[j * row_words + c] : Word(0);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_gather_u32_i64(
+    const unsigned* __restrict__ table, const long long* __restrict__ index, unsigned* __restrict__ out, i64 n,
+    i64 rows, i64 row_words) {
+  kiln_rt_gather(table, index, out, n, rows, row_words);
+}
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_gather_u32_i32(
+    const unsigned* __restrict__ table, const int* __restrict__ index, unsigned* __restrict__ out, i64 n,
+    i64 rows, i64 row_words) {
+  kiln_rt_gather(table, index, out, n, rows, row_words);
+}
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_gather_u8_i64(
+    const unsigned char* __restrict__ table, const long long* __restrict__ index, unsigned char* __restrict__ out,
+    i64 n, i64 rows, i64 row_words) {
+  kiln_rt_gather(table, index, out, n, rows, row_words);
+}
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_gather_u8_i32(
+    const unsigned char* __restrict__ table, const int* __restrict__ index, unsigned char* __restrict__ out, i64 n,
+    i64 rows, i64 row_words) {
+  kiln_rt_gather(table, index, out, n, rows, row_words);
+}
+
+// dst[i] = src at the i-th index (row-major over `sizes`) of a strided view.
+struct kiln_rt_strided {
+  long long sizes[8];
+  long long strides[8];
+  int rank;
+};
+template <typename T>
+__device__ void kiln_rt_copy(const T* __restrict__ src, T* __restrict__ dst, kiln_rt_strided v, i64 n) {
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+    i64 rem = i, at = 0;
+    for (int d = v.rank - 1; d >= 0; --d) {
+      const i64 size = v.sizes[d];
+      at += (rem % size) * v.strides[d];
+      rem /= size;
+    }
+    dst[i] = src[at];
+  }
+}
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_copy_u16(
+    const unsigned short* __restrict__ src, unsigned short* __restrict__ dst, kiln_rt_strided v, i64 n) {
+  kiln_rt_copy(src, dst, v, n);
+}
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_copy_u32(
+    const unsigned* __restrict__ src, unsigned* __restrict__ dst, kiln_rt_strided v, i64 n) {
+  kiln_rt_copy(src, dst, v, n);
+}
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_copy_u64(
+    const unsigned long long* __restrict__ src, unsigned long long* __restrict__ dst, kiln_rt_strided v, i64 n) {
+  kiln_rt_copy(src, dst, v, n);
+}
+
+// 2-D pooling (PoolArgs of runtime_kernels.h, passed by value) over float,
+// half and bfloat16 storage with float math.
+struct kiln_rt_pool_args {
+  i64 n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+  i64 x_strides[4];
+  int count_include_pad;
+  i64 divisor;
+};
+__device__ __forceinline__ float kiln_rt_load(const float* p) { return *p; }
+__device__ __forceinline__ void kiln_rt_store(float* p, float v) { *p = v; }
+__device__ __forceinline__ float kiln_rt_load(const unsigned short* p, int bf16) {
+  if (bf16) return __uint_as_float(static_cast<unsigned>(*p) << 16);
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*p));
+  return f;
+}
+__device__ __forceinline__ void kiln_rt_store(unsigned short* p, float f, int bf16) {
+  if (bf16) {
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      *p = static_cast<unsigned short>((u >> 16) | 0x40u);
+      return;
+    }
+    u += 0x7fffu + ((u >> 16) & 1u);
+    *p = static_cast<unsigned short>(u >> 16);
+    return;
+  }
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  *p = h;
+}
+struct kiln_rt_f32 {
+  static __device__ float load(const float* p) { return *p; }
+  static __device__ void store(float* p, float v) { *p = v; }
+};
+template <int kBf16> struct kiln_rt_f16 {
+  static __device__ float load(const unsigned short* p) { return kiln_rt_load(p, kBf16); }
+  static __device__ void store(unsigned short* p, float v) { kiln_rt_store(p, v, kBf16); }
+};
+
+template <typename IO, typename T>
+__device__ void kiln_rt_pool(const T* __restrict__ x, T* __restrict__ y, const kiln_rt_pool_args& a, bool is_max) {
+  const i64 total = a.n * a.c * a.oh * a.ow;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
+    const i64 ox = i % a.ow, oy = (i / a.ow) % a.oh, ch = (i / (a.ow * a.oh)) % a.c, img = i / (a.ow * a.oh * a.c);
+    const T* xp = x + img * a.x_strides[0] + ch * a.x_strides[1];
+    const i64 y0 = oy * a.sh - a.ph, x0 = ox * a.sw - a.pw;
+    if (is_max) {
+      float m = -__int_as_float(0x7f800000);
+      for (i64 ky = 0; ky < a.kh; ++ky) {
+        const i64 iy = y0 + ky * a.dh;
+        if (iy < 0 || iy >= a.h) continue;
+        for (i64 kx = 0; kx < a.kw; ++kx) {
+          const i64 ix = x0 + kx * a.dw;
+          if (ix < 0 || ix >= a.w) continue;
+          const float v = IO::load(xp + iy * a.x_strides[2] + ix * a.x_strides[3]);
+          if (v > m || v != v) m = v;
+        }
+      }
+      IO::store(y + i, m);
+    } else {
+      // PyTorch's windows: clipped to the padded input, then to the input.
+      i64 hs = y0, ws = x0;
+      i64 he = hs + a.kh < a.h + a.ph ? hs + a.kh : a.h + a.ph;
+      i64 we = ws + a.kw < a.w + a.pw ? ws + a.kw : a.w + a.pw;
+      const i64 pool = (he - hs) * (we - ws);
+      hs = hs > 0 ? hs : 0;
+      ws = ws > 0 ? ws : 0;
+      he = he < a.h ? he : a.h;
+      we = we < a.w ? we : a.w;
+      float sum = 0.0f;
+      for (i64 iy = hs; iy < he; ++iy) {
+        for (i64 ix = ws; ix < we; ++ix) sum += IO::load(xp + iy * a.x_strides[2] + ix * a.x_strides[3]);
+      }
+      const i64 count = a.divisor != 0 ? a.divisor : (a.count_include_pad ? pool : (he - hs) * (we - ws));
+      IO::store(y + i, count > 0 ? sum / (float)count : 0.0f);
+    }
+  }
+}
+
+#define KILN_RT_POOL(name, IO, T, is_max) \
+  extern "C" __global__ void __launch_bounds__(256) name(const T* __restrict__ x, T* __restrict__ y, \
+                                                         kiln_rt_pool_args a) { \
+    kiln_rt_pool<IO>(x, y, a, is_max); \
+  }
+KILN_RT_POOL(kiln_rt_max_pool2d_f32, kiln_rt_f32, float, true)
+KILN_RT_POOL(kiln_rt_max_pool2d_f16, kiln_rt_f16<0>, unsigned short, true)
+KILN_RT_POOL(kiln_rt_max_pool2d_bf16, kiln_rt_f16<1>, unsigned short, true)
+KILN_RT_POOL(kiln_rt_avg_pool2d_f32, kiln_rt_f32, float, false)
+KILN_RT_POOL(kiln_rt_avg_pool2d_f16, kiln_rt_f16<0>, unsigned short, false)
+KILN_RT_POOL(kiln_rt_avg_pool2d_bf16, kiln_rt_f16<1>, unsigned short, false)
+
 extern "C" __global__ void __launch_bounds__(256) kiln_rt_fill_bias(
     float* __restrict__ y, const float* __restrict__ bias, i64 total, i64 channels, i64 hw) {
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
@@ -68,6 +229,37 @@ struct Loaded {
 };
 
 }  // namespace
+
+const char* RuntimeKernelSource() { return kSource; }
+
+absl::StatusOr<CUdeviceptr> CopyToContiguous(const DeviceView& view, int device_index, CUstream stream,
+                                             const std::function<absl::StatusOr<CUdeviceptr>(int64_t)>& allocate) {
+  const lowering::Layout& l = view.layout;
+  const size_t elem = DTypeSize(l.dtype);
+  const int which = elem == 2 ? 0 : elem == 4 ? 1 : elem == 8 ? 2 : -1;
+  if (which < 0 || l.sizes.size() > 8 || l.sizes.size() != l.strides.size()) {
+    return absl::UnimplementedError("copy to contiguous: element size or rank not handled");
+  }
+  StridedView v = {};
+  v.rank = static_cast<int>(l.sizes.size());
+  int64_t n = 1;
+  for (size_t d = 0; d < l.sizes.size(); ++d) {
+    v.sizes[d] = l.sizes[d];
+    v.strides[d] = l.strides[d];
+    n *= l.sizes[d];
+  }
+  ASSIGN_OR_RETURN(CUdeviceptr dst, allocate(std::max<int64_t>(n, 1) * static_cast<int64_t>(elem)));
+  if (n == 0) return dst;
+  ASSIGN_OR_RETURN(const RuntimeKernels* k, GetRuntimeKernels(device_index));
+  CUdeviceptr src = view.base + static_cast<CUdeviceptr>(l.offset) * elem;
+  int64_t count = n;
+  std::vector<void*> params = {&src, &dst, &v, &count};
+  const unsigned blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 132 * 64)));
+  RETURN_IF_ERROR(CuCheck(LoadCudaLibraries().driver.cuLaunchKernel(k->copy[which], blocks, 1, 1, 256, 1, 1, 0, stream,
+                                                                    params.data(), nullptr),
+                          "cuLaunchKernel (copy to contiguous)"));
+  return dst;
+}
 
 absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
   static std::mutex mu;
@@ -91,6 +283,19 @@ absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.im2col, module, "kiln_rt_im2col"), "im2col"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.depthwise, module, "kiln_rt_depthwise"), "depthwise"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.fill_bias, module, "kiln_rt_fill_bias"), "fill_bias"));
+      const char* const pools[2][3] = {{"kiln_rt_max_pool2d_f32", "kiln_rt_max_pool2d_f16", "kiln_rt_max_pool2d_bf16"},
+                                       {"kiln_rt_avg_pool2d_f32", "kiln_rt_avg_pool2d_f16", "kiln_rt_avg_pool2d_bf16"}};
+      for (int t = 0; t < 3; ++t) {
+        RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.max_pool2d[t], module, pools[0][t]), pools[0][t]));
+        RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.avg_pool2d[t], module, pools[1][t]), pools[1][t]));
+      }
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[0], module, "kiln_rt_copy_u16"), "copy"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[1], module, "kiln_rt_copy_u32"), "copy"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[2], module, "kiln_rt_copy_u64"), "copy"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[0][0], module, "kiln_rt_gather_u32_i64"), "gather"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[0][1], module, "kiln_rt_gather_u32_i32"), "gather"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[1][0], module, "kiln_rt_gather_u8_i64"), "gather"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[1][1], module, "kiln_rt_gather_u8_i32"), "gather"));
       return absl::OkStatus();
     }();
     it = loaded->emplace(index, std::move(l)).first;

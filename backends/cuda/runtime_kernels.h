@@ -1,12 +1,16 @@
 // The CUDA runtime's own small kernels (not generated from the loop IR):
 // im2col, direct depthwise convolution and a per-channel bias fill, which
-// the convolution extern (cuda_conv.h) combines with cuBLAS sgemm. Compiled
+// the convolution extern (cuda_conv.h) combines with cuBLAS sgemm when
+// cuDNN is absent, and the row gather of embedding lookups (cuda_gather.h). Compiled
 // once per process with NVRTC through the cubin cache, loaded per device.
 #ifndef KILN_BACKENDS_CUDA_RUNTIME_KERNELS_H_
 #define KILN_BACKENDS_CUDA_RUNTIME_KERNELS_H_
 
+#include <functional>
+
 #include "absl/status/statusor.h"
 #include "backends/cuda/cuda_api.h"
+#include "backends/cuda/cublas_matmul.h"
 
 namespace kiln::backends::cuda {
 
@@ -18,7 +22,43 @@ struct RuntimeKernels {
   CUfunction depthwise = nullptr;
   // y[i] = bias[(i / hw) % channels].
   CUfunction fill_bias = nullptr;
+  // out[r][:] = table[index[r]][:]: gather[word][index] with words of 4
+  // bytes (0) or 1 byte (1) and int64 (0) or int32 (1) indices; arguments
+  // (table, index, out, n, rows, row_words).
+  CUfunction gather[2][2] = {};
+  // dst[i] = the i-th element (row-major) of a strided view: copy[k] for
+  // 2, 4 and 8-byte elements; arguments (src, dst, StridedView, n).
+  CUfunction copy[3] = {};
+  // 2-D pooling per storage type (float32, float16, bfloat16); arguments
+  // (x, y, PoolArgs).
+  CUfunction max_pool2d[3] = {};
+  CUfunction avg_pool2d[3] = {};
 };
+
+// The pooling kernels' parameters (passed by value; the kernel's own
+// struct lays them out the same). x is read at the strides given; y is
+// contiguous [n, c, oh, ow].
+struct PoolArgs {
+  long long n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;  // NOLINT(runtime/int)
+  long long x_strides[4];                                          // NOLINT(runtime/int)
+  int count_include_pad = 1;
+  long long divisor = 0;  // NOLINT(runtime/int): divisor_override, 0 for none
+};
+
+// A view's shape for the copy kernels (passed by value; at most rank 8).
+struct StridedView {
+  long long sizes[8];    // NOLINT(runtime/int): the kernel's type
+  long long strides[8];  // NOLINT(runtime/int)
+  int rank;
+};
+
+// Copies `view` into `allocate`d contiguous storage on `stream` (2, 4 or
+// 8-byte elements, rank <= 8); returns its address.
+absl::StatusOr<CUdeviceptr> CopyToContiguous(const DeviceView& view, int device_index, CUstream stream,
+                                             const std::function<absl::StatusOr<CUdeviceptr>(int64_t)>& allocate);
+
+// Their CUDA source (one NVRTC translation unit).
+const char* RuntimeKernelSource();
 
 // The kernels on device `index` (compiled and loaded on first use).
 absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index);

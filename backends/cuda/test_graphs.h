@@ -35,7 +35,11 @@ inline absl::StatusOr<Scheduled> LowerAndSchedule(const std::string& text) {
   ASSIGN_OR_RETURN(s.ir, ir::ParseGraph(text));
   passes::PassStatistics stats;
   RETURN_IF_ERROR(passes::PrepareForLowering(*s.ir, stats).status());
-  ASSIGN_OR_RETURN(s.graph, lowering::LowerGraph(*s.ir));
+  // With CudaCodegen's options (float16/bfloat16 ops lower into kernels).
+  lowering::LowerOptions options;
+  options.narrow_float_kernels = true;
+  options.conv_bias_epilogue = true;
+  ASSIGN_OR_RETURN(s.graph, lowering::LowerGraph(*s.ir, options));
   ASSIGN_OR_RETURN(s.schedule, lowering::ScheduleGraph(s.graph, "cuda"));
   return s;
 }

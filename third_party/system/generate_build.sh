@@ -145,6 +145,20 @@ cc_library(
     linkopts = ["-lz"],
 )
 
+# ---- oneDNN 2.6 (oneapi/dnnl/dnnl.hpp; built with the OpenMP CPU runtime,
+# so its primitives run on libgomp's pool, as generated kernels do) ----
+cc_library(
+    name = "dnnl",
+    linkopts = ["-ldnnl"],
+    deps = [":openmp"],
+)
+
+# ---- libgomp (omp.h comes with gcc; the thread count of one pool) ----
+cc_library(
+    name = "openmp",
+    linkopts = ["-fopenmp"],
+)
+
 # ---- libc bits ----
 cc_library(
     name = "dl",

@@ -92,10 +92,8 @@ std::string Report(const StagedCompile& s) {
                         s.model.import_ms, s.passes_ms, c.times.shapes_ms, c.times.lower_ms,
                         c.times.schedule_ms, c.times.wrapper_ms, c.times.plan_ms,
                         c.times.compile_ms);
-  if (const backends::cpu::CompileStats* cpu = CpuStats(c)) {
-    absl::StrAppendFormat(&r, "  (C++ cache %s: %.2f ms; dlopen %.2f ms)\n",
-                          cpu->cache_hit ? "hit" : "miss", cpu->cache_seconds * 1e3,
-                          cpu->load_seconds * 1e3);
+  if (c.compiled != nullptr) {
+    for (const std::string& line : c.compiled->ReportLines()) absl::StrAppend(&r, "  (", line, ")\n");
   }
   return r;
 }
@@ -250,12 +248,12 @@ absl::Status RunCompile(const std::vector<std::string>& args) {
   options.model_path = ResolveUserPath(args[0]);
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
   options.device = absl::GetFlag(FLAGS_device);
-  if (options.device != "cpu") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "compile: unknown --device '", options.device,
-        "' (kiln compile writes the CPU's program: cpu; conformance and lazy tensors run cuda)"));
-  }
   ASSIGN_OR_RETURN(options.stop_after, ParseCompileStage(absl::GetFlag(FLAGS_compile_to)));
+  if (options.device != "cpu" && options.stop_after == CompileStage::kSource) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compile: --compile-to=source writes the CPU's C++ without compiling it; for --device ",
+        options.device, " compile to program (its kernels' sources are written too)"));
+  }
   ASSIGN_OR_RETURN(options.max_peak_bytes, MaxMemoryBytes());
   options.dump_dir = ResolveUserPath(absl::GetFlag(FLAGS_dump_dir));
   if (!options.dump_dir.empty()) {
@@ -303,7 +301,14 @@ absl::Status RunCompile(const std::vector<std::string>& args) {
     }
     case CompileStage::kSource:
     case CompileStage::kProgram:
-      RETURN_IF_ERROR(out.Write("program.cpp", Stamp("//") + s.program_source));
+      if (options.device == "cpu") {
+        RETURN_IF_ERROR(out.Write("program.cpp", Stamp("//") + s.program_source));
+      } else if (s.compiled->compiled != nullptr) {
+        // The device's generated sources (CUDA: kernels.cu).
+        for (const auto& [name, contents] : s.compiled->compiled->SourceFiles()) {
+          RETURN_IF_ERROR(out.Write(name, Stamp("//") + contents));
+        }
+      }
       RETURN_IF_ERROR(WriteWrapper(s.compiled->program, out));
       RETURN_IF_ERROR(out.Write("report.md", Report(s)));
       break;
@@ -328,9 +333,10 @@ absl::Status RunCompile(const std::vector<std::string>& args) {
   std::printf("%d kernels, %d extern calls; planned peak %lld bytes of %lld (sum of buffers); %s\n",
               c.num_kernels, c.num_externs, static_cast<long long>(c.memory.peak_bytes),
               static_cast<long long>(c.memory.total_buffer_bytes), IslandSummary(c).c_str());
-  std::printf("%s: import %.1f ms, passes %.1f ms, lower..plan %.1f ms, C++ compile %.1f ms -> %s\n",
+  std::printf("%s: import %.1f ms, passes %.1f ms, lower..plan %.1f ms, %s compile %.1f ms -> %s\n",
               CompileStageName(s.reached).data(), s.model.import_ms, s.passes_ms,
-              c.times.FrontHalfMs(), c.times.compile_ms, Printable(dir).c_str());
+              c.times.FrontHalfMs(), options.device == "cpu" ? "C++" : Printable(options.device).c_str(),
+              c.times.compile_ms, Printable(dir).c_str());
   return absl::OkStatus();
 }
 
@@ -342,11 +348,12 @@ Command CompileCommand() {
   command.summary =
       "Compile a model (ONNX or .pt2): generated C++, Python wrapper, Wrapper IR proto, report.";
   command.usage =
-      "MODEL.onnx|MODEL.pt2 -o DIR [--device=cpu] [--pipeline -O2]\n"
+      "MODEL.onnx|MODEL.pt2 -o DIR [--device=cpu|cuda[:N]] [--pipeline -O2]\n"
       "           [--compile-to=graph|optimized|loops|wrapper|source|program]\n"
       "           [--dump-dir=DIR] [--dot] [--trace FILE] [--max_memory SIZE] [--json]";
   command.details =
-      "Writes DIR/program.cpp (kernels + C++ wrapper), DIR/wrapper.py (Inductor-style\n"
+      "Writes the device's source (DIR/program.cpp for cpu: kernels + C++ wrapper;\n"
+      "DIR/kernels.cu for cuda), DIR/wrapper.py (Inductor-style\n"
       "output code, runnable under PyTorch 2.x; its large constants are raw files in\n"
       "DIR/constants/; KILN_DEBUG_PRINTER=0-3 and KILN_DEBUG_PRINTER_FILTER add the\n"
       "debug printer's calls), DIR/wrapper.pb (the Wrapper IR lines) and DIR/report.md\n"

@@ -14,7 +14,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "driver/measure.h"
 #include "driver/model.h"
+#include "driver/precision.h"
 #include "frontend/onnx/importer.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "frontend/pt2/signature.h"
@@ -39,7 +41,17 @@ ABSL_FLAG(int, iterations, 1, "Timed calls (compiled backend)");
 ABSL_FLAG(int, warmup, 0, "Untimed calls before the timed ones (compiled backend)");
 ABSL_FLAG(bool, check, true,
           "Compiled backend: also run the interpreter and compare (exit 1 when they differ)");
+ABSL_FLAG(int, profile, 0,
+          "Compiled backend: time every kernel and extern over N more calls and print the table "
+          "(devices that can: cuda)");
+ABSL_FLAG(std::string, precision, "",
+          "Compiled backend: bf16 or fp16 (the float32 model cast as torch.autocast does; weights "
+          "converted once), tf32 (TF32 matmuls) or fp32; the check against the float32 interpreter "
+          "then reports its error instead of failing");
+ABSL_FLAG(std::string, save_outputs, "",
+          "Write the outputs to DIR/output_K.pb (ONNX TensorProto, the backend-test layout)");
 ABSL_DECLARE_FLAG(std::string, backend);
+ABSL_DECLARE_FLAG(std::string, device);
 ABSL_DECLARE_FLAG(std::string, pipeline);
 ABSL_DECLARE_FLAG(std::string, trace);
 
@@ -245,8 +257,29 @@ struct RunReport {
   Json compiled = nullptr;           // compiled backend: kernels, islands
 };
 
+// --save_outputs DIR: output_K.pb files (ONNX TensorProto), the
+// backend-test layout that --inputs reads.
+absl::Status SaveOutputs(const std::vector<IValue>& outputs) {
+  const std::string dir = ResolveUserPath(absl::GetFlag(FLAGS_save_outputs));
+  if (dir.empty()) return absl::OkStatus();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("--save_outputs: cannot create ", dir, ": ", ec.message()));
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (!outputs[k].isTensor()) {
+      return absl::InvalidArgumentError(absl::StrCat("--save_outputs: output ", k, " is not a tensor"));
+    }
+    const std::string name = absl::StrCat("output_", k);
+    const std::string bytes =
+        frontend::onnx_import::TensorToProto(outputs[k].toTensor(), name).SerializeAsString();
+    RETURN_IF_ERROR(WriteFileAtomically(absl::StrCat(dir, "/", name, ".pb"), bytes));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Finish(const std::string& model_arg, const driver::ImportedModel& model,
                     const testing::Tolerance& tolerance, RunReport report) {
+  RETURN_IF_ERROR(SaveOutputs(report.outputs));
   ASSIGN_OR_RETURN(std::optional<Check> expected,
                    CompareWithExpectedFiles(model, report.outputs, tolerance));
   if (expected.has_value()) report.checks.insert(report.checks.begin(), *std::move(expected));
@@ -326,6 +359,10 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
   StagedCompileOptions options;
   options.model_path = ResolveUserPath(model_arg);
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
+  options.device = absl::GetFlag(FLAGS_device);
+  if (const std::string p = absl::GetFlag(FLAGS_precision); !p.empty()) {
+    ASSIGN_OR_RETURN(options.precision, driver::ParsePrecision(p));
+  }
   options.make_inputs = ModelInputs;
   ASSIGN_OR_RETURN(options.max_peak_bytes, MaxMemoryBytes());
   TraceRecorder trace;
@@ -352,25 +389,25 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
     }
     tensors.push_back(v.toTensor());
   }
-  auto run_once = [&](const char* what) -> absl::StatusOr<std::vector<Tensor>> {
-    const Clock::time_point start = Clock::now();
-    absl::StatusOr<std::vector<Tensor>> r = compiled.compiled->Run(tensors);
-    trace.Complete(what, "run", start, Clock::now());
-    if (!r.ok()) {
-      return absl::Status(r.status().code(), absl::StrCat(model_arg, ": ", r.status().message()));
-    }
-    return r;
-  };
-  for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) RETURN_IF_ERROR(run_once("warm-up call").status());
+  // Inputs placed on the device once; calls timed by the device (CUDA
+  // events on a GPU), outputs fetched after the last.
+  driver::MeasureOptions measure;
+  measure.warmup = absl::GetFlag(FLAGS_warmup);
+  measure.iterations = std::max(1, absl::GetFlag(FLAGS_iterations));
+  measure.profile_iterations = absl::GetFlag(FLAGS_profile);
+  const Clock::time_point calls_start = Clock::now();
+  absl::StatusOr<driver::Measurement> measured =
+      driver::MeasureProgram(*compiled.compiled, tensors, measure);
+  if (!measured.ok()) {
+    return absl::Status(measured.status().code(),
+                        absl::StrCat(model_arg, ": ", measured.status().message()));
+  }
+  trace.Complete("calls", "run", calls_start, Clock::now(),
+                 {{"warmup", measure.warmup}, {"timed", measure.iterations}});
   RunReport report;
   report.backend = "compiled";
-  std::vector<Tensor> outs;
-  const int iterations = std::max(1, absl::GetFlag(FLAGS_iterations));
-  for (int i = 0; i < iterations; ++i) {
-    const auto t = Clock::now();
-    ASSIGN_OR_RETURN(outs, run_once("call"));
-    report.run_ms.push_back(Ms(t, Clock::now()));
-  }
+  report.run_ms = measured->ms;
+  std::vector<Tensor>& outs = measured->outputs;
   for (Tensor& t : outs) report.outputs.push_back(IValue::FromTensor(t));
   report.import_ms = staged->model.import_ms;
   report.passes_ms = staged->passes_ms;
@@ -381,18 +418,44 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
                      {"island_nodes", compiled.num_island_nodes},
                      {"whole_graph_interpreted", compiled.whole_graph_interpreted},
                      {"reference_externs", compiled.num_reference_externs},
-                     {"not_compiled_ops", driver::NotCompiledOps(compiled)}};
+                     {"not_compiled_ops", driver::NotCompiledOps(compiled)},
+                     {"device", options.device},
+                     {"precision", options.precision ? driver::PrecisionName(*options.precision) : "fp32"},
+                     {"timer", measured->timer},
+                     {"notes", Json::array()}};
+  for (const std::string& n : measured->notes) report.compiled["notes"].push_back(n);
+  for (const std::string& n : compiled.compiled->ReportLines()) report.compiled["notes"].push_back(n);
   if (!absl::GetFlag(FLAGS_json)) {
     std::vector<double> sorted = report.run_ms;
     std::sort(sorted.begin(), sorted.end());
-    std::printf("import %.1f ms, passes %.1f ms, lower+fuse+wrapper+plan %.1f ms, C++ compile %.1f ms\n",
+    const std::string device = Printable(options.device);
+    std::printf("import %.1f ms, passes %.1f ms, lower+fuse+wrapper+plan %.1f ms, %s compile %.1f ms\n",
                 report.import_ms, report.passes_ms, compiled.times.FrontHalfMs(),
-                compiled.times.compile_ms);
-    std::printf("run (compiled, %d kernels, %d extern calls, %d interpreter islands with %d nodes%s): "
-                "median %.3f ms, min %.3f ms, max %.3f ms over %d calls\n",
-                compiled.num_kernels, compiled.num_externs, compiled.num_islands,
+                options.device == "cpu" ? "C++" : device.c_str(), compiled.times.compile_ms);
+    for (const std::string& line : compiled.compiled->ReportLines()) std::printf("  %s\n", line.c_str());
+    if (options.precision) {
+      const driver::AutocastStats& a = staged->autocast;
+      std::printf("precision %s: %d ops in lower precision, %d kept in float32, %d casts, %d weights converted\n",
+                  driver::PrecisionName(*options.precision), a.lower_ops, a.fp32_ops, a.casts_inserted,
+                  a.constants_converted);
+    }
+    std::printf("run (compiled for %s, %d kernels, %d extern calls, %d interpreter islands with %d nodes%s): "
+                "median %.3f ms, min %.3f ms, max %.3f ms over %d calls (%s; inputs placed in %.1f ms)\n",
+                device.c_str(), compiled.num_kernels, compiled.num_externs, compiled.num_islands,
                 compiled.num_island_nodes, compiled.whole_graph_interpreted ? ", whole graph" : "",
-                sorted[sorted.size() / 2], sorted.front(), sorted.back(), iterations);
+                sorted[sorted.size() / 2], sorted.front(), sorted.back(), measure.iterations,
+                measured->timer.c_str(), measured->session_ms);
+    for (const std::string& note : measured->notes) std::printf("  %s\n", note.c_str());
+    if (measure.profile_iterations > 0) {
+      if (measured->profile.empty()) {
+        std::printf("profile: %s\n",
+                    measured->profile_error.empty() ? "no steps" : measured->profile_error.c_str());
+      } else {
+        std::printf("profile over %d calls (eager launches, events around each step):\n%s",
+                    measure.profile_iterations,
+                    Printable(driver::FormatProfile(measured->profile, measure.profile_iterations)).c_str());
+      }
+    }
     if (compiled.num_islands > 0 || compiled.num_reference_externs > 0) {
       // Line by line: node names come from the model.
       for (absl::string_view line : absl::StrSplit(driver::NotCompiledReport(compiled), '\n')) {
@@ -410,7 +473,23 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
       return absl::Status(want.status().code(),
                           absl::StrCat(model_arg, ": the interpreter: ", want.status().message()));
     }
-    report.checks.push_back(CompareWithInterpreter(report.outputs, *want, tolerance));
+    if (options.precision) {
+      // A narrower precision cannot meet float32's tolerance: report the
+      // error against the float32 interpreter instead of failing.
+      std::vector<Tensor> want_tensors;
+      for (const IValue& v : *want) {
+        if (!v.isTensor()) return absl::InternalError("run: the interpreter returned a non-tensor output");
+        want_tensors.push_back(v.toTensor());
+      }
+      ASSIGN_OR_RETURN(const driver::OutputError e, driver::CompareOutputs(outs, want_tensors));
+      report.compiled["error_vs_fp32"] = {{"max_abs", e.max_abs}, {"rel_l2", e.rel_l2}};
+      if (!absl::GetFlag(FLAGS_json)) {
+        std::printf("check against the float32 interpreter: max abs difference %.3g, relative L2 %.3g\n",
+                    e.max_abs, e.rel_l2);
+      }
+    } else {
+      report.checks.push_back(CompareWithInterpreter(report.outputs, *want, tolerance));
+    }
   }
   if (!trace_path.empty()) RETURN_IF_ERROR(trace.WriteTo(trace_path));
   return Finish(model_arg, model, tolerance, std::move(report));
@@ -441,11 +520,12 @@ absl::Status RunInterpreted(const std::string& model_arg, const testing::Toleran
 absl::Status RunRun(const std::vector<std::string>& args) {
   RETURN_IF_ERROR(ExpectArgCount(args, 1, "run", "one model file (.onnx or .pt2)"));
   const std::string backend = absl::GetFlag(FLAGS_backend);
-  if (!absl::GetFlag(FLAGS_trace).empty() && backend != "compiled") {
+  if (!absl::GetFlag(FLAGS_trace).empty() && backend != "compiled" && absl::GetFlag(FLAGS_device) == "cpu") {
     return absl::InvalidArgumentError("run: --trace needs --backend compiled");
   }
   ASSIGN_OR_RETURN(const testing::Tolerance tolerance, ToleranceFromFlags());
-  if (backend == "compiled") return RunCompiled(args[0], tolerance);
+  // A device other than the CPU means the compiled backend.
+  if (backend == "compiled" || absl::GetFlag(FLAGS_device) != "cpu") return RunCompiled(args[0], tolerance);
   if (backend == "interpreter") return RunInterpreted(args[0], tolerance);
   return absl::InvalidArgumentError(
       absl::StrCat("run: unknown --backend '", backend, "' (available: interpreter, compiled)"));
@@ -458,20 +538,29 @@ Command RunCommand() {
   command.name = "run";
   command.summary = "Run a model (ONNX or .pt2): import, -O2, execute; print outputs and times.";
   command.usage =
-      "MODEL.onnx|MODEL.pt2 [--inputs DIR] [--backend interpreter|compiled] [--iterations N] [--warmup W]\n"
-      "           [--rtol R] [--atol A] [--max_memory SIZE] [--trace FILE] [--json]";
+      "MODEL.onnx|MODEL.pt2 [--inputs DIR] [--backend interpreter|compiled] [--device cpu|cuda[:N]]\n"
+      "           [--iterations N] [--warmup W] [--profile N] [--precision bf16|fp16|tf32|fp32]\n"
+      "           [--rtol R] [--atol A] [--max_memory SIZE] [--save_outputs DIR] [--trace FILE] [--json]";
   command.details =
       "Inputs come from DIR/input_K.pb (backend-test layout) or, without --inputs,\n"
       "are generated deterministically from the model's static input shapes (a .pt2\n"
       "program's symbolic sizes take the values torch traced it with; refused when\n"
       "larger than --max_memory). When DIR also holds output_K.pb files, the\n"
-      "outputs are compared with them. --backend=compiled compiles for the CPU\n"
-      "(lowering, fusion, generated C++), times --iterations calls after --warmup ones\n"
-      "(median, min, max) and, with --check, compares the outputs with the\n"
-      "interpreter's. Comparisons use |actual - expected| <= atol + rtol*|expected|\n"
-      "(NaN matches only NaN); any mismatch exits 1.";
-  command.flags = {"inputs",  "backend", "pipeline",   "iterations", "warmup", "check",
-                   "rtol",    "atol",    "max_memory", "trace",      "json"};
+      "outputs are compared with them. --backend=compiled compiles for --device\n"
+      "(lowering, fusion, generated kernels; a device other than cpu implies it),\n"
+      "places the inputs on the device once, times --iterations calls after --warmup\n"
+      "ones on the device (CUDA events on a GPU; median, min, max) and, with --check,\n"
+      "compares the outputs with the interpreter's. Comparisons use\n"
+      "|actual - expected| <= atol + rtol*|expected| (NaN matches only NaN); any\n"
+      "mismatch exits 1. On cuda, calls after the first replay one CUDA graph\n"
+      "(KILN_CUDA_GRAPHS=0: off). --profile N times every kernel and extern over N more\n"
+      "calls. --precision=bf16|fp16 casts the float32 model as torch.autocast does\n"
+      "(matmuls and convolutions narrow, softmax/norms/sums float32, weights converted\n"
+      "once), tf32 runs float32 matmuls on TF32 tensor cores; the check then reports\n"
+      "the error against the float32 interpreter. --save_outputs writes output_K.pb.";
+  command.flags = {"inputs",     "backend", "device",       "pipeline",  "iterations", "warmup",
+                   "check",      "profile", "precision",    "rtol",      "atol",       "max_memory",
+                   "save_outputs", "trace", "json"};
   command.run = RunRun;
   return command;
 }

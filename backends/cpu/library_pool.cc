@@ -1,0 +1,159 @@
+// Max pooling as a oneDNN primitive (library_calls.h): aten::max_pool1d/2d/3d
+// (values only), float32, channels-last like the convolutions around it.
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/cpu/dnnl_util.h"
+#include "backends/cpu/library_ops.h"
+#include "backends/cpu/threads.h"
+#include "support/status.h"
+
+namespace kiln::backends::cpu {
+namespace {
+
+using dnnl::memory;
+using namespace dnnl_util;
+
+class PoolCall : public LibraryCall {
+ public:
+  static absl::StatusOr<std::unique_ptr<LibraryCall>> Create(const ExternCallSpec& spec) {
+    auto call = std::unique_ptr<PoolCall>(new PoolCall());
+    call->spec_ = &spec;
+    RETURN_IF_ERROR(call->Prepare());
+    if (!call->ok_) return nullptr;
+    return std::unique_ptr<LibraryCall>(std::move(call));
+  }
+
+  std::vector<bool> ChannelsLastArgs() const override { return {true}; }
+  bool ChannelsLastOutput() const override { return true; }
+  absl::Status SetFormats(const std::vector<ValueFormat>& args, ValueFormat output) override {
+    ws_ = WorkspaceLayout();
+    scratch_offset_ = ws_.Add(pd_.scratchpad_desc().get_size());
+    RETURN_IF_ERROR(src_.Prepare(UserDesc(spec_->buffer_arg_layouts[0], args[0]), pd_.src_desc(), &ws_, true));
+    return dst_.Prepare(UserDesc(spec_->output_layouts[0], output), pd_.dst_desc(), &ws_, false);
+  }
+  size_t workspace_bytes() const override { return ws_.total(); }
+  std::string Describe() const override {
+    return absl::StrCat("max_pool [", absl::StrJoin(spec_->buffer_arg_layouts[0].sizes, ","), "] -> [",
+                        absl::StrJoin(spec_->output_layouts[0].sizes, ","), "] (", impl_, ", ", threads_, "T",
+                        src_.needed ? ", reorder in" : "", dst_.needed ? ", reorder out" : "", ")");
+  }
+
+  struct State : CallState {
+    memory src_user, src, dst, dst_user, scratch;
+    std::unordered_map<int, memory> args;
+  };
+  std::unique_ptr<CallState> NewState() const override {
+    auto s = std::make_unique<State>();
+    dnnl::engine& e = Engine();
+    std::tie(s->src_user, s->src) = ReorderMemories(src_);
+    std::tie(s->dst_user, s->dst) = ReorderMemories(dst_);
+    s->scratch = memory(pd_.scratchpad_desc(), e, DNNL_MEMORY_NONE);
+    s->args = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_DST, s->dst}, {DNNL_ARG_SCRATCHPAD, s->scratch}};
+    return s;
+  }
+  absl::Status Run(void* const* buffers, CallState& state, RunStream& stream, void* workspace) override {
+    State& s = static_cast<State&>(state);
+    char* ws = static_cast<char*>(workspace);
+    dnnl::stream& strm = StreamOf(stream);
+    ScopedNumThreads threads(threads_);
+    return Guard("max_pool", [&] {
+      s.src_user.set_data_handle(DataPointer(buffers[0], spec_->buffer_arg_layouts[0]));
+      src_.In(strm, s.src_user, s.src, ws);
+      s.dst_user.set_data_handle(DataPointer(buffers[1], spec_->output_layouts[0]));
+      dst_.Bind(s.dst, ws);
+      s.scratch.set_data_handle(ws + scratch_offset_);
+      prim_.execute(strm, s.args);
+      dst_.Out(strm, s.dst, s.dst_user);
+    });
+  }
+
+ private:
+  PoolCall() = default;
+
+  // aten::max_poolNd(self, kernel_size, stride=[], padding=0, dilation=1,
+  // ceil_mode=False): the output's sizes (from shape propagation) decide
+  // ceil_mode's extra right padding.
+  absl::Status Prepare() {
+    const Args a = DecodeArgs(*spec_);
+    if (spec_->buffer_arg_layouts.size() != 1 || !a.IsBuffer(0)) return absl::OkStatus();
+    const lowering::Layout& xl = spec_->buffer_arg_layouts[0];
+    const lowering::Layout& yl = spec_->output_layouts[0];
+    if (xl.dtype != DType::kFloat32 || yl.dtype != DType::kFloat32 || xl.sizes.size() < 3 ||
+        xl.sizes.size() != yl.sizes.size()) {
+      return absl::OkStatus();
+    }
+    const size_t k = xl.sizes.size() - 2;
+    auto per_dim = [&](size_t i, std::vector<int64_t> dflt) -> std::optional<std::vector<int64_t>> {
+      if (i >= a.args.size()) return dflt;
+      std::optional<std::vector<int64_t>> v = a.Ints(i);
+      if (v && v->empty()) return dflt;
+      if (v && v->size() == 1 && k > 1) v = std::vector<int64_t>(k, (*v)[0]);
+      if (!v || v->size() != k) return std::nullopt;
+      return v;
+    };
+    std::optional<std::vector<int64_t>> kernel = per_dim(1, {});
+    if (!kernel) return absl::OkStatus();
+    std::optional<std::vector<int64_t>> stride = per_dim(2, *kernel);
+    std::optional<std::vector<int64_t>> pad = per_dim(3, std::vector<int64_t>(k, 0));
+    std::optional<std::vector<int64_t>> dilation = per_dim(4, std::vector<int64_t>(k, 1));
+    if (!stride || !pad || !dilation) return absl::OkStatus();
+    memory::dims pad_r, dilates;
+    for (size_t i = 0; i < k; ++i) {
+      const int64_t in = xl.sizes[2 + i], out = yl.sizes[2 + i];
+      const int64_t extent = ((*kernel)[i] - 1) * (*dilation)[i] + 1;
+      const int64_t right = (out - 1) * (*stride)[i] + extent - in - (*pad)[i];
+      if ((*kernel)[i] <= 0 || (*stride)[i] <= 0 || (*dilation)[i] <= 0 || (*pad)[i] < 0 || right < 0) {
+        return absl::OkStatus();
+      }
+      pad_r.push_back(right);
+      dilates.push_back((*dilation)[i] - 1);
+    }
+    double work = 1;
+    for (int64_t v : yl.sizes) work *= static_cast<double>(v);
+    for (int64_t v : *kernel) work *= static_cast<double>(v);
+    threads_ = ThreadsForWork(work);
+    ScopedNumThreads threads(threads_);
+    RETURN_IF_ERROR(Guard("max_pool", [&] {
+      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max,
+                                       ChannelsLastDesc(Dims(xl.sizes)), ChannelsLastDesc(Dims(yl.sizes)),
+                                       Dims(*stride), Dims(*kernel), dilates, Dims(*pad), pad_r);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      pd_ = dnnl::pooling_v2_forward::primitive_desc(d, attr, Engine());
+      prim_ = dnnl::pooling_v2_forward(pd_);
+      impl_ = pd_.impl_info_str();
+    }));
+    ok_ = true;
+    return absl::OkStatus();
+  }
+
+  const ExternCallSpec* spec_ = nullptr;
+  bool ok_ = false;
+  dnnl::pooling_v2_forward::primitive_desc pd_;
+  dnnl::pooling_v2_forward prim_;
+  std::string impl_;
+  Reorder src_, dst_;
+  WorkspaceLayout ws_;
+  size_t scratch_offset_ = 0;
+  int threads_ = 1;
+};
+
+}  // namespace
+
+bool IsPoolOp(const std::string& op) {
+  return op == "aten::max_pool1d" || op == "aten::max_pool2d" || op == "aten::max_pool3d";
+}
+
+absl::StatusOr<std::unique_ptr<LibraryCall>> PreparePool(const ExternCallSpec& spec) {
+  if (spec.output_layouts.size() != 1) return nullptr;
+  return PoolCall::Create(spec);
+}
+
+}  // namespace kiln::backends::cpu

@@ -1,0 +1,221 @@
+#include "backends/cuda/cudnn_conv.h"
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/cuda/cuda_loader.h"
+#include "support/status.h"
+
+namespace kiln::backends::cuda {
+namespace {
+
+const CudnnApi& Cudnn() { return LoadCudaLibraries().cudnn; }
+
+std::optional<int> CudnnDataType(DType t) {
+  switch (t) {
+    case DType::kFloat32: return kCudnnDataFloat;
+    case DType::kFloat16: return kCudnnDataHalf;
+    case DType::kBFloat16: return kCudnnDataBfloat16;
+    default: return std::nullopt;
+  }
+}
+
+
+bool FitsInt(int64_t v) { return v >= 0 && v <= 0x7fffffff; }
+
+// A 4-D (N, C, H, W) view of a 3-D or 4-D layout: 1-D convolutions get H = 1.
+bool Dims4(const lowering::Layout& l, int dims[4], int strides[4]) {
+  const auto& s = l.sizes;
+  const auto& st = l.strides;
+  if (s.size() == 4) {
+    for (int i = 0; i < 4; ++i) {
+      if (!FitsInt(s[i]) || !FitsInt(st[i])) return false;
+      dims[i] = static_cast<int>(s[i]);
+      strides[i] = static_cast<int>(std::max<int64_t>(st[i], 1));
+    }
+    return true;
+  }
+  if (s.size() != 3) return false;
+  const int64_t sizes4[4] = {s[0], s[1], 1, s[2]};
+  const int64_t strides4[4] = {st[0], st[1], s[2] * st[2], st[2]};
+  for (int i = 0; i < 4; ++i) {
+    if (!FitsInt(sizes4[i]) || !FitsInt(strides4[i])) return false;
+    dims[i] = static_cast<int>(sizes4[i]);
+    strides[i] = static_cast<int>(std::max<int64_t>(strides4[i], 1));
+  }
+  return true;
+}
+
+// The descriptors and algorithm of one shape, kept for the process.
+struct ConvPlan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  int algo = 0;
+  size_t workspace = 0;
+  ~ConvPlan() {
+    const CudnnApi& c = Cudnn();
+    if (x != nullptr) c.cudnnDestroyTensorDescriptor(x);
+    if (y != nullptr) c.cudnnDestroyTensorDescriptor(y);
+    if (bias != nullptr) c.cudnnDestroyTensorDescriptor(bias);
+    if (w != nullptr) c.cudnnDestroyFilterDescriptor(w);
+    if (conv != nullptr) c.cudnnDestroyConvolutionDescriptor(conv);
+  }
+};
+
+struct PlanCache {
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<ConvPlan>> plans;
+};
+
+PlanCache& Plans() {
+  static PlanCache* cache = new PlanCache();  // never destroyed: cuDNN may be gone at exit
+  return *cache;
+}
+
+CUdeviceptr Address(const DeviceView& v) {
+  return v.base + static_cast<CUdeviceptr>(v.layout.offset) * DTypeSize(v.layout.dtype);
+}
+
+std::string Key(const ConvProblem& p, int device, bool tf32, bool searched) {
+  auto layout = [](const DeviceView& v) {
+    return absl::StrCat(absl::StrJoin(v.layout.sizes, ","), "/", absl::StrJoin(v.layout.strides, ","), "@",
+                        Address(v) % 256 == 0 ? "a" : absl::StrCat(Address(v) % 256));
+  };
+  return absl::StrCat(device, "|", DTypeName(p.x.layout.dtype), "|", tf32, searched ? "|find" : "|heur", "|",
+                      layout(p.x), "|", layout(p.weight), "|", layout(p.y), "|", p.groups, "|", p.sh, ",", p.sw,
+                      "|", p.ph, ",", p.pw, "|", p.dh, ",", p.dw, "|", p.bias ? "b" : "");
+}
+
+absl::StatusOr<std::unique_ptr<ConvPlan>> MakePlan(const ConvProblem& p, int dtype, const ConvContext& ctx,
+                                                   bool search) {
+  const CudnnApi& c = Cudnn();
+  auto plan = std::make_unique<ConvPlan>();
+  int xd[4], xs[4], yd[4], ys[4];
+  if (!Dims4(p.x.layout, xd, xs) || !Dims4(p.y.layout, yd, ys)) {
+    return absl::InvalidArgumentError("cudnn conv: sizes beyond int");
+  }
+  RETURN_IF_ERROR(CudnnCheck(c.cudnnCreateTensorDescriptor(&plan->x), "cudnnCreateTensorDescriptor"));
+  RETURN_IF_ERROR(CudnnCheck(c.cudnnSetTensorNdDescriptor(plan->x, dtype, 4, xd, xs), "cudnnSetTensorNdDescriptor(x)"));
+  RETURN_IF_ERROR(CudnnCheck(c.cudnnCreateTensorDescriptor(&plan->y), "cudnnCreateTensorDescriptor"));
+  RETURN_IF_ERROR(CudnnCheck(c.cudnnSetTensorNdDescriptor(plan->y, dtype, 4, yd, ys), "cudnnSetTensorNdDescriptor(y)"));
+  const int wd[4] = {static_cast<int>(p.cout), static_cast<int>(p.cin / p.groups), static_cast<int>(p.kh),
+                     static_cast<int>(p.kw)};
+  RETURN_IF_ERROR(CudnnCheck(c.cudnnCreateFilterDescriptor(&plan->w), "cudnnCreateFilterDescriptor"));
+  RETURN_IF_ERROR(
+      CudnnCheck(c.cudnnSetFilterNdDescriptor(plan->w, dtype, kCudnnTensorNchw, 4, wd), "cudnnSetFilterNdDescriptor"));
+  if (p.bias) {
+    const int bd[4] = {1, static_cast<int>(p.cout), 1, 1};
+    const int bs[4] = {static_cast<int>(p.cout), 1, 1, 1};
+    RETURN_IF_ERROR(CudnnCheck(c.cudnnCreateTensorDescriptor(&plan->bias), "cudnnCreateTensorDescriptor"));
+    RETURN_IF_ERROR(
+        CudnnCheck(c.cudnnSetTensorNdDescriptor(plan->bias, dtype, 4, bd, bs), "cudnnSetTensorNdDescriptor(bias)"));
+  }
+  const int pad[2] = {static_cast<int>(p.ph), static_cast<int>(p.pw)};
+  const int stride[2] = {static_cast<int>(p.sh), static_cast<int>(p.sw)};
+  const int dilation[2] = {static_cast<int>(p.dh), static_cast<int>(p.dw)};
+  RETURN_IF_ERROR(CudnnCheck(c.cudnnCreateConvolutionDescriptor(&plan->conv), "cudnnCreateConvolutionDescriptor"));
+  // Accumulation in float for every data type (PyTorch's choice for half).
+  RETURN_IF_ERROR(CudnnCheck(c.cudnnSetConvolutionNdDescriptor(plan->conv, 2, pad, stride, dilation,
+                                                               kCudnnCrossCorrelation, kCudnnDataFloat),
+                             "cudnnSetConvolutionNdDescriptor"));
+  RETURN_IF_ERROR(CudnnCheck(c.cudnnSetConvolutionGroupCount(plan->conv, static_cast<int>(p.groups)),
+                             "cudnnSetConvolutionGroupCount"));
+  const bool fma_only = dtype == kCudnnDataFloat && !ctx.tf32;
+  RETURN_IF_ERROR(CudnnCheck(c.cudnnSetConvolutionMathType(plan->conv, fma_only ? kCudnnFmaMath : kCudnnDefaultMath),
+                             "cudnnSetConvolutionMathType"));
+  constexpr int kCandidates = 8;
+  CudnnConvolutionFwdAlgoPerf perf[kCandidates] = {};
+  int returned = 0;
+  if (search) {
+    ASSIGN_OR_RETURN(CUdeviceptr ws, ctx.scratch(kCudnnFindWorkspaceBytes));
+    RETURN_IF_ERROR(CudnnCheck(
+        c.cudnnFindConvolutionForwardAlgorithmEx(ctx.cudnn, plan->x, reinterpret_cast<const void*>(Address(p.x)),
+                                                 plan->w, reinterpret_cast<const void*>(Address(p.weight)),
+                                                 plan->conv, plan->y, reinterpret_cast<void*>(Address(p.y)),
+                                                 kCandidates, &returned, perf, reinterpret_cast<void*>(ws),
+                                                 static_cast<size_t>(kCudnnFindWorkspaceBytes)),
+        "cudnnFindConvolutionForwardAlgorithmEx"));
+  } else {
+    RETURN_IF_ERROR(CudnnCheck(c.cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn, plan->x, plan->w, plan->conv,
+                                                                         plan->y, kCandidates, &returned, perf),
+                               "cudnnGetConvolutionForwardAlgorithm_v7"));
+  }
+  const CudnnConvolutionFwdAlgoPerf* chosen = nullptr;
+  for (int i = 0; i < returned && i < kCandidates; ++i) {
+    if (perf[i].status == kCudnnSuccess && static_cast<int64_t>(perf[i].memory) <= kCudnnFindWorkspaceBytes) {
+      chosen = &perf[i];
+      break;
+    }
+  }
+  if (chosen == nullptr) return absl::NotFoundError("cudnn conv: no algorithm for this convolution");
+  plan->algo = chosen->algo;
+  // The math type the algorithm was measured with (float32 without TF32 stays FMA).
+  RETURN_IF_ERROR(CudnnCheck(c.cudnnSetConvolutionMathType(plan->conv, fma_only ? kCudnnFmaMath : chosen->math_type),
+                             "cudnnSetConvolutionMathType"));
+  RETURN_IF_ERROR(CudnnCheck(c.cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn, plan->x, plan->w, plan->conv,
+                                                                        plan->y, plan->algo, &plan->workspace),
+                             "cudnnGetConvolutionForwardWorkspaceSize"));
+  return plan;
+}
+
+bool SearchEnabled() {
+  const char* v = std::getenv("KILN_CUDNN_FIND");
+  return v == nullptr || std::string(v) != "0";
+}
+
+}  // namespace
+
+std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvContext& ctx) {
+  if (ctx.cudnn == nullptr || p.spatial_dims < 1 || p.spatial_dims > 2) return std::nullopt;
+  const std::optional<int> dtype = CudnnDataType(p.x.layout.dtype);
+  if (!dtype || !p.weight.layout.IsContiguous()) return std::nullopt;
+  if (p.bias && (p.bias->layout.dtype != p.x.layout.dtype || !p.bias->layout.IsContiguous())) return std::nullopt;
+  for (int64_t v : {p.n, p.cin, p.cout, p.kh, p.kw, p.ph, p.pw, p.sh, p.sw, p.dh, p.dw, p.groups}) {
+    if (!FitsInt(v)) return std::nullopt;
+  }
+  const bool search = SearchEnabled();
+  PlanCache& cache = Plans();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  // The searched plan when there is one (the warm-up call made it); a
+  // capture, which cannot search, makes a heuristic one otherwise.
+  auto it = cache.plans.find(Key(p, ctx.device_index, ctx.tf32, search));
+  if (it == cache.plans.end() && search && ctx.capturing) {
+    it = cache.plans.find(Key(p, ctx.device_index, ctx.tf32, false));
+  }
+  if (it == cache.plans.end()) {
+    const bool searching = search && !ctx.capturing;
+    const std::string key = Key(p, ctx.device_index, ctx.tf32, searching);
+    absl::StatusOr<std::unique_ptr<ConvPlan>> plan = MakePlan(p, *dtype, ctx, searching);
+    if (!plan.ok()) return plan.status();
+    it = cache.plans.emplace(key, *std::move(plan)).first;
+  }
+  const ConvPlan& plan = *it->second;
+  const CudnnApi& c = Cudnn();
+  CUdeviceptr ws = 0;
+  if (plan.workspace > 0) {
+    absl::StatusOr<CUdeviceptr> scratch = ctx.scratch(static_cast<int64_t>(plan.workspace));
+    if (!scratch.ok()) return scratch.status();
+    ws = *scratch;
+  }
+  // alpha/beta are float for float, half and bfloat16 data.
+  const float one = 1.0f, zero = 0.0f;
+  absl::Status s = CudnnCheck(
+      c.cudnnConvolutionForward(ctx.cudnn, &one, plan.x, reinterpret_cast<const void*>(Address(p.x)), plan.w,
+                                reinterpret_cast<const void*>(Address(p.weight)), plan.conv, plan.algo,
+                                reinterpret_cast<void*>(ws), plan.workspace, &zero, plan.y,
+                                reinterpret_cast<void*>(Address(p.y))),
+      "cudnnConvolutionForward");
+  if (!s.ok() || !p.bias) return s;
+  return CudnnCheck(c.cudnnAddTensor(ctx.cudnn, &one, plan.bias, reinterpret_cast<const void*>(Address(*p.bias)),
+                                     &one, plan.y, reinterpret_cast<void*>(Address(p.y))),
+                    "cudnnAddTensor");
+}
+
+}  // namespace kiln::backends::cuda

@@ -1,0 +1,30 @@
+// Convolutions through cuDNN 9's convolution API (loaded with dlopen,
+// cuda_loader.h): float32 (TF32 tensor cores unless ConvContext::tf32 is
+// false, as torch.backends.cudnn.allow_tf32), float16 and bfloat16 (float
+// accumulation), any strides of input and output, groups and dilation. The
+// algorithm is found once per shape, dtype, math mode and alignment
+// (cudnnFindConvolutionForwardAlgorithmEx timing the candidates on the
+// call's own buffers; under a CUDA graph capture, where that cannot run,
+// cuDNN's heuristics) and kept with the shape's descriptors for the life of
+// the process. A bias is added by cuDNN (cudnnAddTensor).
+#ifndef KILN_BACKENDS_CUDA_CUDNN_CONV_H_
+#define KILN_BACKENDS_CUDA_CUDNN_CONV_H_
+
+#include <optional>
+
+#include "absl/status/status.h"
+#include "backends/cuda/cuda_conv.h"
+
+namespace kiln::backends::cuda {
+
+// Runs `problem` with cuDNN (ctx.cudnn must be set); nullopt when cuDNN
+// takes no such convolution (a dtype it lacks, a weight that is not packed,
+// a bias of another dtype), so the caller falls back.
+std::optional<absl::Status> CudnnConvolution(const ConvProblem& problem, const ConvContext& ctx);
+
+// Bytes of workspace the algorithm search may use.
+inline constexpr int64_t kCudnnFindWorkspaceBytes = int64_t{512} << 20;
+
+}  // namespace kiln::backends::cuda
+
+#endif  // KILN_BACKENDS_CUDA_CUDNN_CONV_H_

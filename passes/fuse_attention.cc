@@ -1,0 +1,178 @@
+#include "passes/fuse_attention.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/constants.h"
+#include "ir/ivalue.h"
+#include "passes/fusion_match.h"
+#include "support/status.h"
+
+namespace kiln::passes {
+namespace {
+
+using fusion_match::BroadcastsTo;
+using fusion_match::DestroyWithUnusedConstants;
+using fusion_match::Int;
+using fusion_match::IsNone;
+using fusion_match::Number;
+using fusion_match::OnlyUsedBy;
+using fusion_match::StaticFloat;
+using ir::IValue;
+using ir::Node;
+using ir::Value;
+
+bool Is(const Node* n, const char* kind) { return n != nullptr && n->kind().qualString() == kind; }
+
+// The single user of `v`, or null.
+Node* SoleUser(const Value* v) { return v->uses().size() == 1 ? v->uses()[0].user : nullptr; }
+
+struct Match {
+  Node* qk = nullptr;  // matmul(q, kt)
+  Value* q = nullptr;
+  Value* kt = nullptr;
+  Value* v = nullptr;
+  Value* mask = nullptr;
+  double scale = 1.0;
+  std::vector<Node*> nodes;  // to remove, in order (the last one's output is the result)
+};
+
+// A constant mul/div of `x` by a number: the factor, else nullopt.
+std::optional<double> ScaleOf(const Node* n, const Value* x) {
+  if ((!Is(n, "aten::mul") && !Is(n, "aten::div")) || n->inputs().size() != 2) return std::nullopt;
+  const bool first = n->input(0) == x;
+  if (!first && !(Is(n, "aten::mul") && n->input(1) == x)) return std::nullopt;
+  std::optional<double> c = Number(first ? n->input(1) : n->input(0));
+  if (!c || *c == 0.0) return std::nullopt;
+  return Is(n, "aten::div") ? 1.0 / *c : *c;
+}
+
+std::optional<Match> MatchAt(Node* qk) {
+  if (!Is(qk, "aten::matmul") || qk->inputs().size() != 2) return std::nullopt;
+  Match m;
+  m.qk = qk;
+  m.q = qk->input(0);
+  m.kt = qk->input(1);
+  m.nodes.push_back(qk);
+  const ir::TensorInfo* q = StaticFloat(m.q);
+  const ir::TensorInfo* kt = StaticFloat(m.kt);
+  const ir::TensorInfo* s = StaticFloat(qk->output());
+  if (q == nullptr || kt == nullptr || s == nullptr || q->sizes->size() < 2 || q->sizes->size() != kt->sizes->size()) {
+    return std::nullopt;
+  }
+  const std::vector<int64_t> qs = q->ConcreteSizes(), ks = kt->ConcreteSizes(), ss = s->ConcreteSizes();
+  const size_t r = qs.size();
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (qs[i] != ks[i]) return std::nullopt;  // no broadcast batch dims
+  }
+  Value* cur = qk->output();
+  Node* next = SoleUser(cur);
+  if (std::optional<double> c = ScaleOf(next, cur)) {
+    m.scale *= *c;
+    m.nodes.push_back(next);
+    cur = next->output();
+    next = SoleUser(cur);
+  }
+  if (Is(next, "aten::add") && next->inputs().size() <= 3) {
+    std::optional<double> alpha = next->inputs().size() == 3 ? Number(next->input(2)) : 1.0;
+    Value* other = next->input(0) == cur ? next->input(1) : next->input(0);
+    const ir::TensorInfo* oi = StaticFloat(other);
+    if (alpha == std::optional<double>(1.0) && other != cur && oi != nullptr && BroadcastsTo(*oi, ss) &&
+        (next->input(0) == cur || next->input(1) == cur)) {
+      m.mask = other;
+      m.nodes.push_back(next);
+      cur = next->output();
+      next = SoleUser(cur);
+    }
+  }
+  if (!Is(next, "aten::softmax") || next->inputs().size() < 2) return std::nullopt;
+  std::optional<int64_t> dim = Int(next->input(1));
+  if (!dim || (*dim != -1 && *dim != static_cast<int64_t>(r) - 1)) return std::nullopt;
+  if (next->inputs().size() > 2 && !IsNone(next->input(2))) return std::nullopt;
+  m.nodes.push_back(next);
+  cur = next->output();
+  next = SoleUser(cur);
+  if (!Is(next, "aten::matmul") || next->input(0) != cur) return std::nullopt;
+  m.v = next->input(1);
+  const ir::TensorInfo* v = StaticFloat(m.v);
+  const ir::TensorInfo* o = StaticFloat(next->output());
+  if (v == nullptr || o == nullptr || v->sizes->size() != r) return std::nullopt;
+  const std::vector<int64_t> vs = v->ConcreteSizes();
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (vs[i] != qs[i]) return std::nullopt;
+  }
+  if (vs[r - 2] != ks[r - 1]) return std::nullopt;
+  m.nodes.push_back(next);
+  // A constant scale of q just before (its only use) folds in too.
+  Node* qp = m.q->node();
+  if (OnlyUsedBy(m.q, qk) && qp->inputs().size() == 2) {
+    for (Value* x : {qp->input(0), qp->input(1)}) {
+      std::optional<double> c = ScaleOf(qp, x);
+      if (c && StaticFloat(x) != nullptr && StaticFloat(x)->ConcreteSizes() == qs) {
+        m.scale *= *c;
+        m.q = x;
+        m.nodes.insert(m.nodes.begin(), qp);
+        break;
+      }
+    }
+  }
+  return m;
+}
+
+absl::Status Rewrite(ir::Graph& g, const Match& m) {
+  Node* last = m.nodes.back();
+  ir::WithInsertPoint at(last);
+  Value* mask = m.mask;
+  if (mask == nullptr) {
+    ASSIGN_OR_RETURN(mask, ir::InsertConstant(g, IValue::None()));
+  }
+  ASSIGN_OR_RETURN(Value * scale, ir::InsertConstant(g, IValue::Double(m.scale)));
+  Node* fused = g.create(ir::Symbol::FromQualString("kiln::attention"), {m.q, m.kt, m.v, mask, scale}, 1);
+  g.insertNode(fused);
+  fused->output()->setType(last->output()->type());
+  const std::string name = last->output()->hasDebugName() ? last->output()->debugName() : "";
+  last->output()->replaceAllUsesWith(fused->output());
+  DestroyWithUnusedConstants(std::vector<Node*>(m.nodes.rbegin(), m.nodes.rend()));
+  if (!name.empty()) fused->output()->setDebugName(name);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> FuseBlock(ir::Graph& g, ir::Block* block, PassStatistics& stats) {
+  bool changed = false;
+  std::vector<Node*> candidates;
+  for (Node* n : block->nodes()) {
+    for (ir::Block* sub : n->blocks()) {
+      ASSIGN_OR_RETURN(bool c, FuseBlock(g, sub, stats));
+      changed |= c;
+    }
+    if (Is(n, "aten::matmul")) candidates.push_back(n);
+  }
+  std::vector<Node*> removed;
+  for (Node* n : candidates) {
+    if (std::find(removed.begin(), removed.end(), n) != removed.end()) continue;
+    std::optional<Match> m = MatchAt(n);
+    if (!m) continue;
+    removed.insert(removed.end(), m->nodes.begin(), m->nodes.end());
+    RETURN_IF_ERROR(Rewrite(g, *m));
+    stats.Add("attention_fused");
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> FuseAttention(ir::Graph& graph, PassStatistics& stats) {
+  return FuseBlock(graph, graph.block(), stats);
+}
+
+absl::Status RegisterFuseAttentionPass(PassRegistry& registry) {
+  return registry.RegisterFunction(
+      "fuse_attention", {},
+      "Fuses matmul(q, kt) [* scale] [+ mask] -> softmax(-1) -> matmul(., v) into kiln::attention for a "
+      "device's tiled attention kernel",
+      FuseAttention);
+}
+
+}  // namespace kiln::passes

@@ -1,0 +1,36 @@
+// Attention fusion: scaled dot-product attention as PyTorch's exporters
+// write it becomes one op that a device runs as a tiled kernel, without
+// materializing the [.., S, T] scores and probabilities:
+//
+//   %s = aten::matmul(%q, %kt)          q [.., S, D], kt [.., D, T]
+//   %s = aten::mul(%s, c) / div(%s, c)  optional, c a constant number
+//   %s = aten::add(%s, %mask)           optional, mask broadcasts to s
+//   %p = aten::softmax(%s, -1, None)
+//   %o = aten::matmul(%p, %v)           v [.., T, Dv]
+// ->
+//   %o = kiln::attention(%q, %kt, %v, %mask, scale)
+//
+// A constant scale applied to q just before (vit's q / sqrt(d)) folds into
+// `scale` too. Every intermediate must have no other use; q, kt, v and the
+// result must be float32 with static shapes and the same leading dims.
+// kiln::attention's reference kernel computes the chain with the replaced
+// ops' kernels. Statistics: "attention_fused".
+#ifndef KILN_PASSES_FUSE_ATTENTION_H_
+#define KILN_PASSES_FUSE_ATTENTION_H_
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ir/ir.h"
+#include "passes/pass.h"
+#include "passes/pass_registry.h"
+
+namespace kiln::passes {
+
+absl::StatusOr<bool> FuseAttention(ir::Graph& graph, PassStatistics& stats);
+
+// Registers "fuse_attention" (device-requested, like fuse_post_ops).
+absl::Status RegisterFuseAttentionPass(PassRegistry& registry);
+
+}  // namespace kiln::passes
+
+#endif  // KILN_PASSES_FUSE_ATTENTION_H_
