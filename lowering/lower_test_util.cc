@@ -15,7 +15,7 @@ namespace kiln::lowering::testing {
 
 absl::StatusOr<std::unique_ptr<ir::Graph>> ParsePropagated(const std::string& text) {
   RETURN_IF_ERROR(passes::RegisterShapeFunctions());
-  RETURN_IF_ERROR(runtime::RegisterReferenceKernels(ir::BuiltinOps()));
+  RETURN_IF_ERROR(runtime::RegisterBuiltinKernels());
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, ir::ParseGraph(text));
   passes::PassStatistics stats;
   // As the compile pipeline does: shapes, then decompositions (composite ops

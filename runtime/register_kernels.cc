@@ -60,4 +60,10 @@ absl::Status RegisterReferenceKernels(ir::OpRegistry& registry) {
   return r.status();
 }
 
+absl::Status RegisterBuiltinKernels() {
+  static const absl::Status* status =
+      new absl::Status(RegisterReferenceKernels(ir::BuiltinOps()));
+  return *status;
+}
+
 }  // namespace kiln::runtime
