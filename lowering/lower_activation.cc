@@ -91,6 +91,13 @@ LoweringFn LowerMish() {
   });
 }
 
+// log_sigmoid(x) = -softplus(-x), stable for large |x|.
+LoweringFn LowerLogSigmoid() {
+  return Activation({}, [](const ExprPtr& x, DType d, const std::vector<double>&) {
+    return Unary(ExprOp::kNeg, Softplus(Unary(ExprOp::kNeg, x), d, 1.0, 20.0));
+  });
+}
+
 LoweringFn LowerHardtanh() {
   return Activation(
       {"min_val", "max_val"}, [](const ExprPtr& x, DType d, const std::vector<double>& v) {

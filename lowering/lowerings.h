@@ -51,6 +51,7 @@ LoweringFn LowerElu();
 LoweringFn LowerSelu();
 LoweringFn LowerSoftplus();
 LoweringFn LowerMish();
+LoweringFn LowerLogSigmoid();
 LoweringFn LowerHardtanh();
 LoweringFn LowerRelu6();
 LoweringFn LowerThreshold();

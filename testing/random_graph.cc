@@ -402,7 +402,7 @@ class Generator {
     static constexpr const char* kOps[] = {
         "exp",  "tanh",        "sigmoid",   "sinh", "atan",       "erf",  "square",
         "silu", "gelu",        "softplus",  "elu",  "leaky_relu", "mish", "hardtanh",
-        "hardsigmoid", "hardswish"};  // logsigmoid, erfc, selu: no reference kernel
+        "hardsigmoid", "hardswish", "log_sigmoid"};  // erfc, selu: not generated yet
     const char* op = kOps[e_.Below(sizeof(kOps) / sizeof(kOps[0]))];
     // Piecewise activations on integers keep the dtype in torch; keep them float-only.
     if (!IsFloat(a.dtype)) op = kOps[e_.Below(6)];
