@@ -103,7 +103,9 @@ def export(model, inputs, d):
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         kw["dynamo"] = False
     names = [f"input_{i}" for i in range(len(inputs))]
-    with torch.no_grad():
+    # Gradients on: under no_grad, torchvision's vit takes the fused
+    # _native_multi_head_attention fast path on CUDA, which ONNX cannot export.
+    with torch.enable_grad():
         torch.onnx.export(model, tuple(inputs), f"{d}/model.onnx", opset_version=17, input_names=names,
                           output_names=["output_0"], do_constant_folding=True, **kw)
     for i, t in enumerate(inputs):

@@ -49,6 +49,7 @@ LAYER_DIRS = {
     "testing": "testing",
     "benchmarks": "benchmarks",
     "sdk": "sdk",
+    "python": "python",
 }
 
 # Directories never scanned (separate workspaces, shims, outputs).

@@ -32,6 +32,12 @@ DType CompareType(DType a, DType b) {
 std::string CCast(const std::string& value, DType from, DType to, const std::string& to_type) {
   if (from == to) return value;
   if (to == DType::kBool) return absl::StrCat("(", value, " != 0)");
+  if (IsFloatingPoint(from) && !IsFloatingPoint(to)) {
+    // A float out of the integer's range is undefined behaviour in C++;
+    // kiln saturates it as the interpreter does (runtime/tensor_ops.cc).
+    const char* helper = to == DType::kUInt64 ? "kiln_float_to_uint64" : "kiln_float_to_int64";
+    return absl::StrCat("static_cast<", to_type, ">(", helper, "(static_cast<double>(", value, ")))");
+  }
   return absl::StrCat("static_cast<", to_type, ">(", value, ")");
 }
 

@@ -43,6 +43,20 @@ template <typename T> KILN_FN T kiln_ipow(T base, T exp) {
   }
   return static_cast<T>(r);
 }
+// Float to integer conversions, defined where C++ leaves them undefined:
+// NaN gives 0 and values past int64's range saturate; narrower integer
+// types then wrap from the int64 (the interpreter's SetDouble).
+KILN_FN long long kiln_float_to_int64(double v) {
+  if (v != v) return 0;
+  if (v >= 9.2233720368547758e18) return 0x7fffffffffffffffLL;
+  if (v <= -9.2233720368547758e18) return -0x7fffffffffffffffLL - 1;
+  return static_cast<long long>(v);
+}
+KILN_FN unsigned long long kiln_float_to_uint64(double v) {
+  if (v >= 1.8446744073709552e19) return 0xffffffffffffffffULL;
+  if (v >= 9.2233720368547758e18) return static_cast<unsigned long long>(v);
+  return static_cast<unsigned long long>(kiln_float_to_int64(v));
+}
 template <typename T> KILN_FN T kiln_sign(T a) {
   return a != a ? a : static_cast<T>((T(0) < a) - (a < T(0)));
 }

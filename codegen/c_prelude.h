@@ -15,6 +15,9 @@
 //   kiln_fmod_py          Python float remainder (float and double)
 //   kiln_ipow             integer power by squaring (negative exponents as torch)
 //   kiln_sign             -1/0/1, NaN stays NaN
+//   kiln_float_to_int64   float to integer: NaN gives 0, saturates at int64's
+//   kiln_float_to_uint64  range (narrower integers wrap from that), as the
+//                         interpreter converts
 #ifndef KILN_CODEGEN_C_PRELUDE_H_
 #define KILN_CODEGEN_C_PRELUDE_H_
 

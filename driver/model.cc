@@ -32,6 +32,18 @@ absl::StatusOr<ModelFormat> ModelFormatOf(const std::string& path) {
       path, ": unknown model format (kiln reads .onnx models and torch.export .pt2 archives)"));
 }
 
+absl::StatusOr<std::vector<ir::IValue>> ImportedModel::TracedInputs() const {
+  std::vector<ir::IValue> shapes;
+  if (!HasDynamicShapes()) return shapes;
+  ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> traced, pt2->ExampleShapes());
+  for (size_t i = 0; i < traced.size(); ++i) {
+    const frontend::pt2::SignatureInput& in = pt2->inputs[i];
+    shapes.push_back(in.is_tensor ? ir::IValue::FromTensor(Tensor::Placeholder(in.dtype, traced[i]))
+                                  : ir::IValue::None());
+  }
+  return shapes;
+}
+
 GraphRefiner ImportedModel::Refiner() const {
   if (!HasDynamicShapes()) return nullptr;
   return [signature = *pt2](ir::Graph& graph, const std::vector<ir::IValue>& inputs) {
@@ -92,14 +104,7 @@ absl::Status SpecializeForCall(ImportedModel& model, const std::vector<ir::IValu
   ir::Graph& graph = *model.graph;
   if (inputs == nullptr) {
     if (!model.HasDynamicShapes()) return absl::OkStatus();
-    // The shapes torch traced the program with.
-    ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> traced, model.pt2->ExampleShapes());
-    std::vector<ir::IValue> shapes;
-    for (size_t i = 0; i < traced.size(); ++i) {
-      const frontend::pt2::SignatureInput& in = model.pt2->inputs[i];
-      shapes.push_back(in.is_tensor ? ir::IValue::FromTensor(Tensor::Placeholder(in.dtype, traced[i]))
-                                    : ir::IValue::None());
-    }
+    ASSIGN_OR_RETURN(std::vector<ir::IValue> shapes, model.TracedInputs());
     return SpecializeInputs(graph, shapes, model.Refiner());
   }
   if (model.pt2) RETURN_IF_ERROR(model.pt2->CheckInputs(*inputs));

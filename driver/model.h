@@ -47,6 +47,9 @@ struct ImportedModel {
   // inputs alone say (a .pt2 program's symbolic sizes); null when the model
   // has nothing to add. For SpecializeInputs / SpecializingProgram.
   GraphRefiner Refiner() const;
+  // Placeholder inputs at the shapes torch traced a dynamic-shape program
+  // with (None for its int inputs); empty for a model without dynamic shapes.
+  absl::StatusOr<std::vector<ir::IValue>> TracedInputs() const;
 };
 
 // The format of `path` by its extension: ".onnx", ".pt2". InvalidArgument

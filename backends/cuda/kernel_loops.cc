@@ -215,10 +215,14 @@ absl::StatusOr<std::string> EmitSpaceLoop(KernelContext& ctx, SpaceLoop loop, Lo
   absl::StrAppend(&out, in, "if (", absl::StrJoin(conditions, " && "), ") {\n", fast_text, in, "} else {\n");
   // Scalar path: one lane at a time.
   const std::string lane_name = absl::StrCat(loop.prefix, inner);
-  absl::StrAppend(&out, in2, "for (int l_k = 0; l_k < ", kLanes, "; ++l_k) {\n");
+  // The row's end is in the loop condition: a `break` on it inside the body
+  // made NVRTC/cicc of CUDA 13.0 crash (SIGSEGV) on convnext_tiny's
+  // layer-norm reductions at batch 1.
+  absl::StrAppend(&out, in2, "for (int l_k = 0; l_k < ", kLanes);
+  if (inner_size % kLanes != 0) absl::StrAppend(&out, " && ", lane_base, " + l_k < ", inner_size, "LL");
+  absl::StrAppend(&out, "; ++l_k) {\n");
   const std::string in3 = in2 + "  ";
   absl::StrAppend(&out, in3, "const long long ", lane_name, " = ", lane_base, " + l_k;\n");
-  if (inner_size % kLanes != 0) absl::StrAppend(&out, in3, "if (", lane_name, " >= ", inner_size, "LL) break;\n");
   std::vector<std::string> slow_bindings = loop.bindings;
   slow_bindings[lane_var] = lane_name;
   CudaExprEmitter slow(&ctx.refs, slow_bindings, &ctx.temps);

@@ -311,6 +311,33 @@ TEST(ImporterTest, ExportOnlyOpsMapOntoKilnOps) {
            Tensor("y") + ", " + Tensor("mean") + ", " + Tensor("rstd")),
       "y", meta).ToString());
   EXPECT_THAT(text, HasSubstr("%y : Float(2, 3) = aten::layer_norm(%x, %1, %2, %3, %4, %5)"));
+  // native_batch_norm in inference whose statistics nothing reads:
+  // batch_norm; max_pool2d_with_indices whose indices nothing reads:
+  // max_pool2d (what torch 1.13's make_fx writes for torchvision's CNNs).
+  const std::string w = In("weight", R"({"as_none": true})");
+  text = Text(UnaryProgram(
+      Node("torch.ops.aten.native_batch_norm.default", "bn",
+           {In("input", Tensor("x")), w, In("bias", R"({"as_none": true})"), In("running_mean", Tensor("x")),
+            In("running_var", Tensor("x")), In("training", R"({"as_bool": false})"),
+            In("momentum", R"({"as_float": 0.1})"), In("eps", R"({"as_float": 1e-05})")},
+           Tensor("y") + ", " + Tensor("mean") + ", " + Tensor("rstd")),
+      "y", meta).ToString());
+  EXPECT_THAT(text, HasSubstr("= aten::batch_norm(%x, %"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("native_batch_norm")));
+  text = Text(UnaryProgram(
+      Node("torch.ops.aten.max_pool2d_with_indices.default", "mp",
+           {In("self", Tensor("x")), In("kernel_size", R"({"as_ints": [1, 2]})")},
+           Tensor("y") + ", " + Tensor("indices")),
+      "y", Meta("y", 7, {"2", "2"})).ToString());
+  EXPECT_THAT(text, HasSubstr("%y : Float(2, 2) = aten::max_pool2d(%x, %"));
+  // ... and when the indices are read, the op itself.
+  ProgramJson with_indices = UnaryProgram(
+      Node("torch.ops.aten.max_pool2d_with_indices.default", "mp",
+           {In("self", Tensor("x")), In("kernel_size", R"({"as_ints": [1, 2]})")},
+           Tensor("y") + ", " + Tensor("indices")),
+      "indices", Meta("y", 7, {"2", "2"}) + ", " + Meta("indices", 5, {"2", "2"}));
+  text = Text(with_indices.ToString());
+  EXPECT_THAT(text, HasSubstr("aten::max_pool2d_with_indices(%x, %"));
   // _to_copy to float64 is aten::to; _softmax is softmax.
   text = Text(UnaryProgram(Node("torch.ops.aten._to_copy.default", "y", {In("self", Tensor("x")), In("dtype", R"({"as_scalar_type": 8})")},
                                 Tensor("y")),

@@ -442,6 +442,29 @@ Result NativeBatchNorm(NodeContext& ctx) {
   return out;
 }
 
+// native_batch_norm (torch 1.13's tracers and AOTAutograd's training graphs
+// name it): batch_norm in inference when nothing reads its statistics, else
+// the op itself (its kernel computes them).
+Result NativeBatchNormOrSelf(NodeContext& ctx) {
+  const std::optional<bool> training = ctx.ConstBool("training");
+  if (training && !*training && Unused(ctx, 1, 2)) return NativeBatchNorm(ctx);
+  absl::StatusOr<std::vector<Value*>> outs = ctx.builder().OpN("aten::native_batch_norm", ctx.args(), 3);
+  if (!outs.ok()) return ctx.Error(outs.status().message());
+  return outs;
+}
+
+// max_pool2d_with_indices whose indices nothing reads: max_pool2d, which
+// lowers; with them, the op itself.
+Result MaxPool2dWithIndices(NodeContext& ctx) {
+  if (!Unused(ctx, 1, 1)) {
+    absl::StatusOr<std::vector<Value*>> outs = ctx.builder().OpN("aten::max_pool2d_with_indices", ctx.args(), 2);
+    if (!outs.ok()) return ctx.Error(outs.status().message());
+    return outs;
+  }
+  ASSIGN_OR_RETURN(Value* y, ctx.Op("aten::max_pool2d", ctx.args()));  // same arguments
+  return Values{y, nullptr};
+}
+
 Result ScalarTensor(NodeContext& ctx) {
   RETURN_IF_ERROR(CheckCpu(ctx, "device"));
   GraphBuilder& b = ctx.builder();
@@ -545,6 +568,8 @@ absl::flat_hash_map<std::string, RuleFn> MakeRules() {
   r["aten::_native_batch_norm_legit_no_training"] = NativeBatchNorm;
   r["aten::_native_batch_norm_legit_functional"] = NativeBatchNorm;
   r["aten::_native_batch_norm_legit"] = NativeBatchNorm;
+  r["aten::native_batch_norm"] = NativeBatchNormOrSelf;
+  r["aten::max_pool2d_with_indices"] = MaxPool2dWithIndices;
   r["aten::scalar_tensor"] = ScalarTensor;
   for (const char* split : {"aten::split.Tensor", "aten::split_with_sizes", "aten::split.sizes",
                             "aten::unbind.int"}) {

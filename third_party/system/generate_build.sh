@@ -128,6 +128,11 @@ cc_library(
     name = "nlohmann_json",
 )
 
+# ---- DLPack 0.6 (header-only: dlpack/dlpack.h, the C API's tensors) ----
+cc_library(
+    name = "dlpack",
+)
+
 # ---- OpenBLAS (cblas.h) ----
 cc_library(
     name = "openblas",

@@ -1,0 +1,65 @@
+"""aten -> aten decompositions kiln adds where torch has none (the way
+Inductor keeps its own next to torch._decomp), for the backward ops that
+AOTAutograd puts into training graphs. Each is written with aten ops kiln
+compiles; a case it does not cover returns NotImplemented, so the op stays
+and its graph falls back to eager with a warning naming it.
+"""
+import torch
+
+aten = torch.ops.aten
+
+
+def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+                         output_padding, groups, output_mask):
+    """(grad_input, grad_weight, grad_bias) of a (non-transposed, ungrouped)
+    convolution, as convolutions: the input's gradient is the transposed
+    convolution of grad_output with the weight; the weight's is a convolution
+    of the input (channels as batch) with grad_output (batch as channels),
+    strides and dilations swapped."""
+    if transposed or groups != 1:
+        return NotImplemented
+    spatial = input.dim() - 2
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        # The output padding that makes the transposed convolution give back
+        # the input's spatial size (the rows a strided window never reached).
+        extra = []
+        for i in range(spatial):
+            covered = (grad_output.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + \
+                dilation[i] * (weight.shape[2 + i] - 1) + 1
+            extra.append(input.shape[2 + i] - covered)
+        if any(e < 0 or (e >= stride[i] and e >= dilation[i]) for i, e in enumerate(extra)):
+            return NotImplemented
+        grad_input = aten.convolution(grad_output, weight, None, list(stride), list(padding), list(dilation),
+                                      True, extra, 1)
+    if output_mask[1]:
+        x_t = aten.transpose(input, 0, 1)
+        g_t = aten.transpose(grad_output, 0, 1)
+        w = aten.convolution(x_t, g_t, None, list(dilation), list(padding), list(stride), False,
+                             [0] * spatial, 1)
+        w = aten.transpose(w, 0, 1)
+        for i in range(spatial):
+            if w.shape[2 + i] != weight.shape[2 + i]:
+                w = aten.slice(w, 2 + i, 0, weight.shape[2 + i])
+        grad_weight = aten.clone(w)
+    if output_mask[2]:
+        grad_bias = aten.sum(grad_output, [0] + list(range(2, 2 + spatial)))
+    return grad_input, grad_weight, grad_bias
+
+
+def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode,
+                                     indices):
+    """Each output's gradient added at the input position its index names
+    (indices are flat offsets within each H*W plane)."""
+    lead = list(input.shape[:-2])
+    plane = input.shape[-2] * input.shape[-1]
+    zeros = aten.new_zeros(grad_output, lead + [plane])
+    grad = aten.scatter_add(zeros, len(lead), aten.reshape(indices, lead + [-1]),
+                            aten.reshape(grad_output, lead + [-1]))
+    return aten.reshape(grad, list(input.shape))
+
+
+TABLE = {
+    aten.convolution_backward.default: convolution_backward,
+    aten.max_pool2d_with_indices_backward.default: max_pool2d_with_indices_backward,
+}
