@@ -3,9 +3,13 @@
 //
 //   BM_Memcpy vs BM_PointwiseChain      (memory-bound add/mul chain, K=8)
 //   BM_TranscendentalChain/K            (add 0.5, mul 1.1, tanh, sigmoid)
-//   BM_Sum / BM_Softmax / BM_LayerNorm  (vs EAGER_BASELINE.md, or eager here;
+//   BM_Activation/{gelu,gelu_tanh,silu,hardswish} (one composite activation,
+//                                        decomposed before lowering)
+//   BM_Sum / BM_Softmax / BM_LogSoftmax / BM_LayerNorm  (vs EAGER_BASELINE.md, or eager here;
 //                                        BM_ReadBandwidth2Threads: sum's roofline)
 //   BM_Matmul vs BM_CblasSgemm          (1024^3, OpenBLAS called directly)
+//   BM_Linear/{extern,decomposed}       (linear's BLAS extern against its decomposition)
+//   BM_BatchNorm                        (inference batch norm, decomposed)
 //   BM_Attention/fused,S,mask           (vit / bert attention, fused or not)
 //   BM_LibraryCallOverhead              (64 tiny convolutions: ns per call)
 //   BM_CompileFrontHalf / BM_CompileCold / BM_CompileWarm (mobilenet_v2)
@@ -332,6 +336,29 @@ void BM_TranscendentalChain(benchmark::State& state) {
 }
 BENCHMARK(BM_TranscendentalChain)->Arg(4)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
+// One composite activation over 1.6e7 floats: since decompositions run
+// before lowering (ops/README.md), these measure the decomposed pointwise
+// formulas the scheduler fuses into one kernel.
+std::string ActivationText(const std::string& op) {
+  std::string call = absl::StrCat("aten::", op, "(%x)");
+  std::string consts;
+  if (op == "gelu" || op == "gelu_tanh") {
+    consts = absl::StrCat("  %a : str = prim::Constant[value=\"", op == "gelu" ? "none" : "tanh", "\"]()\n");
+    call = "aten::gelu(%x, %a)";
+  }
+  return absl::StrCat("graph(%x : Float(", kChainElements, ")):\n", consts, "  %y : Tensor = ", call,
+                      "\n  return (%y)\n");
+}
+
+void BM_Activation(benchmark::State& state, const std::string& op) {
+  RunCompiled(state, CompileText(ActivationText(op), {{kChainElements}}, state));
+  SetChainCounters(state, 1);
+}
+BENCHMARK_CAPTURE(BM_Activation, gelu, "gelu")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK_CAPTURE(BM_Activation, gelu_tanh, "gelu_tanh")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK_CAPTURE(BM_Activation, silu, "silu")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK_CAPTURE(BM_Activation, hardswish, "hardswish")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+
 // ------------------------------------------------------------ reductions
 
 void BM_Sum(benchmark::State& state) {
@@ -357,6 +384,17 @@ void BM_Softmax(benchmark::State& state) {
 }
 BENCHMARK(BM_Softmax)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
+void BM_LogSoftmax(benchmark::State& state) {
+  const std::string text = R"(graph(%x : Float(4096, 4096)):
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %s : Tensor = aten::log_softmax(%x, %d, %n)
+  return (%s))";
+  RunCompiled(state, CompileText(text, {{4096, 4096}}, state));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 4096 * 4096 * 8);
+}
+BENCHMARK(BM_LogSoftmax)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+
 void BM_LayerNorm(benchmark::State& state) {
   const std::string text = R"(graph(%x : Float(8192, 1024), %w : Float(1024), %b : Float(1024)):
   %shape : int[] = prim::Constant[value=[1024]]()
@@ -369,6 +407,24 @@ void BM_LayerNorm(benchmark::State& state) {
 }
 BENCHMARK(BM_LayerNorm)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
+// Inference batch norm over [32, 64, 56, 56].
+void BM_BatchNorm(benchmark::State& state) {
+  const std::string text = R"(graph(%x : Float(32, 64, 56, 56), %w : Float(64), %b : Float(64), %m : Float(64), %v : Float(64)):
+  %t : bool = prim::Constant[value=0]()
+  %mom : float = prim::Constant[value=0.10000000000000001]()
+  %eps : float = prim::Constant[value=1.0000000000000001e-05]()
+  %y : Tensor = aten::batch_norm(%x, %w, %b, %m, %v, %t, %mom, %eps, %t)
+  return (%y))";
+  // (running_var must be positive: the random inputs are in [-2, 2).)
+  Compiled* c = CompileText(text, {{32, 64, 56, 56}, {64}, {64}, {64}, {64}}, state);
+  if (c != nullptr) {
+    float* v = c->inputs[4].data<float>();
+    for (int64_t i = 0; i < 64; ++i) v[i] = v[i] < 0 ? -v[i] + 0.1f : v[i] + 0.1f;
+  }
+  RunCompiled(state, c);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 32 * 64 * 56 * 56 * 8);
+}
+BENCHMARK(BM_BatchNorm)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 // ------------------------------------------------------------ the ONNX path
 
 // The same graphs as the users' path: an ONNX file (benchmarks/onnx/, made
@@ -453,6 +509,25 @@ void BM_Matmul(benchmark::State& state) {
 }
 BENCHMARK(BM_Matmul)->Arg(1024)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
+// linear [512, 1024] x [1024, 1024]^T + bias: as the BLAS extern (the row's
+// EXTERN), and as its decomposition matmul(x, t(w)) + b.
+void BM_Linear(benchmark::State& state, bool decomposed) {
+  const std::string head = R"(graph(%x : Float(512, 1024), %w : Float(1024, 1024), %b : Float(1024)):
+)";
+  const std::string body = decomposed ? R"(  %one : int = prim::Constant[value=1]()
+  %wt : Tensor = aten::t(%w)
+  %m : Tensor = aten::matmul(%x, %wt)
+  %y : Tensor = aten::add(%m, %b, %one)
+  return (%y))"
+                                      : R"(  %y : Tensor = aten::linear(%x, %w, %b)
+  return (%y))";
+  RunCompiled(state, CompileText(head + body, {{512, 1024}, {1024, 1024}, {1024}}, state));
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * 512 * 1024 * 1024 * 1e-9 *
+                                                    static_cast<double>(state.iterations()),
+                                                benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_Linear, extern, false)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK_CAPTURE(BM_Linear, decomposed, true)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 // Attention of vit_b_16 (12 heads, 197 tokens, head dim 64: q / 8, keys as
 // a transposed view) and of bert_base at sequence 128 with a padding mask:
 // /1 the generated attention kernel (kiln::attention), /0 without the

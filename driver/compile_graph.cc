@@ -6,11 +6,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "devices/device_guard.h"
+#include "ir/op_registry.h"
 #include "lowering/lower.h"
+#include "ops/row.h"
 #include "runtime/interpreter.h"
 #include "passes/all_passes.h"
 #include "passes/pass.h"
+#include "passes/decompositions.h"
 #include "passes/pipeline.h"
 #include "passes/shape_propagation.h"
 #include "passes/shape_resolution.h"
@@ -65,8 +69,11 @@ class InterpretedProgram : public wrapper::CompiledProgram {
 bool IsLibraryCall(const lowering::Buffer& b) {
   if (!wrapper::ExternUsesOutVariant(*b.extern_call) || b.layout.dtype != DType::kFloat32) return false;
   const size_t rank = b.layout.sizes.size();
-  const std::string& op = b.extern_call->op;
-  if (op.find("conv") != std::string::npos) return rank == 3 || rank == 4;
+  // The op row's EXTERN column says which library (ops/defs/*.def).
+  absl::string_view name = b.extern_call->op;
+  absl::ConsumeSuffix(&name, ".default");
+  const ir::Operator* op = ir::BuiltinOps().Find(name);
+  if (op != nullptr && op->extern_form.library == ops::Library::kConv) return rank == 3 || rank == 4;
   return rank == 2 || rank == 3;
 }
 
@@ -172,6 +179,13 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   }
 
   t = Clock::now();
+  // The decompositions of the ops whose rows have no bespoke lowering
+  // (passes/decompositions.h), in Inductor's order: composite ops reach
+  // lowering as pointwise ops and reductions. After the device's passes,
+  // whose fusions match the composite ops (fuse_attention's softmax,
+  // fuse_post_ops' gelu and silu).
+  ASSIGN_OR_RETURN(bool decomposed, passes::PrepareForLowering(graph, stats));
+  (void)decomposed;
   ASSIGN_OR_RETURN(out.loop_graph, lowering::LowerGraph(graph, codegen->LoweringOptions()));
   out.times.lower_ms = StageDone(options, "lowering", t);
   out.num_islands = out.loop_graph.num_islands;

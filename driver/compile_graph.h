@@ -1,6 +1,7 @@
-// The compiler driver: kiln IR -> shape propagation -> lowering -> fusion ->
-// Wrapper IR -> memory planning -> a device's compiled program, with the time
-// of each stage. The device is found through the codegen registry
+// The compiler driver: kiln IR -> shape propagation and decompositions
+// (passes::PrepareForLowering) -> lowering -> fusion -> Wrapper IR -> memory
+// planning -> a device's compiled program, with the time of each stage. The
+// device is found through the codegen registry
 // (wrapper/codegen.h); link its implementation and register it first (for the
 // CPU: backends::cpu::RegisterCpuBackend()).
 #ifndef KILN_DRIVER_COMPILE_GRAPH_H_
@@ -114,7 +115,8 @@ using GraphRefiner = std::function<absl::Status(ir::Graph&, const std::vector<ir
 absl::Status SpecializeInputs(ir::Graph& graph, const std::vector<ir::IValue>& inputs,
                               const GraphRefiner& refine = nullptr);
 
-// `graph` gets static shapes from shape propagation (it is modified).
+// `graph` gets static shapes from shape resolution and loses its composite
+// ops to their decompositions (it is modified).
 absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOptions& options = {});
 
 }  // namespace kiln::driver

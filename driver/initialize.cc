@@ -10,7 +10,7 @@ namespace kiln::driver {
 absl::Status Initialize() {
   static const absl::Status* status = [] {
     absl::Status s = ir::BuiltinOpsStatus();
-    if (s.ok()) s = runtime::RegisterReferenceKernels(ir::BuiltinOps());
+    if (s.ok()) s = runtime::RegisterBuiltinKernels();
     if (s.ok()) s = passes::RegisterShapeFunctions();
     return new absl::Status(s);
   }();

@@ -24,6 +24,7 @@
 #include "ir/ir.h"
 #include "ir/ivalue.h"
 #include "ir/schema.h"
+#include "ops/row.h"
 
 namespace kiln::ir {
 
@@ -67,6 +68,9 @@ struct Operator {
   OpTraits traits;
   ShapeFn shape_fn;
   KernelFn kernel;
+  // The library call compiled code makes for the op (its row's EXTERN
+  // column, ops/README.md); Library::kNone for most ops.
+  ops::ExternForm extern_form;
 };
 
 class OpRegistry {

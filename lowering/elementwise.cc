@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/promotion.h"
+#include "support/promotion.h"
 #include "support/status.h"
 
 namespace kiln::lowering {
@@ -35,16 +35,16 @@ DType ComputeDType(DType d) {
 
 namespace {
 
-runtime::DTypeOperand PromotionOperand(const Operand& op) {
+DTypeOperand PromotionOperand(const Operand& op) {
   if (op.tensor) {
     return {op.tensor->layout.dtype, op.tensor->layout.sizes.empty()
-                                         ? runtime::OperandClass::kZeroDim
-                                         : runtime::OperandClass::kDimensioned};
+                                         ? OperandClass::kZeroDim
+                                         : OperandClass::kDimensioned};
   }
   DType d = op.scalar.isBool()  ? DType::kBool
             : op.scalar.isInt() ? DType::kInt64
                                 : DType::kFloat64;
-  return {d, runtime::OperandClass::kScalar};
+  return {d, OperandClass::kScalar};
 }
 
 }  // namespace
@@ -61,9 +61,9 @@ absl::StatusOr<bool> LowerElementwise(LowerContext& ctx, const std::vector<std::
   if (kind == ComputeKind::kBool) {
     compute = DType::kBool;
   } else if (kind == ComputeKind::kPromoted) {
-    std::vector<runtime::DTypeOperand> classes;
+    std::vector<DTypeOperand> classes;
     for (const Operand& op : operands) classes.push_back(PromotionOperand(op));
-    absl::StatusOr<DType> promoted = runtime::ResultType(classes);
+    absl::StatusOr<DType> promoted = ResultType(classes);
     if (!promoted.ok()) return ctx.Invalid(promoted.status().message());
     compute = *promoted;
   }

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "runtime/promotion.h"
+#include "support/promotion.h"
 
 namespace kiln::lowering {
 
@@ -179,7 +179,7 @@ ExprPtr Binary(ExprOp op, ExprPtr a, ExprPtr b) {
   if (IsComparison(op)) {
     t = DType::kBool;
   } else if (a->dtype != b->dtype) {
-    t = runtime::PromoteDTypes(a->dtype, b->dtype).value_or(a->dtype);
+    t = PromoteTypes(a->dtype, b->dtype).value_or(a->dtype);
   }
   auto e = NewExpr(op, t);
   e->args.push_back(std::move(a));
@@ -189,7 +189,7 @@ ExprPtr Binary(ExprOp op, ExprPtr a, ExprPtr b) {
 
 ExprPtr Where(ExprPtr cond, ExprPtr a, ExprPtr b) {
   DType t = a->dtype == b->dtype ? a->dtype
-                                 : runtime::PromoteDTypes(a->dtype, b->dtype).value_or(a->dtype);
+                                 : PromoteTypes(a->dtype, b->dtype).value_or(a->dtype);
   auto e = NewExpr(ExprOp::kWhere, t);
   e->args = {std::move(cond), std::move(a), std::move(b)};
   return e;

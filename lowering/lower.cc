@@ -1,6 +1,7 @@
 // The LowerGraph driver: graph inputs and constants become buffers, scalar
-// nodes fold to constants, every tensor op goes through its family's
-// lowering or the extern fallback, and in-place ops lower functionally.
+// nodes fold to constants, every tensor op goes through its row's lowering
+// (lowering/lowerings.h) or the extern fallback, and in-place ops lower
+// through their functional variant.
 #include "lowering/lower.h"
 
 #include <string>
@@ -14,27 +15,11 @@
 #include "ir/verifier.h"
 #include "lowering/islands.h"
 #include "lowering/lower_context.h"
+#include "lowering/lowerings.h"
 #include "support/status.h"
 
 namespace kiln::lowering {
 namespace {
-
-const LoweringTable& Table() {
-  static const LoweringTable* table = [] {
-    auto* t = new LoweringTable();
-    AddPointwiseLowerings(*t);
-    AddActivationLowerings(*t);
-    AddReductionLowerings(*t);
-    AddNormLowerings(*t);
-    AddViewLowerings(*t);
-    AddGatherLowerings(*t);
-    AddOnnxLowerings(*t);
-    AddEinsumLowerings(*t);
-    AddMatmulLowerings(*t);
-    return t;
-  }();
-  return *table;
-}
 
 bool IsTensorType(const ir::Value* v) { return v->type() && v->type()->is_tensor(); }
 
@@ -172,21 +157,20 @@ bool TouchesHalfPrecision(const ir::Node& node) {
 absl::Status LowerTensorNode(LowerContext& ctx, const ir::Node& node) {
   const ir::Operator* op = ctx.registry().Match(node);
   ctx.SetNode(&node, op);
-  std::string name(node.kind().name());
-  bool in_place = op != nullptr && op->traits.mutates && absl::EndsWith(name, "_") &&
-                  !absl::EndsWith(name, "__");
-  if (in_place) name.pop_back();
+  const std::string name(node.kind().name());
+  const bool in_place = op != nullptr && op->traits.mutates && absl::EndsWith(name, "_") &&
+                        !absl::EndsWith(name, "__");
   bool handled = false;
   std::string why_extern = "no loop lowering for this op";
   // Unless the device's kernels store float16/bfloat16 (LowerOptions),
   // Half/BFloat16 computations run as extern calls of their reference
   // kernels (or, when there is none, in an interpreter island).
-  if (op != nullptr && !ctx.narrow_float_kernels() && TouchesHalfPrecision(node)) {
+  const ir::Operator* lowered = FunctionalOverload(ctx, op);
+  if (lowered != nullptr && !ctx.narrow_float_kernels() && TouchesHalfPrecision(node)) {
     why_extern = "Half/BFloat16 computation (this device's kernels compute in float32/float64/ints)";
-  } else if (op != nullptr && (node.kind().is_aten() || node.kind().ns() == "kiln")) {
-    // aten ops by name ("add"), kiln:: ops by qualified name ("kiln::reduce").
-    auto it = Table().find(node.kind().is_aten() ? name : std::string(node.kind().qualString()));
-    if (it != Table().end()) {
+  } else if (lowered != nullptr) {
+    auto it = RowLowerings().find(lowered->schema.QualifiedName());
+    if (it != RowLowerings().end()) {
       ASSIGN_OR_RETURN(handled, it->second(ctx));
       why_extern = "its loop lowering does not handle these arguments or dtypes";
     }

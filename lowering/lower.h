@@ -1,8 +1,9 @@
 // Lowering: kiln IR (with static shapes, after shape propagation) -> LoopGraph.
 //
-// Pointwise aten ops, reductions (sum, mean, amax/amin, prod, argmax/argmin,
-// var via Welford), softmax/log_softmax and layer_norm decompose into
-// Pointwise / Reduction buffers; views (view/reshape/permute/transpose/
+// Pointwise aten ops and reductions (sum, mean, amax/amin, prod,
+// argmax/argmin, var via Welford) become Pointwise / Reduction buffers
+// (composite ops such as softmax and layer_norm arrive decomposed:
+// passes::PrepareForLowering); views (view/reshape/permute/transpose/
 // expand/slice/select/squeeze/unsqueeze/flatten/t) become kView buffers when
 // the strides allow, else a copy. mm/bmm/matmul/linear/addmm/convolution are
 // extern kernels. Every other op with a registry kernel becomes an extern call
@@ -14,6 +15,9 @@
 // whatever the interpreter runs also compiles.
 #ifndef KILN_LOWERING_LOWER_H_
 #define KILN_LOWERING_LOWER_H_
+
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "ir/ir.h"
@@ -38,6 +42,9 @@ absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph,
                                      const ir::OpRegistry& registry = ir::BuiltinOps());
 absl::StatusOr<LoopGraph> LowerGraph(const ir::Graph& graph, const LowerOptions& options,
                                      const ir::OpRegistry& registry = ir::BuiltinOps());
+
+// The overloads with a loop lowering (the op rows' LOWER column), sorted.
+std::vector<std::string> LoweredOverloads();
 
 }  // namespace kiln::lowering
 

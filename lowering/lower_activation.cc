@@ -1,10 +1,12 @@
-// Activation lowerings, written as the formulas PyTorch documents.
-#include <cmath>
+// Activation lowerings, written as the formulas PyTorch documents, for the
+// activations without a decomposition (gelu, silu and hardswish arrive
+// decomposed: passes::PrepareForLowering).
 #include <string>
 #include <vector>
 
 #include "lowering/elementwise.h"
 #include "lowering/lower_context.h"
+#include "lowering/lowerings.h"
 #include "support/status.h"
 
 namespace kiln::lowering {
@@ -47,79 +49,73 @@ ExprPtr Softplus(const ExprPtr& x, DType t, double beta, double threshold) {
 
 }  // namespace
 
-void AddActivationLowerings(LoweringTable& t) {
-  t["gelu"] = [](LowerContext& ctx) -> absl::StatusOr<bool> {
-    std::string approximate = "none";
-    if (ctx.HasArg("approximate")) {
-      ASSIGN_OR_RETURN(approximate, ctx.StringArg("approximate"));
-    }
-    if (approximate != "none" && approximate != "tanh") return ctx.Invalid("bad gelu approximate");
-    ASSIGN_OR_RETURN(OutputInfo out, ctx.Output(0));
-    if (!IsFloatingPoint(out.dtype)) return false;
-    return LowerElementwise(
-        ctx, {"self"}, ComputeKind::kResult, [&](const Exprs& a, DType d) -> absl::StatusOr<ExprPtr> {
-          const ExprPtr& x = a[0];
-          ExprPtr inner;
-          if (approximate == "tanh") {
-            ExprPtr cube = Mul(Mul(x, x), x);
-            inner = Unary(ExprOp::kTanh, Mul(Literal(std::sqrt(2.0 / M_PI), d),
-                                             Add(x, Mul(Literal(0.044715, d), cube))));
-          } else {
-            inner = Unary(ExprOp::kErf, Mul(x, Literal(M_SQRT1_2, d)));
-          }
-          return Mul(Mul(Literal(0.5, d), x), Add(Literal(1, d), inner));
-        });
-  };
-  t["silu"] = Activation({}, [](const ExprPtr& x, DType, const std::vector<double>&) {
-    return Mul(x, Unary(ExprOp::kSigmoid, x));
+LoweringFn LowerHardsigmoid() {
+  return Activation(
+      {}, [](const ExprPtr& x, DType d, const std::vector<double>&) { return Hardsigmoid(x, d); });
+}
+
+LoweringFn LowerLeakyRelu() {
+  return Activation(
+      {"negative_slope"}, [](const ExprPtr& x, DType d, const std::vector<double>& v) {
+        return Where(Binary(ExprOp::kGt, x, Literal(0, d)), x, Mul(x, Literal(v[0], d)));
+      });
+}
+
+LoweringFn LowerElu() {
+  return Activation({"alpha", "scale", "input_scale"}, [](const ExprPtr& x, DType d,
+                                                          const std::vector<double>& v) {
+    ExprPtr neg = Mul(Unary(ExprOp::kExpm1, Mul(x, Literal(v[2], d))), Literal(v[0] * v[1], d));
+    return Where(Binary(ExprOp::kGt, x, Literal(0, d)), Mul(x, Literal(v[1], d)), neg);
   });
-  t["hardsigmoid"] = Activation({}, [](const ExprPtr& x, DType d, const std::vector<double>&) {
-    return Hardsigmoid(x, d);
-  });
-  t["hardswish"] = Activation({}, [](const ExprPtr& x, DType d, const std::vector<double>&) {
-    return Mul(x, Hardsigmoid(x, d));
-  });
-  t["leaky_relu"] = Activation({"negative_slope"},
-                               [](const ExprPtr& x, DType d, const std::vector<double>& v) {
-                                 return Where(Binary(ExprOp::kGt, x, Literal(0, d)), x,
-                                              Mul(x, Literal(v[0], d)));
-                               });
-  t["elu"] = Activation({"alpha", "scale", "input_scale"},
-                        [](const ExprPtr& x, DType d, const std::vector<double>& v) {
-                          ExprPtr neg = Mul(Unary(ExprOp::kExpm1, Mul(x, Literal(v[2], d))),
-                                            Literal(v[0] * v[1], d));
-                          return Where(Binary(ExprOp::kGt, x, Literal(0, d)),
-                                       Mul(x, Literal(v[1], d)), neg);
-                        });
-  t["selu"] = Activation({}, [](const ExprPtr& x, DType d, const std::vector<double>&) {
+}
+
+LoweringFn LowerSelu() {
+  return Activation({}, [](const ExprPtr& x, DType d, const std::vector<double>&) {
     const double alpha = 1.6732632423543772848170429916717;
     const double scale = 1.0507009873554804934193349852946;
     return Where(Binary(ExprOp::kGt, x, Literal(0, d)), Mul(x, Literal(scale, d)),
                  Mul(Unary(ExprOp::kExpm1, x), Literal(alpha * scale, d)));
   });
-  t["softplus"] = Activation({"beta", "threshold"},
-                             [](const ExprPtr& x, DType d, const std::vector<double>& v) {
-                               return Softplus(x, d, v[0], v[1]);
-                             });
-  t["mish"] = Activation({}, [](const ExprPtr& x, DType d, const std::vector<double>&) {
+}
+
+LoweringFn LowerSoftplus() {
+  return Activation({"beta", "threshold"},
+                    [](const ExprPtr& x, DType d, const std::vector<double>& v) {
+                      return Softplus(x, d, v[0], v[1]);
+                    });
+}
+
+LoweringFn LowerMish() {
+  return Activation({}, [](const ExprPtr& x, DType d, const std::vector<double>&) {
     return Mul(x, Unary(ExprOp::kTanh, Softplus(x, d, 1.0, 20.0)));
   });
-  t["hardtanh"] = Activation({"min_val", "max_val"},
-                             [](const ExprPtr& x, DType d, const std::vector<double>& v) {
-                               return Binary(ExprOp::kMin, Binary(ExprOp::kMax, x, Literal(v[0], d)),
-                                             Literal(v[1], d));
-                             });
-  t["relu6"] = Activation({}, [](const ExprPtr& x, DType d, const std::vector<double>&) {
-    return Binary(ExprOp::kMin, Binary(ExprOp::kMax, x, Literal(0, d)), Literal(6, d));
-  });
-  t["logsigmoid"] = Activation({}, [](const ExprPtr& x, DType d, const std::vector<double>&) {
+}
+
+// log_sigmoid(x) = -softplus(-x), stable for large |x|.
+LoweringFn LowerLogSigmoid() {
+  return Activation({}, [](const ExprPtr& x, DType d, const std::vector<double>&) {
     return Unary(ExprOp::kNeg, Softplus(Unary(ExprOp::kNeg, x), d, 1.0, 20.0));
   });
-  t["threshold"] = Activation({"threshold", "value"},
-                              [](const ExprPtr& x, DType d, const std::vector<double>& v) {
-                                return Where(Binary(ExprOp::kGt, x, Literal(v[0], d)), x,
-                                             Literal(v[1], d));
-                              });
+}
+
+LoweringFn LowerHardtanh() {
+  return Activation(
+      {"min_val", "max_val"}, [](const ExprPtr& x, DType d, const std::vector<double>& v) {
+        return Binary(ExprOp::kMin, Binary(ExprOp::kMax, x, Literal(v[0], d)), Literal(v[1], d));
+      });
+}
+
+LoweringFn LowerRelu6() {
+  return Activation({}, [](const ExprPtr& x, DType d, const std::vector<double>&) {
+    return Binary(ExprOp::kMin, Binary(ExprOp::kMax, x, Literal(0, d)), Literal(6, d));
+  });
+}
+
+LoweringFn LowerThreshold() {
+  return Activation({"threshold", "value"},
+                    [](const ExprPtr& x, DType d, const std::vector<double>& v) {
+                      return Where(Binary(ExprOp::kGt, x, Literal(v[0], d)), x, Literal(v[1], d));
+                    });
 }
 
 }  // namespace kiln::lowering

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "ir/verifier.h"
@@ -263,6 +264,14 @@ absl::StatusOr<ExprPtr> LowerContext::LoadBroadcast(const TensorRef& t,
     idx.push_back(s == 1 ? IntConst(0) : Var(static_cast<int>(k + shift)));
   }
   return LoadAt(t, idx, out_sizes);
+}
+
+const ir::Operator* FunctionalOverload(const LowerContext& ctx, const ir::Operator* op) {
+  if (op == nullptr || !op->traits.mutates) return op;
+  if (!op->traits.functional_variant.valid()) return nullptr;
+  std::vector<ir::TypePtr> types;
+  for (const ir::Value* v : ctx.node().inputs()) types.push_back(v->type());
+  return ctx.registry().Match(op->traits.functional_variant, types, ctx.node().outputs().size());
 }
 
 }  // namespace kiln::lowering

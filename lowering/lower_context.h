@@ -144,30 +144,18 @@ class LowerContext {
   absl::flat_hash_map<std::string, std::vector<const ir::Value*>> on_storage_;
 };
 
-// A lowering for one op family member. Returns false (without binding the
-// outputs) when this overload or these arguments are not handled here, so
-// that the caller falls back to an extern call of the reference kernel.
+// A lowering for one op overload (lowering/lowerings.h names them). Returns
+// false (without binding the outputs) when these arguments are not handled
+// here, so that the caller falls back to an extern call of the reference
+// kernel.
 using LoweringFn = std::function<absl::StatusOr<bool>(LowerContext&)>;
-// By op name: aten ops without namespace ("add"), kiln:: ops qualified
-// ("kiln::reduce").
+// By qualified overload name ("aten::add.Tensor").
 using LoweringTable = absl::flat_hash_map<std::string, LoweringFn>;
 
-// t[alias] = t[name], safely: operator[] may rehash while a reference from
-// an earlier operator[] is still in use.
-inline void AddAlias(LoweringTable& t, const std::string& alias, const std::string& name) {
-  LoweringFn fn = t[name];
-  t[alias] = std::move(fn);
-}
-
-void AddPointwiseLowerings(LoweringTable& table);
-void AddActivationLowerings(LoweringTable& table);
-void AddReductionLowerings(LoweringTable& table);
-void AddNormLowerings(LoweringTable& table);
-void AddViewLowerings(LoweringTable& table);
-void AddGatherLowerings(LoweringTable& table);  // lower_gather.cc
-void AddOnnxLowerings(LoweringTable& table);    // lower_onnx.cc
-void AddEinsumLowerings(LoweringTable& table);  // lower_einsum.cc
-void AddMatmulLowerings(LoweringTable& table);  // lower_matmul.cc
+// The overload that computes `op`'s result without writing its operand: `op`
+// itself, or for an in-place op its functional variant matched against the
+// current node's inputs (null when it has none).
+const ir::Operator* FunctionalOverload(const LowerContext& ctx, const ir::Operator* op);
 
 // `dim` wrapped into [0, rank) like PyTorch (a 0-dim tensor takes 0 and -1);
 // InvalidArgument naming the node otherwise.

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "lowering/elementwise.h"
 #include "lowering/lower_context.h"
+#include "lowering/lowerings.h"
 #include "support/status.h"
 
 namespace kiln::lowering {
@@ -148,6 +149,6 @@ absl::StatusOr<bool> Einsum(LowerContext& ctx) {
 
 }  // namespace
 
-void AddEinsumLowerings(LoweringTable& t) { t["einsum"] = Einsum; }
+LoweringFn LowerEinsum() { return Einsum; }
 
 }  // namespace kiln::lowering

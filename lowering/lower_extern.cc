@@ -9,6 +9,7 @@
 #include "lowering/elementwise.h"
 #include "lowering/islands.h"
 #include "lowering/lower_context.h"
+#include "ops/row.h"
 #include "support/status.h"
 
 namespace kiln::lowering {
@@ -30,16 +31,18 @@ absl::StatusOr<ExternArg> ArgFor(const LowerContext& ctx, const ir::Value* v, si
   return arg;
 }
 
-// Convolution overloads whose argument 2 is a per-output-channel bias.
-bool IsConvolution(const std::string& op) {
-  const std::string base = op.substr(0, op.find('.'));
-  return base == "aten::conv1d" || base == "aten::conv2d" || base == "aten::conv3d" ||
-         base == "aten::convolution" || base == "aten::_convolution" || base == "kiln::conv_nd";
+// A convolution library call (its op row's EXTERN column) whose argument 2
+// is the per-output-channel bias added last: not a fused op, whose epilogue
+// follows the bias (kiln::conv_post_ops).
+bool IsConvolution(const ir::Operator& op) {
+  const auto& args = op.schema.arguments;
+  return op.extern_form.library == ops::Library::kConv && args.size() > 2 &&
+         args[2].name == "bias" && op.schema.ArgumentIndex("post_ops") < 0;
 }
 
 // The bias of a convolution node to split off (LowerOptions::
 // conv_bias_epilogue): a 1-D tensor with one value per output channel.
-const TensorRef* SplittableConvBias(const LowerContext& ctx, const std::string& op) {
+const TensorRef* SplittableConvBias(const LowerContext& ctx, const ir::Operator& op) {
   const ir::Node& node = ctx.node();
   if (!ctx.conv_bias_epilogue() || !IsConvolution(op) || node.inputs().size() < 3 ||
       node.outputs().size() != 1) {
@@ -83,18 +86,9 @@ absl::Status LowerAsExtern(LowerContext& ctx) {
   const ir::Node& node = ctx.node();
   const ir::Operator* op = ctx.op();
   if (op == nullptr) return ctx.Unimplemented("no registry overload matches");
-  if (op->traits.mutates) {
-    // Lowered code never writes its inputs: run the functional variant.
-    const ir::Operator* functional = nullptr;
-    if (op->traits.functional_variant.valid()) {
-      std::vector<ir::TypePtr> types;
-      for (const ir::Value* v : node.inputs()) types.push_back(v->type());
-      functional =
-          ctx.registry().Match(op->traits.functional_variant, types, node.outputs().size());
-    }
-    if (functional == nullptr) return ctx.Unimplemented("mutating op without a functional variant");
-    op = functional;
-  }
+  // Lowered code never writes its inputs: run the functional variant.
+  op = FunctionalOverload(ctx, op);
+  if (op == nullptr) return ctx.Unimplemented("mutating op without a functional variant");
   if (!op->kernel) return ctx.Unimplemented("no lowering and no reference kernel");
 
   ExternCall call;
@@ -115,7 +109,7 @@ absl::Status LowerAsExtern(LowerContext& ctx) {
     ASSIGN_OR_RETURN(ExternArg arg, ArgFor(ctx, node.input(i), i));
     call.args.push_back(std::move(arg));
   }
-  const TensorRef* split_bias = SplittableConvBias(ctx, call.op);
+  const TensorRef* split_bias = SplittableConvBias(ctx, *op);
   if (split_bias != nullptr) call.args[2] = ExternArg{"", ir::IValue::None()};
 
   std::string holder;

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "lowering/index_math.h"
 #include "lowering/lower_context.h"
+#include "lowering/lowerings.h"
 #include "support/status.h"
 
 namespace kiln::lowering {
@@ -244,13 +245,10 @@ absl::StatusOr<bool> GatherNd(LowerContext& ctx) {
 
 }  // namespace
 
-void AddGatherLowerings(LoweringTable& t) {
-  t["index"] = Index;
-  t["index_select"] = IndexSelect;
-  t["gather"] = GatherElements;
-  t["kiln::onnx_gather_elements"] = GatherElements;
-  t["embedding"] = Embedding;
-  t["kiln::gather_nd"] = GatherNd;
-}
+LoweringFn LowerIndex() { return Index; }
+LoweringFn LowerIndexSelect() { return IndexSelect; }
+LoweringFn LowerGatherElements() { return GatherElements; }
+LoweringFn LowerEmbedding() { return Embedding; }
+LoweringFn LowerGatherNd() { return GatherNd; }
 
 }  // namespace kiln::lowering

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lowering/lower_context.h"
+#include "lowering/lowerings.h"
 #include "support/status.h"
 
 namespace kiln::lowering {
@@ -81,6 +82,6 @@ absl::StatusOr<bool> Matmul(LowerContext& ctx) {
 
 }  // namespace
 
-void AddMatmulLowerings(LoweringTable& t) { t["matmul"] = Matmul; }
+LoweringFn LowerMatmul() { return Matmul; }
 
 }  // namespace kiln::lowering

@@ -15,6 +15,7 @@
 #include "lowering/elementwise.h"
 #include "lowering/index_math.h"
 #include "lowering/lower_context.h"
+#include "lowering/lowerings.h"
 #include "lowering/reduce_builder.h"
 #include "support/status.h"
 
@@ -523,23 +524,20 @@ absl::StatusOr<bool> Repeat(LowerContext& ctx) {
 
 }  // namespace
 
-void AddOnnxLowerings(LoweringTable& t) {
-  t["kiln::reduce"] = OnnxReduce;
-  for (const char* name : {"split_with_sizes", "split", "chunk", "unbind"}) t[name] = Split;
-  t["kiln::onnx_slice"] = OnnxSlice;
-  t["kiln::onnx_pad"] = OnnxPad;
-  t["constant_pad_nd"] = ConstantPadNd;
-  t["kiln::shape"] = ShapeQuery;
-  t["kiln::size"] = ShapeQuery;
-  t["triu"] = [](LowerContext& ctx) { return Trilu(ctx, true); };
-  t["tril"] = [](LowerContext& ctx) { return Trilu(ctx, false); };
-  t["kiln::range"] = OnnxRange;
-  t["arange"] = Arange;
-  t["kiln::eye_like"] = EyeLike;
-  t["flip"] = Flip;
-  t["roll"] = Roll;
-  t["repeat"] = Repeat;
-  t["tile"] = Repeat;
+LoweringFn LowerOnnxReduce() { return OnnxReduce; }
+LoweringFn LowerSplit() { return Split; }
+LoweringFn LowerOnnxSlice() { return OnnxSlice; }
+LoweringFn LowerOnnxPad() { return OnnxPad; }
+LoweringFn LowerConstantPadNd() { return ConstantPadNd; }
+LoweringFn LowerShapeQuery() { return ShapeQuery; }
+LoweringFn LowerTrilu(bool upper) {
+  return [upper](LowerContext& ctx) { return Trilu(ctx, upper); };
 }
+LoweringFn LowerOnnxRange() { return OnnxRange; }
+LoweringFn LowerArange() { return Arange; }
+LoweringFn LowerEyeLike() { return EyeLike; }
+LoweringFn LowerFlip() { return Flip; }
+LoweringFn LowerRoll() { return Roll; }
+LoweringFn LowerRepeat() { return Repeat; }
 
 }  // namespace kiln::lowering

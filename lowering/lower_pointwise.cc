@@ -6,6 +6,7 @@
 
 #include "lowering/elementwise.h"
 #include "lowering/lower_context.h"
+#include "lowering/lowerings.h"
 #include "support/status.h"
 
 namespace kiln::lowering {
@@ -188,42 +189,30 @@ LoweringFn Logical(ExprOp op, bool bool_only) {
 
 }  // namespace
 
-void AddPointwiseLowerings(LoweringTable& t) {
-  t["add"] = AddSub(ExprOp::kAdd, false);
-  t["sub"] = AddSub(ExprOp::kSub, false);
-  AddAlias(t, "subtract", "sub");
-  t["rsub"] = AddSub(ExprOp::kSub, true);
-  t["mul"] = BinaryOp(ExprOp::kMul);
-  AddAlias(t, "multiply", "mul");
-  t["div"] = Div();
-  AddAlias(t, "divide", "div");
-  AddAlias(t, "true_divide", "div");
-  t["floor_divide"] = BinaryOp(ExprOp::kFloorDiv);
-  t["remainder"] = BinaryOp(ExprOp::kMod);
-  t["pow"] = Pow();
-  t["maximum"] = BinaryOp(ExprOp::kMax);
-  t["minimum"] = BinaryOp(ExprOp::kMin);
-  for (const char* cmp : {"eq", "ne", "lt", "le", "gt", "ge"}) {
-    static const std::pair<const char*, ExprOp> kOps[] = {
-        {"eq", ExprOp::kEq}, {"ne", ExprOp::kNe}, {"lt", ExprOp::kLt},
-        {"le", ExprOp::kLe}, {"gt", ExprOp::kGt}, {"ge", ExprOp::kGe}};
-    for (const auto& [name, op] : kOps) {
-      if (std::string(name) == cmp) t[cmp] = BinaryOp(op, ComputeKind::kPromoted);
-    }
-  }
-  t["logical_and"] = Logical(ExprOp::kLogicalAnd, false);
-  t["logical_or"] = Logical(ExprOp::kLogicalOr, false);
-  t["logical_xor"] = Logical(ExprOp::kNe, false);
-  t["bitwise_and"] = Logical(ExprOp::kLogicalAnd, true);
-  t["bitwise_or"] = Logical(ExprOp::kLogicalOr, true);
-  t["bitwise_xor"] = Logical(ExprOp::kNe, true);
-  t["logical_not"] = [](LowerContext& ctx) {
+LoweringFn LowerUnary(ExprOp op) { return Unary(op); }
+LoweringFn LowerBinary(ExprOp op) { return BinaryOp(op); }
+LoweringFn LowerComparison(ExprOp op) { return BinaryOp(op, ComputeKind::kPromoted); }
+LoweringFn LowerLogical(ExprOp op, bool bitwise) { return Logical(op, bitwise); }
+LoweringFn LowerAddSub(ExprOp op, bool reversed) { return AddSub(op, reversed); }
+LoweringFn LowerDiv() { return Div(); }
+LoweringFn LowerPow() { return Pow(); }
+LoweringFn LowerWhere() { return WhereOp(); }
+LoweringFn LowerMaskedFill() { return MaskedFill(); }
+LoweringFn LowerClamp(bool has_min, bool has_max) { return Clamp(has_min, has_max); }
+LoweringFn LowerCast() { return CastOp(); }
+LoweringFn LowerFill(std::optional<double> value) { return Fill(value); }
+
+LoweringFn LowerLogicalNot() {
+  return [](LowerContext& ctx) {
     return LowerElementwise(ctx, {"self"}, ComputeKind::kBool,
                             [](const Exprs& a, DType) -> absl::StatusOr<ExprPtr> {
                               return lowering::Unary(ExprOp::kLogicalNot, a[0]);
                             });
   };
-  t["bitwise_not"] = [](LowerContext& ctx) -> absl::StatusOr<bool> {
+}
+
+LoweringFn LowerBitwiseNot() {
+  return [](LowerContext& ctx) -> absl::StatusOr<bool> {
     ASSIGN_OR_RETURN(OutputInfo out, ctx.Output(0));
     if (out.dtype != DType::kBool) return false;
     return LowerElementwise(ctx, {"self"}, ComputeKind::kBool,
@@ -231,47 +220,35 @@ void AddPointwiseLowerings(LoweringTable& t) {
                               return lowering::Unary(ExprOp::kLogicalNot, a[0]);
                             });
   };
-  t["isnan"] = [](LowerContext& ctx) {
+}
+
+LoweringFn LowerIsNan() {
+  return [](LowerContext& ctx) {
     return LowerElementwise(ctx, {"self"}, ComputeKind::kPromoted,
                             [](const Exprs& a, DType) -> absl::StatusOr<ExprPtr> {
                               return lowering::Unary(ExprOp::kIsNan, a[0]);
                             });
   };
-  t["where"] = WhereOp();
-  t["masked_fill"] = MaskedFill();
-  t["clamp"] = Clamp(true, true);
-  AddAlias(t, "clip", "clamp");
-  t["clamp_min"] = Clamp(true, false);
-  t["clamp_max"] = Clamp(false, true);
-  t["to"] = CastOp();
-  t["type_as"] = CastOp();
-  t["_to_copy"] = CastOp();
-  t["zeros_like"] = Fill(0.0);
-  t["ones_like"] = Fill(1.0);
-  t["full_like"] = Fill(std::nullopt);
-  t["zeros"] = Fill(0.0);
-  t["ones"] = Fill(1.0);
-  t["full"] = Fill(std::nullopt);
+}
 
-  static const std::pair<const char*, ExprOp> kUnary[] = {
-      {"neg", ExprOp::kNeg},         {"negative", ExprOp::kNeg},  {"abs", ExprOp::kAbs},
-      {"exp", ExprOp::kExp},         {"log", ExprOp::kLog},       {"sqrt", ExprOp::kSqrt},
-      {"rsqrt", ExprOp::kRsqrt},     {"sin", ExprOp::kSin},       {"cos", ExprOp::kCos},
-      {"tan", ExprOp::kTan},         {"tanh", ExprOp::kTanh},     {"sigmoid", ExprOp::kSigmoid},
-      {"erf", ExprOp::kErf},         {"floor", ExprOp::kFloor},   {"ceil", ExprOp::kCeil},
-      {"round", ExprOp::kRound},     {"trunc", ExprOp::kTrunc},   {"fix", ExprOp::kTrunc},
-      {"reciprocal", ExprOp::kReciprocal}, {"relu", ExprOp::kRelu}, {"log1p", ExprOp::kLog1p},
-      {"expm1", ExprOp::kExpm1},     {"sign", ExprOp::kSign},
-  };
-  for (const auto& [name, op] : kUnary) t[name] = Unary(op);
-  t["square"] = UnaryFn([](const ExprPtr& x, DType) { return Binary(ExprOp::kMul, x, x); });
-  t["log2"] = UnaryFn([](const ExprPtr& x, DType d) {
+LoweringFn LowerSquare() {
+  return UnaryFn([](const ExprPtr& x, DType) { return Binary(ExprOp::kMul, x, x); });
+}
+
+LoweringFn LowerLog2() {
+  return UnaryFn([](const ExprPtr& x, DType d) {
     return Binary(ExprOp::kMul, lowering::Unary(ExprOp::kLog, x), Literal(1.0 / std::log(2.0), d));
   });
-  t["log10"] = UnaryFn([](const ExprPtr& x, DType d) {
+}
+
+LoweringFn LowerLog10() {
+  return UnaryFn([](const ExprPtr& x, DType d) {
     return Binary(ExprOp::kMul, lowering::Unary(ExprOp::kLog, x), Literal(1.0 / std::log(10.0), d));
   });
-  t["erfc"] = UnaryFn([](const ExprPtr& x, DType d) {
+}
+
+LoweringFn LowerErfc() {
+  return UnaryFn([](const ExprPtr& x, DType d) {
     return Binary(ExprOp::kSub, Literal(1.0, d), lowering::Unary(ExprOp::kErf, x));
   });
 }

@@ -7,6 +7,7 @@
 #include "lowering/elementwise.h"
 #include "lowering/index_math.h"
 #include "lowering/lower_context.h"
+#include "lowering/lowerings.h"
 #include "lowering/reduce_builder.h"
 #include "support/status.h"
 
@@ -102,8 +103,6 @@ LoweringFn ValuesAndIndices(ReductionType values, ReductionType indices) {
 }
 
 // mean = sum / n; var = welford m2 / (n - correction); std = sqrt(var).
-enum class Moment { kMean, kVar, kStd };
-
 LoweringFn MomentOp(Moment moment) {
   return [moment](LowerContext& ctx) -> absl::StatusOr<bool> {
     if (ctx.node().outputs().size() != 1) return false;  // var_mean & co: extern
@@ -155,41 +154,13 @@ absl::StatusOr<bool> LogSumExp(LowerContext& ctx) {
 
 }  // namespace
 
-void AddReductionLowerings(LoweringTable& t) {
-  t["sum"] = Simple(ReductionType::kSum);
-  t["prod"] = Simple(ReductionType::kProd);
-  t["amax"] = Simple(ReductionType::kMax);
-  t["amin"] = Simple(ReductionType::kMin);
-  t["all"] = Simple(ReductionType::kMin, /*to_bool=*/true);
-  t["any"] = Simple(ReductionType::kMax, /*to_bool=*/true);
-  t["argmax"] = ArgReduce(ReductionType::kArgmax);
-  t["argmin"] = ArgReduce(ReductionType::kArgmin);
-  t["mean"] = MomentOp(Moment::kMean);
-  t["var"] = MomentOp(Moment::kVar);
-  t["std"] = MomentOp(Moment::kStd);
-  t["logsumexp"] = LogSumExp;
-  // max/min: max(Tensor) reduces everything, max.dim gives (values,
-  // indices), max.other is elementwise.
-  t["max"] = [](LowerContext& ctx) -> absl::StatusOr<bool> {
-    if (ctx.HasArg("other")) {
-      return LowerElementwise(ctx, {"self", "other"}, ComputeKind::kResult,
-                              [](const std::vector<ExprPtr>& a, DType) -> absl::StatusOr<ExprPtr> {
-                                return Binary(ExprOp::kMax, a[0], a[1]);
-                              });
-    }
-    if (ctx.HasArg("dim")) return ValuesAndIndices(ReductionType::kMax, ReductionType::kArgmax)(ctx);
-    return Simple(ReductionType::kMax)(ctx);
-  };
-  t["min"] = [](LowerContext& ctx) -> absl::StatusOr<bool> {
-    if (ctx.HasArg("other")) {
-      return LowerElementwise(ctx, {"self", "other"}, ComputeKind::kResult,
-                              [](const std::vector<ExprPtr>& a, DType) -> absl::StatusOr<ExprPtr> {
-                                return Binary(ExprOp::kMin, a[0], a[1]);
-                              });
-    }
-    if (ctx.HasArg("dim")) return ValuesAndIndices(ReductionType::kMin, ReductionType::kArgmin)(ctx);
-    return Simple(ReductionType::kMin)(ctx);
-  };
+LoweringFn LowerReduce(ReductionType type) { return Simple(type); }
+LoweringFn LowerReduceToBool(ReductionType type) { return Simple(type, /*to_bool=*/true); }
+LoweringFn LowerArgReduce(ReductionType type) { return ArgReduce(type); }
+LoweringFn LowerValuesAndIndices(ReductionType values, ReductionType indices) {
+  return ValuesAndIndices(values, indices);
 }
+LoweringFn LowerMoment(Moment moment) { return MomentOp(moment); }
+LoweringFn LowerLogSumExp() { return LogSumExp; }
 
 }  // namespace kiln::lowering

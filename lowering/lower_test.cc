@@ -1,10 +1,13 @@
 #include "lowering/lower.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "lowering/lower_test_util.h"
+#include "ops/row_facts.h"
 
 namespace kiln::lowering {
 namespace {
@@ -16,6 +19,31 @@ std::string Dump(const std::string& text) {
   absl::StatusOr<LoopGraph> g = LowerText(text);
   if (!g.ok()) return std::string(g.status().message());
   return g->ToString();
+}
+
+// The lowering table is the rows' LOWER column, nothing more or less.
+TEST(LowerTest, TableIsTheRowsLowerColumn) {
+  std::vector<std::string> from_rows;
+  for (const ops::RowFacts& row : ops::AllRowFacts()) {
+    if (row.lowering) from_rows.push_back(row.name);
+  }
+  std::sort(from_rows.begin(), from_rows.end());
+  EXPECT_EQ(LoweredOverloads(), from_rows);
+  EXPECT_GT(from_rows.size(), 100u);
+}
+
+// An in-place overload lowers through its functional variant's row.
+TEST(LowerTest, InPlaceOpLowersThroughItsFunctionalRow) {
+  EXPECT_EQ(Dump(R"(graph(%x : Float(2, 3)):
+  %one : int = prim::Constant[value=1]()
+  %y : Tensor = aten::add_(%x, %x, %one)
+  %z : Tensor = aten::relu_(%y)
+  return (%z))"),
+            "arg0 : Float[2, 3] = input\n"
+            "buf0 : Float[2, 3] = pointwise [2, 3] load(arg0, v0 * 3 + v1) + load(arg0, v0 * 3 + v1)\n"
+            "buf1 : Float[2, 3] = pointwise [2, 3] relu(load(buf0, v0 * 3 + v1))\n"
+            "inputs: arg0\n"
+            "outputs: buf1\n");
 }
 
 TEST(LowerTest, AddTanh) {
@@ -31,6 +59,25 @@ TEST(LowerTest, AddTanh) {
             "inputs: arg0\noutputs: buf1\n");
 }
 
+
+// torch 2.x core ATen spellings lower through their rows.
+TEST(LowerTest, CoreAtenOpsOfTorch2) {
+  EXPECT_EQ(Dump(R"(graph(%x : Float(2, 1, 3)):
+  %dims : int[] = prim::Constant[value=[1, -1]]()
+  %s : Tensor = aten::squeeze(%x, %dims)
+  %a : Tensor = aten::alias(%s)
+  %double : int = prim::Constant[value=7]()
+  %c : Tensor = aten::_to_copy(%a, %double)
+  %keep : bool = prim::Constant[value=0]()
+  %one : int[] = prim::Constant[value=[1]]()
+  %any : Tensor = aten::any(%c, %one, %keep)
+  return (%c, %any))"),
+            "arg0 : Float[2, 1, 3] = input\n"
+            "view0 : Float[2, 3] = view of arg0\n"
+            "buf0 : Double[2, 3] = pointwise [2, 3] cast(load(arg0, v0 * 3 + v1), Double)\n"
+            "buf1 : Bool[2] = max [2] over [3] cast(load(buf0, v0 * 3 + v1), Bool)\n"
+            "inputs: arg0\noutputs: buf0, buf1\n");
+}
 
 TEST(LowerTest, ViewsReinterpretAndNonViewableReshapeCopies) {
   EXPECT_EQ(Dump(R"(graph(%x : Float(2, 3, 4)):

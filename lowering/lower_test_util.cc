@@ -7,7 +7,7 @@
 #include "lowering/lower.h"
 #include "passes/pass.h"
 #include "passes/shape_functions.h"
-#include "passes/shape_propagation.h"
+#include "passes/decompositions.h"
 #include "runtime/register_kernels.h"
 #include "support/status.h"
 
@@ -15,10 +15,12 @@ namespace kiln::lowering::testing {
 
 absl::StatusOr<std::unique_ptr<ir::Graph>> ParsePropagated(const std::string& text) {
   RETURN_IF_ERROR(passes::RegisterShapeFunctions());
-  RETURN_IF_ERROR(runtime::RegisterReferenceKernels(ir::BuiltinOps()));
+  RETURN_IF_ERROR(runtime::RegisterBuiltinKernels());
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, ir::ParseGraph(text));
   passes::PassStatistics stats;
-  RETURN_IF_ERROR(passes::PropagateShapes(*graph, stats).status());
+  // As the compile pipeline does: shapes, then decompositions (composite ops
+  // reach lowering as pointwise ops and reductions).
+  RETURN_IF_ERROR(passes::PrepareForLowering(*graph, stats).status());
   return graph;
 }
 

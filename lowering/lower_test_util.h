@@ -1,4 +1,4 @@
-// Test helpers: TorchScript IR text -> shape propagation -> LoopGraph
+// Test helpers: TorchScript IR text -> shapes and decompositions -> LoopGraph
 // (-> Schedule), with readable summaries to compare against.
 #ifndef KILN_LOWERING_LOWER_TEST_UTIL_H_
 #define KILN_LOWERING_LOWER_TEST_UTIL_H_
@@ -13,7 +13,7 @@
 
 namespace kiln::lowering::testing {
 
-// Parses `text`, runs shape propagation and lowers. Reference kernels and
+// Parses `text`, runs passes::PrepareForLowering (as the compile pipeline) and lowers. Reference kernels and
 // shape functions are registered in ir::BuiltinOps() first.
 absl::StatusOr<LoopGraph> LowerText(const std::string& text);
 // Parses `text` and runs shape propagation (registering as LowerText does).

@@ -10,6 +10,7 @@
 #include "lowering/elementwise.h"
 #include "lowering/index_math.h"
 #include "lowering/lower_context.h"
+#include "lowering/lowerings.h"
 #include "support/status.h"
 
 namespace kiln::lowering {
@@ -253,12 +254,6 @@ absl::StatusOr<bool> Contiguous(LowerContext& ctx, bool always_copy) {
 }
 
 // dropout in eval mode is the identity; in training it is random (extern).
-absl::StatusOr<bool> Dropout(LowerContext& ctx) {
-  ASSIGN_OR_RETURN(bool train, ctx.BoolArg("train"));
-  if (train) return false;
-  return Alias(ctx);
-}
-
 // cat/stack: each output element selects one piece; every piece's index is
 // clamped into range so that both sides of each `where` load in bounds.
 absl::StatusOr<bool> Concatenate(LowerContext& ctx, bool stack) {
@@ -331,41 +326,41 @@ absl::StatusOr<TensorRef> ReshapeTo(LowerContext& ctx, const TensorRef& t,
   return Copy(ctx, t, out);
 }
 
-void AddViewLowerings(LoweringTable& t) {
-  for (const char* name : {"view", "reshape", "view_as", "reshape_as", "flatten", "unflatten",
-                           "_reshape_alias"}) {
-    t[name] = Reshape;
-  }
-  t["squeeze"] = DropOrAddOnes;
-  t["unsqueeze"] = DropOrAddOnes;
-  t["permute"] = [](LowerContext& ctx) -> absl::StatusOr<bool> {
+LoweringFn LowerReshape() { return Reshape; }
+LoweringFn LowerSqueezeOrUnsqueeze() { return DropOrAddOnes; }
+LoweringFn LowerPermute() {
+  return [](LowerContext& ctx) -> absl::StatusOr<bool> {
     ASSIGN_OR_RETURN(auto dims, ctx.IntListArg("dims"));
     if (!dims) return ctx.Invalid("permute without dims");
     return Permute(ctx, *dims);
   };
-  t["transpose"] = [](LowerContext& ctx) { return Transpose(ctx, "dim0", "dim1"); };
-  t["swapaxes"] = [](LowerContext& ctx) { return Transpose(ctx, "axis0", "axis1"); };
-  t["t"] = [](LowerContext& ctx) { return Transpose(ctx, nullptr, nullptr); };
-  t["expand"] = Expand;
-  t["expand_as"] = Expand;
-  t["slice"] = [](LowerContext& ctx) { return Slice(ctx, false); };
-  t["narrow"] = [](LowerContext& ctx) { return Slice(ctx, true); };
-  t["select"] = Select;
-  t["contiguous"] = [](LowerContext& ctx) { return Contiguous(ctx, false); };
-  t["clone"] = [](LowerContext& ctx) { return Contiguous(ctx, true); };
-  for (const char* name : {"detach", "alias", "lift_fresh"}) t[name] = Alias;
-  for (const char* name : {"dropout", "feature_dropout", "alpha_dropout"}) t[name] = Dropout;
-  t["cat"] = [](LowerContext& ctx) { return Concatenate(ctx, false); };
-  AddAlias(t, "concat", "cat");
-  AddAlias(t, "concatenate", "cat");
-  t["stack"] = [](LowerContext& ctx) { return Concatenate(ctx, true); };
-  // ONNX's shape-taking views: once shapes are resolved, the output type
-  // says the shape (kiln::onnx_slice is in lower_onnx.cc).
-  t["kiln::onnx_reshape"] = Reshape;
-  t["kiln::onnx_flatten"] = Reshape;
-  t["kiln::onnx_squeeze"] = DropOrAddOnes;
-  t["kiln::onnx_unsqueeze"] = DropOrAddOnes;
-  t["kiln::onnx_expand"] = Expand;
+}
+LoweringFn LowerTranspose() {
+  return [](LowerContext& ctx) { return Transpose(ctx, "dim0", "dim1"); };
+}
+LoweringFn LowerMatrixTranspose() {
+  return [](LowerContext& ctx) { return Transpose(ctx, nullptr, nullptr); };
+}
+LoweringFn LowerExpand() { return Expand; }
+LoweringFn LowerSlice() {
+  return [](LowerContext& ctx) { return Slice(ctx, false); };
+}
+LoweringFn LowerNarrow() {
+  return [](LowerContext& ctx) { return Slice(ctx, true); };
+}
+LoweringFn LowerSelect() { return Select; }
+LoweringFn LowerContiguous() {
+  return [](LowerContext& ctx) { return Contiguous(ctx, false); };
+}
+LoweringFn LowerClone() {
+  return [](LowerContext& ctx) { return Contiguous(ctx, true); };
+}
+LoweringFn LowerAlias() { return Alias; }
+LoweringFn LowerCat() {
+  return [](LowerContext& ctx) { return Concatenate(ctx, false); };
+}
+LoweringFn LowerStack() {
+  return [](LowerContext& ctx) { return Concatenate(ctx, true); };
 }
 
 }  // namespace kiln::lowering

@@ -20,6 +20,12 @@ namespace {
 constexpr int64_t kMaxTreeSize = 1024;
 // A cheap producer may be recomputed in up to this many places.
 constexpr int64_t kMaxCheapReads = 4;
+// An expensive one (exp, tanh...) in two, when it is small: softmax's
+// exp(x - max) feeds both its sum and the division, and recomputing it in
+// the one fused kernel beats a round trip through memory (Inductor inlines
+// up to 4 reads; BM_Softmax measures this case).
+constexpr int64_t kMaxExpensiveReads = 2;
+constexpr int64_t kMaxRecomputedTreeSize = 32;
 
 bool IsExpensive(ExprOp op) {
   switch (op) {
@@ -138,7 +144,11 @@ int InlinePointwise(LoopGraph& graph) {
   }
   std::vector<bool> removed(graph.buffers.size(), false);
   int inlined = 0;
-  for (size_t i = 0; i < graph.buffers.size(); ++i) {
+  // Consumers first (buffers are in topological order): a producer is judged
+  // by the readers it has once everything after it has been inlined, so
+  // softmax's exp(x - max) is inlined into its sum and division before x
+  // itself is considered (x then has three readers and stays a buffer).
+  for (size_t i = graph.buffers.size(); i-- > 0;) {
     Buffer& p = graph.buffers[i];
     if (p.kind != BufferKind::kComputed || !p.pointwise || pinned.contains(p.name)) continue;
     const std::set<std::string> users = consumers[p.name];
@@ -156,7 +166,11 @@ int InlinePointwise(LoopGraph& graph) {
       if (c_size + reads * p_size > kMaxTreeSize) fits = false;
     }
     if (!fits || total_reads == 0) continue;
-    if (total_reads > 1 && (total_reads > kMaxCheapReads || !IsCheap(p.pointwise->body))) continue;
+    if (total_reads > 1) {
+      const bool cheap = IsCheap(p.pointwise->body);
+      if (total_reads > kMaxCheapReads) continue;
+      if (!cheap && (total_reads > kMaxExpensiveReads || p_size > kMaxRecomputedTreeSize)) continue;
+    }
 
     std::vector<const Expr*> p_loads;
     CollectLoads(p.pointwise->body, &p_loads);

@@ -38,6 +38,8 @@ TEST(ScheduleTest, PointwiseChainInlinesIntoOneKernel) {
       "kernel cpp_fused_add_mul_sigmoid_tanh_0 [buf3] reads [arg0] outer [4, 8]\n");
 }
 
+// softmax arrives decomposed (amax, sub, exp, sum, div); exp(x - max) is
+// recomputed in the sum and the division rather than stored.
 TEST(ScheduleTest, SoftmaxIsOneKernelOverRows) {
   EXPECT_EQ(LowerAndSchedule(R"(graph(%x : Float(4, 8)):
   %dim : int = prim::Constant[value=-1]()
@@ -46,14 +48,16 @@ TEST(ScheduleTest, SoftmaxIsOneKernelOverRows) {
   return (%y))"),
       "arg0 : Float[4, 8] = input\n"
       "buf0 : Float[4, 1] = max [4, 1] over [8] load(arg0, v0 * 8 + v2)\n"
-      "buf1 : Float[4, 1] = sum [4, 1] over [8] exp(load(arg0, v0 * 8 + v2) - load(buf0, v0))\n"
-      "buf2 : Float[4, 8] = pointwise [4, 8] exp(load(arg0, v0 * 8 + v1) - load(buf0, v0)) / load(buf1, v0)\n"
+      "buf3 : Float[4, 1] = sum [4, 1] over [8] exp(load(arg0, v0 * 8 + v2) - load(buf0, v0))\n"
+      "buf4 : Float[4, 8] = pointwise [4, 8] exp(load(arg0, v0 * 8 + v1) - load(buf0, v0)) / load(buf3, v0)\n"
       "inputs: arg0\n"
-      "outputs: buf2\n"
-      "kernel cpp_fused_softmax_0 [buf0, buf1, buf2] reads [arg0] outer [4]\n");
+      "outputs: buf4\n"
+      "kernel cpp_fused_amax_div_exp_sub_sum_0 [buf0, buf3, buf4] reads [arg0] outer [4]\n");
 }
 
-TEST(ScheduleTest, LayerNormWelfordAndEpilogueShareAKernel) {
+// layer_norm arrives decomposed: the mean, the mean of squared deviations
+// and the normalizing epilogue share one kernel per row.
+TEST(ScheduleTest, LayerNormStatisticsAndEpilogueShareAKernel) {
   EXPECT_EQ(LowerAndSchedule(R"(graph(%x : Float(4, 8), %w : Float(8), %b : Float(8)):
   %shape : int[] = prim::Constant[value=[8]]()
   %eps : float = prim::Constant[value=1.0000000000000001e-05]()
@@ -63,12 +67,12 @@ TEST(ScheduleTest, LayerNormWelfordAndEpilogueShareAKernel) {
       "arg0 : Float[4, 8] = input\n"
       "arg1 : Float[8] = input\n"
       "arg2 : Float[8] = input\n"
-      "buf0 : Float[4, 1] = welford_mean [4, 1] over [8] load(arg0, v0 * 8 + v2)\n"
-      "buf1 : Float[4, 1] = welford_m2 [4, 1] over [8] load(arg0, v0 * 8 + v2)\n"
-      "buf2 : Float[4, 8] = pointwise [4, 8] (load(arg0, v0 * 8 + v1) - load(buf0, v0)) * rsqrt(load(buf1, v0) / 8.0 + 1e-05) * load(arg1, v1) + load(arg2, v1)\n"
+      "buf0 : Float[4, 1] = sum [4, 1] over [8] load(arg0, v0 * 8 + v2)\n"
+      "buf4 : Float[4, 1] = sum [4, 1] over [8] (load(arg0, v0 * 8 + v2) - load(buf0, v0) / 8.0) * (load(arg0, v0 * 8 + v2) - load(buf0, v0) / 8.0)\n"
+      "buf10 : Float[4, 8] = pointwise [4, 8] (load(arg0, v0 * 8 + v1) - load(buf0, v0) / 8.0) * rsqrt(load(buf4, v0) / 8.0 + 1e-05) * load(arg1, v1) + load(arg2, v1)\n"
       "inputs: arg0, arg1, arg2\n"
-      "outputs: buf2\n"
-      "kernel cpp_fused_layer_norm_0 [buf0, buf1, buf2] reads [arg0, arg1, arg2] outer [4]\n");
+      "outputs: buf10\n"
+      "kernel cpp_fused_add_mean_mul_rsqrt_sub_0 [buf0, buf4, buf10] reads [arg0, arg1, arg2] outer [4]\n");
 }
 
 TEST(ScheduleTest, ExternSplitsKernelsAndTransposeReadIsAffine) {
@@ -173,6 +177,27 @@ TEST(ScheduleTest, UnknownOutputIsAnError) {
   LoopGraph g;
   g.outputs = {"nope"};
   EXPECT_FALSE(ScheduleGraph(g).ok());
+}
+
+// gelu then softmax, both decomposed: the transcendental erf is computed
+// once into a buffer (it would otherwise be recomputed by each of the three
+// reads of the softmax), the cheap rest of gelu inlines into the softmax
+// kernel.
+TEST(ScheduleTest, ExpensivePointwiseProducerIsStoredOnceBeforeSoftmax) {
+  const std::string schedule = LowerAndSchedule(R"(graph(%x : Float(4, 32, 128)):
+  %dim : int = prim::Constant[value=-1]()
+  %none : NoneType = prim::Constant()
+  %mode : str = prim::Constant[value="none"]()
+  %g : Tensor = aten::gelu(%x, %mode)
+  %y : Tensor = aten::softmax(%g, %dim, %none)
+  return (%y))");
+  EXPECT_TRUE(absl::StrContains(
+      schedule, "kernel cpp_fused_erf_mul_0 [buf1] reads [arg0] outer [4, 32, 128]\n"))
+      << schedule;
+  EXPECT_TRUE(absl::StrContains(
+      schedule,
+      "kernel cpp_fused_add_amax_div_exp_mul_sub_sum_1 [buf5, buf8, buf9] reads [arg0, buf1] outer [4, 32]\n"))
+      << schedule;
 }
 
 }  // namespace

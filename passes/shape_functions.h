@@ -10,32 +10,14 @@
 // the weight, dims that do not broadcast, a view whose element count is
 // wrong) are InvalidArgument errors naming the node.
 //
-// Ops covered (see kShapeOps in shape_functions.cc for the exact overloads):
-//   elementwise unary (relu, tanh, sigmoid, gelu, hardtanh, clamp, neg, ...,
-//     and their in-place forms), int->float unary math (exp, log, sqrt, erf,
-//     ...), bool-valued predicates (isnan, logical_not, ...);
-//   binary arithmetic with broadcasting and PyTorch's type promotion
-//     (add/sub/mul/div/rsub/pow/remainder/maximum/..., Tensor and Scalar
-//     overloads, in-place forms), comparisons and logical ops (bool), where;
-//   conv1d/2d/3d (int and string padding), convolution, _convolution,
-//     conv_transpose1d/2d/3d; max/avg pooling 1d/2d/3d (ceil_mode), adaptive
-//     avg/max pooling 1d/2d/3d;
-//   linear, matmul, mm, bmm, addmm, t, transpose, permute, flatten,
-//     view/reshape (with -1), view_as/reshape_as/expand_as, expand,
-//     unsqueeze, squeeze, select, cat, stack;
-//   reductions: mean, sum, prod, amax, amin, argmax, argmin, max.dim,
-//     min.dim, all, any, logsumexp, var, std (dims or all, keepdim, dtype);
-//   softmax/log_softmax (dtype argument), layer_norm, batch_norm,
-//     group_norm, instance_norm, dropout family, contiguous, clone, detach,
-//     to.dtype/to.other/type_as, masked_fill;
-//   kiln:: ops of the ONNX importer (shape_functions_onnx.cc: reshapes,
-//     Expand, Slice, Shape, Range, Reduce*, LayerNormalization, Pad,
-//     GatherND, pooling, conv_nd, ...) and aten indexing / generator ops
-//     (shape_functions_indexing.cc: index.Tensor, slice, gather, embedding,
-//     native_layer_norm, full/zeros/ones/arange, repeat, topk, ...);
-//   prim::ListUnpack of split / chunk / unbind (ListUnpackElementTypes);
-//   scalars: size, len, dim, numel, gt/lt/ge/le/eq/ne on ints and floats
-//     (their schema return types).
+// Which op has which shape function is the SHAPE column of the op rows
+// (ops/defs/*.def); the implementations live in shape_functions_*.cc, one
+// file per row family (elementwise, reduce, nn, resample, shape_ops, index,
+// indexing, onnx, special). Arguments whose values decide sizes are read when they are
+// constants (or aten::size of a known dim, or a constant tensor such as an
+// ONNX initializer); data-dependent sizes (nonzero, unique, masked_select)
+// stay unknown. //testing:shape_inference_node checks every function
+// against the reference kernels on ONNX's node tests.
 #ifndef KILN_PASSES_SHAPE_FUNCTIONS_H_
 #define KILN_PASSES_SHAPE_FUNCTIONS_H_
 
@@ -78,11 +60,6 @@ absl::StatusOr<ir::TypePtr> RefineType(const ir::TypePtr& existing, const ir::Ty
 // What two types agree on (a tensor type keeping the facts equal in both;
 // equal types otherwise). Null when two non-tensor types differ.
 ir::TypePtr JoinTypes(const ir::TypePtr& a, const ir::TypePtr& b);
-
-// The types of prim::ListUnpack `unpack`'s outputs when its list comes from
-// split / split_with_sizes / chunk / unbind with constant arguments over an
-// input of known rank; nullopt otherwise.
-std::optional<std::vector<ir::TypePtr>> ListUnpackElementTypes(const ir::Node& unpack);
 
 // "aten::linear node %x.17 (torch/nn/modules/linear.py:114:15)".
 std::string NodeLabel(const ir::Node& node);

@@ -89,4 +89,57 @@ absl::StatusOr<Types> ToDType(const Args& a) {
   return Types{TensorOf(code ? DTypeFromCode(*code) : std::nullopt, t->sizes, t->device)};
 }
 
+ShapeImpl ToDTypeAt(size_t dtype_arg) {
+  return [dtype_arg](const Args& a) -> absl::StatusOr<Types> {
+    const TensorInfo* t = a.Tensor(0);
+    if (!t) return Types{Type::Tensor()};
+    std::optional<DType> dtype = t->dtype;
+    if (!a.IsNone(dtype_arg)) {
+      Dim code = a.Int(dtype_arg);
+      dtype = code ? DTypeFromCode(*code) : std::nullopt;
+    }
+    return Types{TensorOf(dtype, t->sizes, t->device)};
+  };
+}
+
+absl::StatusOr<Types> Ternary(const Args& a) {
+  ASSIGN_OR_RETURN(SymbolicSizes s, BroadcastOrError(a, OperandSizes(a, 0), OperandSizes(a, 1)));
+  ASSIGN_OR_RETURN(s, BroadcastOrError(a, s, OperandSizes(a, 2)));
+  return Types{TensorOf(PromoteInputs(a, {0, 1, 2}), s, a.CommonDevice())};
+}
+
+absl::StatusOr<Types> ClampTensor(const Args& a) {
+  SymbolicSizes s = OperandSizes(a, 0);
+  std::vector<size_t> present{0};
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    if (a.IsNone(i) || !a.TypeAt(i)) continue;
+    ASSIGN_OR_RETURN(s, BroadcastOrError(a, s, OperandSizes(a, i)));
+    present.push_back(i);
+  }
+  std::optional<DType> dtype;
+  if (present.size() == 1) dtype = a.DTypeOf(0);
+  if (present.size() == 2) dtype = PromoteInputs(a, {present[0], present[1]});
+  if (present.size() == 3) dtype = PromoteInputs(a, {0, 1, 2});
+  return Types{TensorOf(dtype, s, a.CommonDevice())};
+}
+
+// glu(self, dim=-1): the dim halves (it must be even).
+absl::StatusOr<Types> Glu(const Args& a) {
+  const TensorInfo* t = a.Tensor(0);
+  if (!t) return Types{Type::Tensor()};
+  Dim dim = a.Int(1);
+  if (!t->sizes || !dim) {
+    return Types{TensorOf(t->dtype, t->sizes ? SymbolicSizes(Dims(t->sizes->size())) : std::nullopt,
+                          t->device)};
+  }
+  Dims out = *t->sizes;
+  ASSIGN_OR_RETURN(size_t d, WrapDim(a, *dim, out.size()));
+  if (out.empty()) return a.Error("glu does not take a 0-dim tensor");
+  if (out[d]) {
+    if (*out[d] % 2 != 0) return a.Error(absl::StrCat("glu halves dim ", *dim, " of odd size ", *out[d]));
+    out[d] = *out[d] / 2;
+  }
+  return Types{TensorOf(t->dtype, out, t->device)};
+}
+
 }  // namespace kiln::passes::shape_internal

@@ -176,14 +176,6 @@ class ShapePropagator {
     if (n->kind() == ir::sym::kIf) return ProcessIf(n, depth);
     if (n->kind() == ir::sym::kLoop) return ProcessLoop(n, depth);
     for (Block* sub : n->blocks()) RETURN_IF_ERROR(ProcessBlock(sub, depth + 1));
-    if (n->kind() == ir::sym::kListUnpack) {
-      if (std::optional<std::vector<TypePtr>> types = ListUnpackElementTypes(*n)) {
-        for (size_t i = 0; i < types->size(); ++i) {
-          RETURN_IF_ERROR(Refine(n->output(i), (*types)[i], /*strict=*/true, *n));
-        }
-      }
-      return absl::OkStatus();
-    }
     const ir::Operator* op = MatchCached(*n);
     if (!op || !op->shape_fn) {
       ++without_shape_fn_;
@@ -297,27 +289,22 @@ absl::StatusOr<bool> PropagateShapes(ir::Graph& graph, PassStatistics& stats) {
 absl::Status InferNodeTypes(ir::Node& node) {
   RETURN_IF_ERROR(RegisterShapeFunctions());
   if (!node.blocks().empty() || node.kind() == ir::sym::kConstant) return absl::OkStatus();
-  std::vector<TypePtr> out;
-  if (node.kind() == ir::sym::kListUnpack) {
-    std::optional<std::vector<TypePtr>> types = ListUnpackElementTypes(node);
-    if (!types) return absl::OkStatus();
-    out = *std::move(types);
-  } else {
-    const ir::Operator* op = ir::BuiltinOps().Match(node);
-    if (op == nullptr || !op->shape_fn) return absl::OkStatus();
-    std::vector<TypePtr> types;
-    std::vector<std::optional<ir::IValue>> values;
-    for (const Value* in : node.inputs()) {
-      types.push_back(in->type());
-      values.push_back(ConstantValueOf(*in));
-    }
-    std::vector<const ir::IValue*> constants;
-    for (const std::optional<ir::IValue>& v : values) constants.push_back(v ? &*v : nullptr);
-    absl::StatusOr<std::vector<TypePtr>> inferred = op->shape_fn(node, types, constants);
-    // Inputs that contradict each other surface when the graph is compiled.
-    if (!inferred.ok()) return absl::OkStatus();
-    out = *std::move(inferred);
+  // prim::ListUnpack too: its row's shape function types the pieces of a
+  // split (ops/defs/scalar.def).
+  const ir::Operator* op = ir::BuiltinOps().Match(node);
+  if (op == nullptr || !op->shape_fn) return absl::OkStatus();
+  std::vector<TypePtr> types;
+  std::vector<std::optional<ir::IValue>> values;
+  for (const Value* in : node.inputs()) {
+    types.push_back(in->type());
+    values.push_back(ConstantValueOf(*in));
   }
+  std::vector<const ir::IValue*> constants;
+  for (const std::optional<ir::IValue>& v : values) constants.push_back(v ? &*v : nullptr);
+  absl::StatusOr<std::vector<TypePtr>> inferred = op->shape_fn(node, types, constants);
+  // Inputs that contradict each other surface when the graph is compiled.
+  if (!inferred.ok()) return absl::OkStatus();
+  std::vector<TypePtr> out = *std::move(inferred);
   for (size_t i = 0; i < out.size() && i < node.outputs().size(); ++i) {
     absl::StatusOr<TypePtr> refined = RefineType(node.output(i)->type(), out[i], /*strict=*/false);
     if (refined.ok() && *refined != node.output(i)->type()) node.output(i)->setType(*refined);

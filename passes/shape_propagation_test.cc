@@ -50,12 +50,16 @@ std::string ReadCorpus(const std::string& name) {
 
 TEST(ShapeFunctionsTest, AllTableEntriesRegister) {
   ASSERT_TRUE(RegisterShapeFunctions().ok()) << RegisterShapeFunctions();
+  size_t installed = 0;
   for (const std::string& name : ShapeFunctionOverloads()) {
+    // A row may name an overload of another torch version's schema list
+    // (//testing:ops_completeness_test checks every row's name).
     const ir::Operator* op = ir::BuiltinOps().Find(name);
-    ASSERT_NE(op, nullptr) << name;
+    if (op == nullptr) continue;
     EXPECT_TRUE(static_cast<bool>(op->shape_fn)) << name;
+    ++installed;
   }
-  EXPECT_GT(ShapeFunctionOverloads().size(), 150u);
+  EXPECT_GT(installed, 400u);
 }
 
 TEST(ShapePropagationTest, ElementwiseAndPromotion) {

@@ -1,12 +1,7 @@
 // PyTorch's type promotion and broadcasting, on facts that may be unknown.
 //
-// ResultType follows c10's result_type (ATen/native/TypeProperties.cpp):
-// operands fall into three priority classes, dimensioned tensors > 0-dim
-// tensors > Python scalars ("wrapped numbers"). Within each class dtypes
-// combine with PromoteTypes; a lower class only matters when it is of a
-// higher category (bool < integral < floating < complex) than the higher
-// class. Float scalars count as the default dtype (float32), int scalars as
-// int64, complex scalars as complex64.
+// ResultType is support/promotion.h's result_type (c10's rules, written
+// once for passes and runtime) lifted to operands with unknowns:
 //
 // Unknowns: an operand whose tensor rank is unknown may be either a
 // dimensioned or a 0-dim tensor, and a `Scalar`-typed operand may be an int,
@@ -25,16 +20,13 @@
 #include "absl/types/span.h"
 #include "ir/type.h"
 #include "support/dtype.h"
+#include "support/promotion.h"
 
 namespace kiln::passes {
 
-// The dtype both operands convert to (c10::promoteTypes). nullopt when the
-// result is a dtype kiln does not have (complex64 with float64 would be
-// complex128).
-std::optional<DType> PromoteTypes(DType a, DType b);
-
-enum class PromotionCategory : uint8_t { kBool, kIntegral, kFloating, kComplex };
-PromotionCategory CategoryOf(DType t);
+// The dtype-level rules (PromoteTypes, CategoryOf, result_type's classes)
+// are support/promotion.h's, shared with the runtime; this file adds the
+// unknowns of IR types.
 
 // One operand of result_type.
 struct PromotionOperand {

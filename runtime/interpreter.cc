@@ -277,8 +277,7 @@ absl::StatusOr<std::vector<IValue>> Interpreter::Run(absl::Span<const IValue> in
 
 absl::StatusOr<std::vector<IValue>> RunGraph(const ir::Graph& graph,
                                              absl::Span<const IValue> inputs) {
-  static absl::Status registered = RegisterReferenceKernels(ir::BuiltinOps());
-  RETURN_IF_ERROR(registered);
+  RETURN_IF_ERROR(RegisterBuiltinKernels());
   Interpreter interp(graph);
   return interp.Run(inputs);
 }

@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/kernels.h"
-#include "runtime/promotion.h"
+#include "support/promotion.h"
 #include "runtime/tensor_ops.h"
 #include "support/status.h"
 

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/kernels.h"
 #include "runtime/kernels_math.h"
-#include "runtime/promotion.h"
+#include "support/promotion.h"
 #include "runtime/tensor_ops.h"
 #include "support/status.h"
 

@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/promotion.h"
+#include "support/promotion.h"
 #include "runtime/tensor_ops.h"
 #include "support/status.h"
 
@@ -401,7 +401,7 @@ absl::StatusOr<Tensor> Cat(const std::vector<Tensor>& tensors, int64_t dim) {
     if (!dtype) {
       dtype = t.dtype();
     } else {
-      std::optional<DType> p = PromoteDTypes(*dtype, t.dtype());
+      std::optional<DType> p = PromoteTypes(*dtype, t.dtype());
       if (!p) return Invalid("cat", "operand dtypes have no common type");
       dtype = *p;
     }

@@ -280,7 +280,8 @@ TEST(MatmulTest, Rules) {
 
 TEST(RegisterKernelsTest, FillsBuiltinSlots) {
   ir::OpRegistry& ops = ir::BuiltinOps();
-  ASSERT_TRUE(RegisterReferenceKernels(ops).ok());
+  const absl::Status first = RegisterReferenceKernels(ops);
+  ASSERT_TRUE(first.ok()) << first;
   ASSERT_TRUE(RegisterReferenceKernels(ops).ok());  // idempotent
   for (const char* name : {"aten::add.Tensor", "aten::relu", "aten::gelu", "aten::sum.dim_IntList",
                            "aten::softmax.int", "aten::matmul", "aten::to.dtype",
@@ -321,6 +322,52 @@ TEST(RegisterKernelsTest, FillsBuiltinSlots) {
       {IValue::FromTensor(Tensor::Empty(DType::kComplex64, {2}))});
   EXPECT_EQ(half.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(half.status().message().find("relu"), absl::string_view::npos);
+}
+
+// Rows of torch 2.x's core ATen spellings (ops/defs/*.def).
+TEST(RegisterKernelsTest, CoreAtenOpsOfTorch2) {
+  ir::OpRegistry& ops = ir::BuiltinOps();
+  ASSERT_TRUE(RegisterReferenceKernels(ops).ok());
+  using ir::IValue;
+  auto run = [&](const char* name, std::vector<IValue> args) {
+    const ir::Operator* op = ops.Find(name);
+    if (op == nullptr || !op->kernel) {
+      return absl::StatusOr<std::vector<IValue>>(absl::NotFoundError(name));
+    }
+    return op->kernel(args);
+  };
+  Tensor x = Make(DType::kFloat32, {2, 1, 3}, {0, 1, 0, 0, 0, 0});
+  // squeeze.dims drops only the listed dims of size 1 (dim 2 has size 3).
+  auto sq = run("aten::squeeze.dims", {IValue::FromTensor(x), IValue::IntList({1, -1})});
+  ASSERT_TRUE(sq.ok()) << sq.status();
+  EXPECT_EQ((*sq)[0].toTensor().sizes(), (std::vector<int64_t>{2, 3}));
+  EXPECT_FALSE(run("aten::squeeze.dims", {IValue::FromTensor(x), IValue::IntList({3})}).ok());
+  // any.dims over dims 1 and 2; None reduces everything.
+  auto any = run("aten::any.dims", {IValue::FromTensor(x), IValue::IntList({1, 2}), IValue::Bool(false)});
+  ASSERT_TRUE(any.ok()) << any.status();
+  ExpectValues((*any)[0].toTensor(), DType::kBool, {2}, {1, 0});
+  auto all = run("aten::any.dims", {IValue::FromTensor(x), IValue::None(), IValue::Bool(true)});
+  ASSERT_TRUE(all.ok()) << all.status();
+  ExpectValues((*all)[0].toTensor(), DType::kBool, {1, 1, 1}, {1});
+  // copy: src cast to self's dtype and broadcast to its sizes.
+  auto copy = run("aten::copy", {IValue::FromTensor(Make(DType::kInt64, {2, 2}, {0, 0, 0, 0})),
+                                 IValue::FromTensor(Make(DType::kFloat32, {2}, {1.5, -2})),
+                                 IValue::Bool(false)});
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  ExpectValues((*copy)[0].toTensor(), DType::kInt64, {2, 2}, {1, -2, 1, -2});
+  // _softmax with half_to_float false keeps the dtype; _to_copy casts.
+  auto sm = run("aten::_softmax", {IValue::FromTensor(Make(DType::kFloat32, {2}, {0, 0})),
+                                   IValue::Int(0), IValue::Bool(false)});
+  ASSERT_TRUE(sm.ok()) << sm.status();
+  ExpectValues((*sm)[0].toTensor(), DType::kFloat32, {2}, {0.5, 0.5});
+  auto to = run("aten::_to_copy", {IValue::FromTensor(x), IValue::Int(7)});
+  ASSERT_TRUE(to.ok()) << to.status();
+  EXPECT_EQ((*to)[0].toTensor().dtype(), DType::kFloat64);
+  // sym_stride.int / sym_storage_offset of a contiguous tensor.
+  auto stride = run("aten::sym_stride.int", {IValue::FromTensor(x), IValue::Int(0)});
+  ASSERT_TRUE(stride.ok()) << stride.status();
+  EXPECT_EQ((*stride)[0].toInt(), 3);
+  EXPECT_FALSE(run("aten::sym_stride.int", {IValue::FromTensor(x), IValue::Int(3)}).ok());
 }
 
 }  // namespace

@@ -11,6 +11,11 @@ namespace kiln::runtime {
 // Idempotent. Overloads the registry does not have are skipped.
 absl::Status RegisterReferenceKernels(ir::OpRegistry& registry);
 
+// RegisterReferenceKernels(ir::BuiltinOps()), done once per process; its
+// status afterwards. What the interpreter, the host fallback and
+// driver::Initialize call before the kernels are needed.
+absl::Status RegisterBuiltinKernels();
+
 }  // namespace kiln::runtime
 
 #endif  // KILN_RUNTIME_REGISTER_KERNELS_H_

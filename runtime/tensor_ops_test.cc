@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/promotion.h"
 #include "support/tensor.h"
 
 namespace kiln::runtime {
@@ -180,45 +179,6 @@ TEST(TensorOpsTest, UnsignedWideTypes) {
   EXPECT_EQ(DTypeName(DType::kUInt16), "UInt16");
   EXPECT_EQ(DTypeFromCode(29), DType::kUInt64);
   EXPECT_TRUE(IsIntegral(DType::kUInt32, false));
-}
-
-TEST(PromotionTest, PromoteDTypes) {
-  EXPECT_EQ(PromoteDTypes(DType::kUInt8, DType::kInt8), DType::kInt16);
-  EXPECT_EQ(PromoteDTypes(DType::kInt32, DType::kInt64), DType::kInt64);
-  EXPECT_EQ(PromoteDTypes(DType::kBool, DType::kInt8), DType::kInt8);
-  EXPECT_EQ(PromoteDTypes(DType::kInt64, DType::kFloat16), DType::kFloat16);
-  EXPECT_EQ(PromoteDTypes(DType::kFloat16, DType::kBFloat16), DType::kFloat32);
-  EXPECT_EQ(PromoteDTypes(DType::kFloat32, DType::kComplex64), DType::kComplex64);
-  EXPECT_EQ(PromoteDTypes(DType::kFloat64, DType::kComplex64), std::nullopt);
-  EXPECT_EQ(PromoteDTypes(DType::kUInt16, DType::kInt16), DType::kInt32);
-  EXPECT_EQ(PromoteDTypes(DType::kUInt32, DType::kInt64), DType::kInt64);
-  EXPECT_EQ(PromoteDTypes(DType::kUInt16, DType::kUInt8), DType::kUInt16);
-  EXPECT_EQ(PromoteDTypes(DType::kUInt64, DType::kInt8), DType::kInt64);
-}
-
-TEST(PromotionTest, ResultTypeClasses) {
-  using C = OperandClass;
-  auto rt = [](std::vector<DTypeOperand> ops) { return *ResultType(ops); };
-  // int tensor + float scalar -> default float.
-  EXPECT_EQ(rt({{DType::kInt64, C::kDimensioned}, {DType::kFloat64, C::kScalar}}),
-            DType::kFloat32);
-  // float16 tensor + float scalar stays float16.
-  EXPECT_EQ(rt({{DType::kFloat16, C::kDimensioned}, {DType::kFloat64, C::kScalar}}),
-            DType::kFloat16);
-  // int32 tensor + int64 0-dim tensor stays int32 (same category).
-  EXPECT_EQ(rt({{DType::kInt32, C::kDimensioned}, {DType::kInt64, C::kZeroDim}}),
-            DType::kInt32);
-  // int32 tensor + float64 0-dim -> default float? No: the 0-dim dtype, float64.
-  EXPECT_EQ(rt({{DType::kInt32, C::kDimensioned}, {DType::kFloat64, C::kZeroDim}}),
-            DType::kFloat64);
-  // float32 tensor + float64 0-dim stays float32.
-  EXPECT_EQ(rt({{DType::kFloat32, C::kDimensioned}, {DType::kFloat64, C::kZeroDim}}),
-            DType::kFloat32);
-  // bool tensor + int scalar -> int64.
-  EXPECT_EQ(rt({{DType::kBool, C::kDimensioned}, {DType::kInt64, C::kScalar}}), DType::kInt64);
-  // Two 0-dim tensors combine normally.
-  EXPECT_EQ(rt({{DType::kInt32, C::kZeroDim}, {DType::kFloat64, C::kZeroDim}}), DType::kFloat64);
-  EXPECT_FALSE(ResultType({}).ok());
 }
 
 }  // namespace

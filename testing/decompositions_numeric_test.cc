@@ -124,12 +124,71 @@ INSTANTIATE_TEST_SUITE_P(
   %y : Tensor = aten::softmax(%x, %dim, %none)
   return (%y))",
              {{3, 4}}},
+        Case{"native_layer_norm", R"(graph(%x : Float(2, 3, 4), %w : Float(3, 4), %b : Float(3, 4)):
+  %shape : int[] = prim::Constant[value=[3, 4]]()
+  %eps : float = prim::Constant[value=1.0000000000000001e-05]()
+  %y : Tensor, %m : Tensor, %r : Tensor = aten::native_layer_norm(%x, %shape, %w, %b, %eps)
+  return (%y, %m, %r))",
+             {{2, 3, 4}, {3, 4}, {3, 4}}},
+        Case{"onnx_layer_norm", R"(graph(%x : Float(2, 3, 4), %w : Float(4), %b : Float(4)):
+  %axis : int = prim::Constant[value=-1]()
+  %eps : float = prim::Constant[value=1.0000000000000001e-05]()
+  %y : Tensor, %m : Tensor, %r : Tensor = kiln::layer_norm(%x, %axis, %w, %b, %eps)
+  return (%y, %m, %r))",
+             {{2, 3, 4}, {4}, {4}}},
+        Case{"onnx_arg_extreme", R"(graph(%x : Float(3, 5)):
+  %d : int = prim::Constant[value=1]()
+  %t : bool = prim::Constant[value=1]()
+  %f : bool = prim::Constant[value=0]()
+  %y : Tensor = kiln::arg_extreme(%x, %d, %t, %f, %f)
+  return (%y))",
+             {{3, 5}}},
+        Case{"onnx_flat_softmax", R"(graph(%x : Float(2, 3, 4)):
+  %axis : int = prim::Constant[value=1]()
+  %soft : int = prim::Constant[value=0]()
+  %logsoft : int = prim::Constant[value=1]()
+  %y : Tensor = kiln::flat_softmax(%x, %axis, %soft)
+  %z : Tensor = kiln::flat_softmax(%x, %axis, %logsoft)
+  return (%y, %z))",
+             {{2, 3, 4}}},
+        Case{"onnx_shrink", R"(graph(%x : Float(9)):
+  %bias : float = prim::Constant[value=0.25]()
+  %lambd : float = prim::Constant[value=0.5]()
+  %y : Tensor = kiln::shrink(%x, %bias, %lambd)
+  return (%y))",
+             {{9}}},
+        Case{"celu", R"(graph(%x : Float(3, 4)):
+  %alpha : float = prim::Constant[value=0.75]()
+  %y : Tensor = aten::celu(%x, %alpha)
+  return (%y))",
+             {{3, 4}}},
+        Case{"isinf", R"(graph(%x : Float(16)):
+  %f : Float(16) = aten::floor(%x)
+  %r : Float(16) = aten::reciprocal(%f)
+  %y : Tensor = aten::isinf(%r)
+  return (%y))",
+             {{16}}},
         Case{"log_softmax", R"(graph(%x : Float(3, 4)):
   %dim : int = prim::Constant[value=0]()
   %none : NoneType = prim::Constant()
   %y : Tensor = aten::log_softmax(%x, %dim, %none)
   return (%y))",
              {{3, 4}}},
+        Case{"underscore_softmax", R"(graph(%x : Float(3, 4)):
+  %dim : int = prim::Constant[value=1]()
+  %half_to_float : bool = prim::Constant[value=0]()
+  %y : Tensor = aten::_softmax(%x, %dim, %half_to_float)
+  %z : Tensor = aten::_log_softmax(%x, %dim, %half_to_float)
+  return (%y, %z))",
+             {{3, 4}}},
+        Case{"copy", R"(graph(%x : Float(2, 3, 4), %src : Float(3, 1)):
+  %false : bool = prim::Constant[value=0]()
+  %double : int = prim::Constant[value=7]()
+  %none : NoneType = prim::Constant()
+  %xd : Double(2, 3, 4) = aten::to(%x, %double, %false, %false, %none)
+  %y : Tensor = aten::copy(%xd, %src, %false)
+  return (%y))",
+             {{2, 3, 4}, {3, 1}}},
         Case{"eval_dropout", R"(graph(%x : Float(3, 4)):
   %p : float = prim::Constant[value=0.5]()
   %train : bool = prim::Constant[value=0]()

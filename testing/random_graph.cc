@@ -23,7 +23,7 @@
 #include "ir/op_registry.h"
 #include "ir/text_parser.h"
 #include "runtime/interpreter.h"
-#include "runtime/promotion.h"
+#include "support/promotion.h"
 #include "runtime/tensor_ops.h"
 #include "support/status.h"
 #include "driver/compile_graph.h"
@@ -126,20 +126,20 @@ std::string FormatFloat(double v) {
   return s;
 }
 
-runtime::DTypeOperand TensorOperand(const Val& v) {
-  return {v.dtype, v.rank() == 0 ? runtime::OperandClass::kZeroDim
-                                 : runtime::OperandClass::kDimensioned};
+DTypeOperand TensorOperand(const Val& v) {
+  return {v.dtype, v.rank() == 0 ? OperandClass::kZeroDim
+                                 : OperandClass::kDimensioned};
 }
 
-DType Promote(std::initializer_list<runtime::DTypeOperand> ops) {
-  absl::StatusOr<DType> t = runtime::ResultType(std::vector<runtime::DTypeOperand>(ops));
+DType Promote(std::initializer_list<DTypeOperand> ops) {
+  absl::StatusOr<DType> t = ResultType(std::vector<DTypeOperand>(ops));
   return t.ok() ? *t : DType::kFloat32;
 }
 
 // A scalar operand: its text and its promotion operand.
 struct Scalar {
   std::string name;
-  runtime::DTypeOperand operand;
+  DTypeOperand operand;
   bool is_float = false;
 };
 
@@ -302,11 +302,11 @@ class Generator {
       double v = kFloats[e_.Below(8)];
       // Divisors: not 0, and not 1e-3 (it scales rounding differences by 1000).
       if (nonzero && std::fabs(v) < 0.1) v = 1.5;
-      return {Float(v), {DType::kFloat64, runtime::OperandClass::kScalar}, true};
+      return {Float(v), {DType::kFloat64, OperandClass::kScalar}, true};
     }
     int64_t v = kInts[e_.Below(7)];
     if (nonzero && v == 0) v = 2;
-    return {Int(v), {DType::kInt64, runtime::OperandClass::kScalar}, false};
+    return {Int(v), {DType::kInt64, OperandClass::kScalar}, false};
   }
 
   std::vector<int64_t> RandomDims(int rank, bool allow_empty) {
@@ -402,7 +402,7 @@ class Generator {
     static constexpr const char* kOps[] = {
         "exp",  "tanh",        "sigmoid",   "sinh", "atan",       "erf",  "square",
         "silu", "gelu",        "softplus",  "elu",  "leaky_relu", "mish", "hardtanh",
-        "hardsigmoid", "hardswish"};  // logsigmoid, erfc, selu: no reference kernel
+        "hardsigmoid", "hardswish", "log_sigmoid"};  // erfc, selu: not generated yet
     const char* op = kOps[e_.Below(sizeof(kOps) / sizeof(kOps[0]))];
     // Piecewise activations on integers keep the dtype in torch; keep them float-only.
     if (!IsFloat(a.dtype)) op = kOps[e_.Below(6)];

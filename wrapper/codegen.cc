@@ -7,8 +7,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/op_registry.h"
 #include "support/status.h"
 #include "wrapper/device_op_overrides.h"
 #include "wrapper/layout_math.h"
@@ -462,16 +464,11 @@ absl::StatusOr<std::vector<ir::IValue>> CompiledProgram::RunValues(
 
 bool ExternUsesOutVariant(const lowering::ExternCall& call) {
   if (call.num_outputs != 1) return false;
-  const std::string op = call.op.substr(0, call.op.find('.'));
-  static const char* const kOutOps[] = {
-      "aten::mm",     "aten::bmm",         "aten::addmm",  "aten::matmul", "aten::linear",
-      "aten::conv1d", "aten::conv2d",      "aten::conv3d", "aten::convolution",
-      "aten::_convolution", "kiln::conv_post_ops", "kiln::linear_post_ops", "kiln::attention",
-  };
-  for (const char* out_op : kOutOps) {
-    if (op == out_op) return true;
-  }
-  return false;
+  // The op row's EXTERN column (ops/defs/*.def) says, through the registry.
+  absl::string_view name = call.op;
+  absl::ConsumeSuffix(&name, ".default");  // torch.export's spelling of the unnamed overload
+  const ir::Operator* op = ir::BuiltinOps().Find(name);
+  return op != nullptr && op->extern_form.out_variant;
 }
 
 absl::Status RegisterDeviceCodegen(const std::string& device, DeviceCodegenFactory factory) {

@@ -83,7 +83,8 @@ absl::StatusOr<std::unique_ptr<DeviceCodegen>> CreateDeviceCodegen(const std::st
 
 // Whether GenerateWrapper runs `call` as an out= extern (AllocateLine +
 // ExternKernelLine, so memory planning can reuse its output's storage; the
-// BLAS-backed matmul and convolution ops) rather than an allocating one
+// BLAS-backed matmul and convolution ops: the op rows whose EXTERN column
+// names an out-variant library call) rather than an allocating one
 // (ExternKernelAllocLine: every other extern, and all multi-output externs).
 // [Added by the wrapper engineer.]
 bool ExternUsesOutVariant(const lowering::ExternCall& call);

@@ -159,8 +159,11 @@ TEST(DeviceCodegenRegistryTest, RegisterAndCreate) {
   EXPECT_FALSE(CreateDeviceCodegen("null_dev").ok());
 }
 
+// The op rows' EXTERN column decides (ops/defs/linalg.def, conv_pool.def).
 TEST(ExternUsesOutVariantTest, BlasOpsOnly) {
   EXPECT_TRUE(ExternUsesOutVariant({"aten::mm", {}, 1}));
+  EXPECT_TRUE(ExternUsesOutVariant({"aten::conv2d", {}, 1}));
+  EXPECT_FALSE(ExternUsesOutVariant({"kiln::conv_nd", {}, 1}));  // the library allocates
   EXPECT_TRUE(ExternUsesOutVariant({"aten::addmm.default", {}, 1}));
   EXPECT_FALSE(ExternUsesOutVariant({"aten::mm", {}, 2}));
   EXPECT_FALSE(ExternUsesOutVariant({"aten::cumsum", {}, 1}));

@@ -13,12 +13,6 @@
 namespace kiln::wrapper {
 namespace {
 
-absl::Status EnsureReferenceKernels() {
-  static const absl::Status* status =
-      new absl::Status(runtime::RegisterReferenceKernels(ir::BuiltinOps()));
-  return *status;
-}
-
 absl::Status CopyResults(const std::string& what, const std::vector<Tensor>& results,
                          std::vector<Tensor>& outputs) {
   if (results.size() != outputs.size()) {
@@ -59,7 +53,7 @@ absl::StatusOr<std::vector<ir::IValue>> ExternArgumentValues(
 
 absl::Status RunReferenceKernel(const std::string& op, const std::vector<ir::IValue>& values,
                                 std::vector<Tensor>& outputs) {
-  RETURN_IF_ERROR(EnsureReferenceKernels());
+  RETURN_IF_ERROR(runtime::RegisterBuiltinKernels());
   const std::string name = absl::CHexEscape(op);
   const ir::Operator* overload = ir::BuiltinOps().Find(op);
   if (overload == nullptr || !overload->kernel) {
@@ -91,7 +85,7 @@ absl::Status RunHostExtern(const std::string& op, const std::vector<lowering::Ex
 
 absl::Status RunHostIsland(const ir::Graph& island, const std::vector<Tensor>& inputs,
                            std::vector<Tensor>& outputs) {
-  RETURN_IF_ERROR(EnsureReferenceKernels());
+  RETURN_IF_ERROR(runtime::RegisterBuiltinKernels());
   if (inputs.size() != island.inputs().size() || outputs.size() != island.outputs().size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "interpreter island: ", inputs.size(), " inputs and ", outputs.size(), " outputs given, ",

@@ -1,7 +1,8 @@
-// The real path into the wrapper: IR text -> shape propagation -> LowerGraph
-// -> ScheduleGraph -> GenerateWrapper (fake device codegen) -> planning,
-// Python printing and proto round trip. Checks that lowering's output meets
-// the wrapper's contract, not lowering's own choices.
+// The real path into the wrapper: IR text -> shape propagation and
+// decomposition (PrepareForLowering) -> LowerGraph -> ScheduleGraph ->
+// GenerateWrapper (fake device codegen) -> planning, Python printing and
+// proto round trip. Checks that lowering's output meets the wrapper's
+// contract, not lowering's own choices.
 #include <iostream>
 
 #include <gmock/gmock.h>
@@ -11,6 +12,7 @@
 #include "ir/text_parser.h"
 #include "lowering/lower.h"
 #include "lowering/schedule.h"
+#include "passes/decompositions.h"
 #include "passes/pass.h"
 #include "passes/shape_functions.h"
 #include "passes/shape_propagation.h"
@@ -36,7 +38,7 @@ absl::StatusOr<WrapperProgram> Compile(const std::string& text) {
   auto graph = ir::ParseGraph(text);
   if (!graph.ok()) return graph.status();
   passes::PassStatistics stats;
-  if (auto s = passes::PropagateShapes(**graph, stats); !s.ok()) return s.status();
+  if (auto s = passes::PrepareForLowering(**graph, stats); !s.ok()) return s.status();
   auto loops = lowering::LowerGraph(**graph);
   if (!loops.ok()) return loops.status();
   auto schedule = lowering::ScheduleGraph(*loops);

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "lowering/lower.h"
 #include "lowering/schedule.h"
+#include "passes/decompositions.h"
 #include "passes/pass.h"
 #include "passes/shape_functions.h"
 #include "passes/shape_propagation.h"
@@ -39,7 +40,7 @@ TEST_P(CorpusTest, EveryKernelGeneratesAndCompiles) {
   auto graph = frontend::onnx_import::ImportModel(*model);
   ASSERT_TRUE(graph.ok()) << graph.status();
   passes::PassStatistics stats;
-  ASSERT_TRUE(passes::PropagateShapes(**graph, stats).ok());
+  ASSERT_TRUE(passes::PrepareForLowering(**graph, stats).ok());
   auto loop_graph = lowering::LowerGraph(**graph);
   ASSERT_TRUE(loop_graph.ok()) << loop_graph.status();
   auto schedule = lowering::ScheduleGraph(*loop_graph, "cuda");

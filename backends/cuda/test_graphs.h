@@ -1,5 +1,5 @@
 // Test helpers for the CUDA kernel codegen: TorchScript IR text -> shape
-// propagation -> LoopGraph -> Schedule (device "cuda"). Builders for
+// propagation and decomposition (passes::PrepareForLowering) -> LoopGraph -> Schedule (device "cuda"). Builders for
 // hand-written loop IR: lowering/test_graphs.h.
 #ifndef KILN_BACKENDS_CUDA_TEST_GRAPHS_H_
 #define KILN_BACKENDS_CUDA_TEST_GRAPHS_H_
@@ -13,6 +13,7 @@
 #include "lowering/loop_ir.h"
 #include "lowering/lower.h"
 #include "lowering/schedule.h"
+#include "passes/decompositions.h"
 #include "passes/pass.h"
 #include "passes/shape_functions.h"
 #include "passes/shape_propagation.h"
@@ -22,7 +23,7 @@
 namespace kiln::backends::cuda::testing {
 
 struct Scheduled {
-  std::unique_ptr<ir::Graph> ir;  // after shape propagation (the interpreter's oracle input)
+  std::unique_ptr<ir::Graph> ir;  // after shape propagation and decomposition (the interpreter's oracle input)
   lowering::LoopGraph graph;
   lowering::Schedule schedule;
 };
@@ -33,7 +34,7 @@ inline absl::StatusOr<Scheduled> LowerAndSchedule(const std::string& text) {
   Scheduled s;
   ASSIGN_OR_RETURN(s.ir, ir::ParseGraph(text));
   passes::PassStatistics stats;
-  RETURN_IF_ERROR(passes::PropagateShapes(*s.ir, stats).status());
+  RETURN_IF_ERROR(passes::PrepareForLowering(*s.ir, stats).status());
   // With CudaCodegen's options (float16/bfloat16 ops lower into kernels).
   lowering::LowerOptions options;
   options.narrow_float_kernels = true;

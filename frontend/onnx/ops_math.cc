@@ -5,7 +5,7 @@
 //
 // Where ONNX and ATen agree the converters emit aten ops; where they differ
 // they either adjust (integer Div truncates, Pow keeps the base's dtype) or
-// emit the math family's kiln:: ops (ir/kiln_schemas_math.inc).
+// emit the math family's kiln:: ops (rows in ops/defs/).
 #include <cmath>
 #include <cstdint>
 #include <limits>

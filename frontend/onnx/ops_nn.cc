@@ -1,9 +1,8 @@
 // ONNX converters of the nn family: convolution, pooling, normalization and
 // resampling. Where ONNX's semantics equal ATen's (symmetric pads, eval batch
 // norm, CRD depth-to-space, GridSample...) the converters emit the aten op;
-// otherwise they emit the kiln:: ops of ir/kiln_schemas_nn.inc (asymmetric
-// pads, ONNX pooling indices, Resize's coordinate modes, ...), whose kernels
-// live in runtime/register_nn.cc.
+// otherwise they emit kiln:: ops (asymmetric pads, ONNX pooling indices,
+// Resize's coordinate modes, ...), defined by rows in ops/defs/.
 #include <algorithm>
 #include <cstdint>
 #include <optional>

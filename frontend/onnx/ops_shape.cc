@@ -6,7 +6,7 @@
 // arguments arrive as runtime tensors (shapes, axes, pads...) or ONNX's
 // semantics differ (0 in Reshape shapes, bidirectional Expand, negative
 // Slice steps, negative gather indices) they emit the kiln:: ops of
-// ir/kiln_schemas_shape.inc.
+// ops/defs/view.def, index.def and create.def.
 #include <algorithm>
 #include <cstdint>
 #include <optional>

@@ -3,7 +3,7 @@
 // filters / DFT / STFT, TfIdfVectorizer, StringNormalizer, dropout and the
 // random generators, the ai.onnx.preview.training optimizers and Gradient.
 // Ops without an ATen equivalent map onto kiln:: ops
-// (ir/kiln_schemas_special.inc, kernels in runtime/register_special.cc).
+// (rows in ops/defs/special.def).
 #include <cstdint>
 #include <limits>
 #include <optional>
