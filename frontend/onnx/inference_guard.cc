@@ -36,12 +36,71 @@ absl::Status CheckPositiveAttributes(const onnx::NodeProto& node) {
 }
 
 using Opsets = std::unordered_map<std::string, int>;
+using Ranks = std::unordered_map<std::string, int>;
+
+// The ops libonnx infers through convPoolShapeInference, which indexes the
+// input's spatial dims by the weight's and the attributes' lengths without
+// checking them (a rank-2 input to a Conv with a rank-4 weight is a SIGSEGV,
+// found by importer_fuzz).
+bool UsesConvPoolInference(const std::string& op) {
+  return op == "Conv" || op == "ConvTranspose" || op == "ConvInteger" || op == "QLinearConv" ||
+         op == "MaxPool" || op == "AveragePool" || op == "LpPool";
+}
+
+absl::Status CheckConvPoolRanks(const onnx::NodeProto& node, const Ranks& ranks) {
+  if (node.input_size() == 0) return absl::OkStatus();
+  auto x = ranks.find(node.input(0));
+  if (x == ranks.end()) return absl::OkStatus();  // unknown rank: libonnx checks it
+  const int spatial = x->second - 2;
+  if (spatial < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", node.input(0), "' has rank ", x->second, "; expected at least 3 (N, C, spatial)"));
+  }
+  // QLinearConv's weight is input 3; the others' input 1.
+  const int w_index = node.op_type() == "QLinearConv" ? 3 : 1;
+  if (node.op_type().find("Pool") == std::string::npos) {  // pools have no weight
+    if (node.input_size() > w_index) {
+      auto w = ranks.find(node.input(w_index));
+      if (w != ranks.end() && w->second != x->second) {
+        return absl::InvalidArgumentError(absl::StrCat("weight '", node.input(w_index), "' has rank ", w->second,
+                                                       ", the input rank ", x->second));
+      }
+    }
+  }
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    const int want = a.name() == "pads" ? 2 * spatial
+                     : (a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape" ||
+                        a.name() == "output_padding" || a.name() == "output_shape")
+                         ? spatial
+                         : -1;
+    if (want >= 0 && a.ints_size() != 0 && a.ints_size() != want) {
+      return absl::InvalidArgumentError(absl::StrCat("attribute '", a.name(), "' has ", a.ints_size(),
+                                                     " values; the input's ", spatial, " spatial dims want ", want));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Ranks declared for a graph's inputs, value infos and initializers.
+Ranks DeclaredRanks(const onnx::GraphProto& g) {
+  Ranks ranks;
+  auto add = [&](const onnx::ValueInfoProto& vi) {
+    if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape()) {
+      ranks[vi.name()] = vi.type().tensor_type().shape().dim_size();
+    }
+  };
+  for (const auto& vi : g.input()) add(vi);
+  for (const auto& vi : g.value_info()) add(vi);
+  for (const auto& t : g.initializer()) ranks[t.name()] = t.dims_size();
+  return ranks;
+}
 
 absl::Status CheckGraph(const onnx::GraphProto& g, const Opsets& opsets, int depth) {
   if (depth > kMaxGraphDepth) {
     return absl::InvalidArgumentError(
         absl::StrCat("subgraphs nested deeper than ", kMaxGraphDepth, " (graph '", g.name(), "')"));
   }
+  const Ranks ranks = DeclaredRanks(g);
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& node = g.node(i);
     auto where = [&] {
@@ -49,6 +108,11 @@ absl::Status CheckGraph(const onnx::GraphProto& g, const Opsets& opsets, int dep
     };
     if (absl::Status positive = CheckPositiveAttributes(node); !positive.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(where(), ": ", positive.message()));
+    }
+    if (UsesConvPoolInference(node.op_type()) && Domain(node.domain()).empty()) {
+      if (absl::Status conv = CheckConvPoolRanks(node, ranks); !conv.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(where(), ": ", conv.message()));
+      }
     }
     // A domain the model does not import: libonnx's inference fails this
     // node with an exception, which the importer already tolerates.

@@ -58,6 +58,20 @@ TEST(InferenceGuardTest, RefusesAZeroStrideAndImportsWithoutACrash) {
   }
 }
 
+// Found by importer_fuzz: a Conv whose input has rank 2 and weight rank 4;
+// libonnx 1.12's convPoolShapeInference reads spatial dims the input does
+// not have (SIGSEGV).
+TEST(InferenceGuardTest, RefusesAConvInputWithoutSpatialDimsAndImportsWithoutACrash) {
+  const onnx::ModelProto m = Load("frontend/onnx/testdata/regressions/conv_rank2_input.onnx");
+  absl::Status s = CheckSafeForOnnxInference(m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(absl::StrContains(s.message(), "has rank 2; expected at least 3")) << s;
+  absl::StatusOr<std::unique_ptr<ir::Graph>> g = ImportModel(m);
+  if (g.ok()) {
+    EXPECT_TRUE(ir::Verify(**g).ok());
+  }
+}
+
 TEST(InferenceGuardTest, ValidControlFlowModelsKeepInference) {
   for (const char* name : {"test_scan_sum", "test_scan9_sum", "test_loop11", "conv"}) {
     const onnx::ModelProto m = Load(std::string("frontend/onnx/testdata/fuzz/") + name + ".onnx");
