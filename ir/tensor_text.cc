@@ -446,7 +446,10 @@ absl::StatusOr<Tensor> MakeSingleElementTensor(DType dtype, std::vector<int64_t>
   if (t.numel() != 1) return absl::InvalidArgumentError("expected a single-element shape");
   if (IsIntegral(dtype, /*include_bool=*/false)) {
     int64_t v = 0;
-    if (!absl::SimpleAtoi(number, &v) || !FitsDType(dtype, static_cast<double>(v))) {
+    // int64's own range is SimpleAtoi's; through a double, INT64_MAX (which
+    // PyTorch prints for open slice ends) would round past it.
+    if (!absl::SimpleAtoi(number, &v) ||
+        (dtype != DType::kInt64 && !FitsDType(dtype, static_cast<double>(v)))) {
       return absl::InvalidArgumentError(
           absl::StrCat("'", number, "' is not a valid ", DTypeName(dtype), " value"));
     }

@@ -1,6 +1,7 @@
 #include "ir/text_parser.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -179,6 +180,25 @@ TEST(TextParserTest, ParsesTensorConstants) {
   ASSERT_EQ(v.sizes(), (std::vector<int64_t>{3}));
   EXPECT_EQ(v.GetInt(0), 1);
   EXPECT_EQ(v.GetInt(2), -3);
+}
+
+// PyTorch prints INT64_MAX for open slice ends; `kiln import -o g.txt`
+// wrote it and `kiln opt g.txt` refused it (through a double it rounded past
+// int64's range). Int32 keeps its range check.
+TEST(TextParserTest, SingleElementLongConstantsSpanInt64) {
+  auto g = MustParse(
+      "graph():\n"
+      "  %a : Long(requires_grad=0, device=cpu) = prim::Constant[value={9223372036854775807}]()\n"
+      "  %b : Long(requires_grad=0, device=cpu) = prim::Constant[value={-9223372036854775808}]()\n"
+      "  return (%a, %b)\n");
+  ASSERT_NE(g, nullptr);
+  const Node* n = FirstNode(*g);
+  EXPECT_EQ(n->t(sym::kValue).GetInt(0), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(n->next()->t(sym::kValue).GetInt(0), std::numeric_limits<int64_t>::min());
+  EXPECT_FALSE(ParseGraph("graph():\n"
+                          "  %a : Int(requires_grad=0, device=cpu) = prim::Constant[value={2147483648}]()\n"
+                          "  return (%a)\n")
+                   .ok());
 }
 
 TEST(TextParserTest, ParsesBlocksAndZeroOutputNodes) {
