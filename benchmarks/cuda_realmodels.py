@@ -34,7 +34,6 @@ import argparse
 import inspect
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,40 +43,18 @@ import numpy as np
 import torch
 
 from cuda_torch_compile import time_ms  # CUDA events, median (the same protocol as the single-op figures)
+from kiln_json import run_kiln_json
 
-MODELS = ["resnet50", "mobilenet_v3_large", "efficientnet_b0", "convnext_tiny", "vit_b_16", "swin_t",
-          "bert_base", "gpt2", "llama_tiny"]
-
-
-class LastHidden(torch.nn.Module):
-    """A transformers model as ids -> last_hidden_state (one tensor out)."""
-
-    def __init__(self, m):
-        super().__init__()
-        self.m = m
-
-    def forward(self, ids):
-        return self.m(input_ids=ids).last_hidden_state
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen"))
+import realmodels as rm  # noqa: E402 (the generator of ../shared/corpus, copied into benchmarks/gen)
 
 def make_model(name):
-    """(module, inputs(batch) -> list of CPU tensors); the configurations of
-    ../shared/corpus/gen/realmodels.py (images 224x224, sequences of 128)."""
-    torch.manual_seed(0)
-    images = lambda b: [torch.randn(b, 3, 224, 224, generator=torch.Generator().manual_seed(1))]
-    ids = lambda b: [torch.randint(0, 1000, (b, 128), dtype=torch.int64, generator=torch.Generator().manual_seed(1))]
-    if name in ("resnet50", "mobilenet_v3_large", "efficientnet_b0", "convnext_tiny", "vit_b_16", "swin_t"):
-        import torchvision.models as tvm
-        return getattr(tvm, name)().eval(), images
-    import transformers as tf
-    if name == "bert_base":
-        return LastHidden(tf.BertModel(tf.BertConfig(attn_implementation="eager"))).eval(), ids
-    if name == "gpt2":
-        return LastHidden(tf.GPT2Model(tf.GPT2Config(attn_implementation="eager"))).eval(), ids
-    if name == "llama_tiny":
-        cfg = tf.LlamaConfig(hidden_size=512, intermediate_size=1376, num_hidden_layers=4, num_attention_heads=8,
-                             num_key_value_heads=8, vocab_size=32000, attn_implementation="eager")
-        return LastHidden(tf.LlamaModel(cfg)).eval(), ids
+    """(module, inputs(batch) -> list of CPU tensors): the model of
+    benchmarks/gen/realmodels.py's list (images 224x224, sequences of 128)."""
+    for model_name, make, inputs in rm.model_list():
+        if model_name == name:
+            torch.manual_seed(0)
+            return make().eval(), inputs
     raise ValueError(f"unknown model {name}")
 
 
@@ -152,17 +129,7 @@ def run_kiln(args, d, precision, cache_dir, cold, log):
     env["KILN_CACHE_DIR"] = cache_dir
     if cold:
         env["CUDA_CACHE_DISABLE"] = "1"
-    t0 = time.time()
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=args.kiln_timeout)
-    wall = time.time() - t0
-    with open(log, "a") as f:
-        f.write(f"$ {' '.join(cmd)}\n{p.stdout}\n{p.stderr}\n(exit {p.returncode}, {wall:.1f} s)\n")
-    if p.returncode != 0:
-        lines = [l for l in p.stderr.splitlines() if l.strip()]
-        raise RuntimeError(lines[-1][:300] if lines else f"exit {p.returncode}")
-    # docs/cli_json.schema.json: the run document.
-    doc = json.loads(p.stdout)
+    doc, _, wall = run_kiln_json(cmd, env, args.kiln_timeout, log)
     t, c = doc["times_ms"], doc["compiled"]
     r = dict(import_ms=t["import"], passes_ms=t["passes"], front_ms=0.0, device_compile_ms=t["compile"],
              median_ms=t["run"]["median"], islands=c["islands"], kernels=c["kernels"],
@@ -200,7 +167,7 @@ def main():
     ap.add_argument("--kiln", required=True, help="the kiln binary")
     ap.add_argument("--out", required=True, help="results: cells.jsonl, log.txt (kiln's output)")
     ap.add_argument("--work", default="/tmp/kiln_realmodels_work", help="exported models, kiln's caches")
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default=",".join(name for name, _, _ in rm.model_list()))
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--precisions", default="fp32,bf16")
     ap.add_argument("--torch-modes", default="default,reduce-overhead",

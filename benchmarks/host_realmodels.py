@@ -21,11 +21,12 @@ does), on the same input:
 One JSON line per model in OUT/host_cells.jsonl and a table at the end. No
 new model starts after --budget seconds.
 """
-import argparse, json, os, shutil, subprocess, sys, tempfile, time
+import argparse, json, os, shutil, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen"))
 import torch
 import realmodels as rm  # the generator of ../shared/corpus (copied into benchmarks/gen)
+from kiln_json import run_kiln_json
 
 
 def kiln_run(args, d, cache, warm):
@@ -33,20 +34,12 @@ def kiln_run(args, d, cache, warm):
            "--check=false", "--json", "--rtol", str(args.rtol), "--atol", str(args.atol)]
     cmd += ["--warmup", "2", "--iterations", str(args.iterations)] if warm else ["--iterations", "1"]
     env = dict(os.environ, KILN_CACHE_DIR=cache, OMP_NUM_THREADS=str(args.threads))
-    t0 = time.time()
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.kiln_timeout)
-    wall = time.time() - t0
-    with open(f"{args.out}/host_log.txt", "a") as f:
-        f.write(f"$ {' '.join(cmd)}\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}\n(exit {p.returncode}, {wall:.1f} s)\n")
-    try:
-        doc = json.loads(p.stdout)
-    except Exception:  # noqa: BLE001
-        lines = [l for l in p.stderr.splitlines() if l.strip()]
-        raise RuntimeError(lines[-1][:300] if lines else f"exit {p.returncode}")
+    # Exit 1: the outputs differ from PyTorch's (reported below).
+    doc, rc, wall = run_kiln_json(cmd, env, args.kiln_timeout, f"{args.out}/host_log.txt", accept=(0, 1))
     t, c = doc["times_ms"], doc["compiled"]
     checks = doc.get("checks", [])
     diff = [o["difference"] for ch in checks for o in ch["outputs"] if not o["passed"]]
-    return dict(rc=p.returncode, wall_s=round(wall, 2), compile_s=round((t["import"] + t["passes"] + t["compile"]) / 1e3, 3),
+    return dict(rc=rc, wall_s=round(wall, 2), compile_s=round((t["import"] + t["passes"] + t["compile"]) / 1e3, 3),
                 median_ms=t["run"]["median"], min_ms=t["run"]["min"], islands=c["islands"],
                 island_nodes=c["island_nodes"], kernels=c["kernels"], externs=c["extern_calls"],
                 reference_externs=c.get("reference_externs"), not_compiled=c.get("not_compiled_ops", []),
