@@ -1,9 +1,13 @@
 """aten -> aten decompositions kiln adds where torch has none (the way
-Inductor keeps its own next to torch._decomp), for the backward ops that
-AOTAutograd puts into training graphs. Each is written with aten ops kiln
-compiles; a case it does not cover returns NotImplemented, so the op stays
-and its graph falls back to eager with a warning naming it.
+Inductor keeps its own next to torch._decomp): the backward ops that
+AOTAutograd puts into training graphs, and the CUDA kernels that
+scaled_dot_product_attention dispatches to (torch decomposes only the CPU
+one). Each is written with aten ops kiln compiles; a case it does not cover
+returns NotImplemented, so the op stays and its graph falls back to eager
+with a warning naming it.
 """
+import math
+
 import torch
 
 aten = torch.ops.aten
@@ -59,7 +63,71 @@ def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, pa
     return aten.reshape(grad, list(input.shape))
 
 
+def _attention(query, key, value, bias, dropout_p, is_causal, scale, log_sumexp):
+    """softmax(q k^T * scale + bias [causal]) v as matmuls and a softmax
+    (kiln's attention pass fuses the pattern again); with log_sumexp, also
+    the rows' logsumexp of the scaled scores that the training kernels save.
+    Dropout has no decomposition here (NotImplemented)."""
+    if dropout_p != 0.0 or query.dim() < 2:
+        return NotImplemented
+    scale = scale if scale is not None else 1.0 / math.sqrt(query.shape[-1])
+    scores = aten.mul(aten.matmul(query, aten.transpose(key, -2, -1)), scale)
+    if is_causal:
+        rows, cols = query.shape[-2], key.shape[-2]
+        keep = aten.tril(aten.ones([rows, cols], dtype=torch.bool, device=query.device))
+        scores = aten.masked_fill(scores, aten.logical_not(keep), float("-inf"))
+    if bias is not None:
+        scores = aten.masked_fill(scores, aten.logical_not(bias), float("-inf")) \
+            if bias.dtype == torch.bool else aten.add(scores, bias)
+    out = aten.matmul(aten._softmax(scores, -1, False), value)
+    lse = aten.logsumexp(scores, [-1]) if log_sumexp else \
+        aten.new_empty(query, list(query.shape[:-2]) + [0], dtype=torch.float32)
+    return out, lse
+
+
+def _empty_int64(like):
+    return aten.new_empty(like, [0], dtype=torch.int64)
+
+
+def scaled_dot_product_efficient_attention(query, key, value, attn_bias, compute_log_sumexp, dropout_p=0.0,
+                                           is_causal=False, *, scale=None):
+    r = _attention(query, key, value, attn_bias, dropout_p, is_causal, scale, compute_log_sumexp)
+    if r is NotImplemented:
+        return r
+    return r[0], r[1], _empty_int64(query), _empty_int64(query)
+
+
+def scaled_dot_product_flash_attention(query, key, value, dropout_p=0.0, is_causal=False,
+                                       return_debug_mask=False, *, scale=None):
+    if return_debug_mask:
+        return NotImplemented
+    r = _attention(query, key, value, None, dropout_p, is_causal, scale, True)
+    if r is NotImplemented:
+        return r
+    empty = _empty_int64(query)
+    return (r[0], r[1], empty, empty, query.shape[-2], key.shape[-2], empty, empty,
+            aten.new_empty(query, [0]))
+
+
+def scaled_dot_product_cudnn_attention(query, key, value, attn_bias, compute_log_sumexp, dropout_p=0.0,
+                                       is_causal=False, return_debug_mask=False, *, scale=None):
+    if return_debug_mask:
+        return NotImplemented
+    r = _attention(query, key, value, attn_bias, dropout_p, is_causal, scale, compute_log_sumexp)
+    if r is NotImplemented:
+        return r
+    empty = _empty_int64(query)
+    return (r[0], r[1], empty, empty, query.shape[-2], key.shape[-2], empty, empty,
+            aten.new_empty(query, [0]))
+
+
 TABLE = {
     aten.convolution_backward.default: convolution_backward,
     aten.max_pool2d_with_indices_backward.default: max_pool2d_with_indices_backward,
 }
+# The CUDA attention kernels exist from torch 2.0 on (not in Debian's 1.13).
+for _name, _fn in [("_scaled_dot_product_efficient_attention", scaled_dot_product_efficient_attention),
+                   ("_scaled_dot_product_flash_attention", scaled_dot_product_flash_attention),
+                   ("_scaled_dot_product_cudnn_attention", scaled_dot_product_cudnn_attention)]:
+    if hasattr(aten, _name):
+        TABLE[getattr(aten, _name).default] = _fn

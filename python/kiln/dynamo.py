@@ -15,35 +15,68 @@ tests here check training.
 import itertools
 
 from .fx_compile import compile_aten_graph, decompositions
+from .freezing import FrozenVersion, freeze_inputs, static_tensors
 
 _counter = itertools.count()
 
 
-def _compiler(kind):
-    def compile_graph(gm, example_inputs):
-        name = "%s graph %d" % (kind, next(_counter))
-        run = compile_aten_graph(gm, example_inputs, name=name)
+class _DeferredGraph:
+    """One AOTAutograd graph, compiled by kiln at its first call.
 
+    AOTAutograd calls its compilers with fake example inputs inside its fake
+    tensor mode, where reading a real tensor constant of the graph fails
+    (aten.detach on a real tensor); so the graph is kept and compiled when
+    real tensors arrive, outside that mode. `static` ({id: tensor}, inference
+    graphs only) names the tensors to freeze (kiln.freezing): the first
+    call's arguments that are among them become constants, and a call where
+    one was replaced or changed in place compiles again."""
+
+    def __init__(self, gm, name, static):
+        self.gm = gm
+        self.name = name
+        self.static = static
+        self.frozen = None
+        self.run = None
+
+    def _compile(self, args):
+        positions = []
+        if self.static:
+            positions = [i for i, x in enumerate(args) if self.static.get(id(x)) is x]
+        self.frozen = FrozenVersion(args, positions)
+        gm = freeze_inputs(self.gm, {i: args[i] for i in positions}) if positions else self.gm
+        self.run = compile_aten_graph(gm, self.frozen.live(args), name=self.name)
+
+    def __call__(self, args):
         # AOTAutograd's boxed calling convention: one list of arguments,
         # which the callee may clear (so saved activations free early).
-        def boxed(args):
-            a = list(args)
-            args.clear()
-            return run(*a)
-        boxed._boxed_call = True
-        return boxed
+        a = list(args)
+        args.clear()
+        if self.run is None or not self.frozen.holds_for(a):
+            self._compile(a)
+        return self.run(*self.frozen.live(a))
+
+
+def _compiler(kind, static=None):
+    def compile_graph(gm, example_inputs):
+        graph = _DeferredGraph(gm, "%s graph %d" % (kind, next(_counter)), static)
+        graph._boxed_call = True
+        return graph
     return compile_graph
 
 
 def kiln_backend(gm, example_inputs, **kwargs):
-    """A TorchDynamo backend: (GraphModule, example inputs) -> callable."""
+    """A TorchDynamo backend: (GraphModule, example inputs) -> callable.
+    Training graphs (forward and backward) keep parameters as inputs;
+    inference graphs freeze them (kiln.freezing)."""
     fw, bw = _compiler("forward"), _compiler("backward")
     try:
         from torch._dynamo.backends.common import aot_autograd
     except ImportError:
         aot_autograd = None
     if aot_autograd is not None:
-        return aot_autograd(fw_compiler=fw, bw_compiler=bw, decompositions=decompositions())(gm, example_inputs)
+        inference = _compiler("inference", static_tensors(gm, example_inputs))
+        return aot_autograd(fw_compiler=fw, bw_compiler=bw, inference_compiler=inference,
+                            decompositions=decompositions())(gm, example_inputs)
     # torch 1.13: functorch's AOTAutograd, which wants tuple outputs (what
     # TorchDynamo's graphs return); a traced module's single output is
     # wrapped and unwrapped around it.

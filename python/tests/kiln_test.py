@@ -20,6 +20,7 @@ import torchvision
 import kiln
 import kiln.decompositions
 import kiln.dynamo
+import kiln.freezing
 import kiln.fx_compile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -225,6 +226,83 @@ class TrainingTest(unittest.TestCase):
         fallbacks = self.train(SmallCNN, torch.randn(4, 3, 16, 16), torch.randn(4, 10), expect_all_compiled=False)
         for f in fallbacks:
             self.assertRegex(f, r"node '.*' \(")
+
+
+class FreezingTest(unittest.TestCase):
+    """An inference graph whose parameters and buffers are inputs (as
+    AOTAutograd hands it to torch.compile's backend) compiled with them
+    frozen to constants, and compiled again when one changes."""
+
+    def setUp(self):
+        from torch.fx.experimental.proxy_tensor import make_fx
+        torch.manual_seed(0)
+        self.m = randomize_batch_norm(SmallCNN()).eval()
+        state = dict(self.m.named_parameters())
+        state.update(self.m.named_buffers())
+        self.names = list(state)
+        self.weights = list(state.values())
+        self.x = torch.randn(2, 3, 16, 16)
+
+        def functional(*args):
+            values = dict(zip(self.names, args[:len(self.names)]))
+            return torch.nn.utils.stateless.functional_call(self.m, values, (args[-1],))
+
+        with torch.no_grad():
+            # The decompositions AOTAutograd applies for kiln.
+            self.gm = make_fx(functional, decomposition_table=kiln.fx_compile.decompositions())(
+                *self.weights, self.x)
+
+    def compile(self):
+        static = {id(t): t for t in self.weights}
+        return kiln.dynamo._compiler("inference", static)(self.gm, self.weights + [self.x])
+
+    def call(self, compiled, weights=None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", kiln.fx_compile.KilnFallbackWarning)
+            with torch.no_grad():
+                return compiled(list(weights or self.weights) + [self.x])
+
+    def expected(self):
+        with torch.no_grad():
+            return self.m(self.x)
+
+    def test_static_inputs_become_constants(self):
+        compiled = self.compile()
+        self.assertIsNone(compiled.run)  # compiled at the first (real) call
+        torch.testing.assert_close(self.call(compiled), self.expected(), rtol=RTOL, atol=ATOL)
+        self.assertEqual(compiled.frozen.positions, list(range(len(self.weights))))
+        self.assertEqual(compiled.run.model.num_inputs, 1)
+        first = compiled.run
+        self.call(compiled)
+        self.assertIs(compiled.run, first)
+
+    def test_changed_weight_recompiles(self):
+        compiled = self.compile()
+        self.call(compiled)
+        first = compiled.run
+        with torch.no_grad():
+            self.m.c1.weight.mul_(-2.0)  # in place: its version counter moves
+        torch.testing.assert_close(self.call(compiled), self.expected(), rtol=RTOL, atol=ATOL)
+        self.assertIsNot(compiled.run, first)
+
+    def test_other_tensor_at_a_frozen_position_recompiles(self):
+        compiled = self.compile()
+        self.call(compiled)
+        other = [w.clone() for w in self.weights]
+        other[0].mul_(0.5)
+        got = self.call(compiled, other)
+        with torch.no_grad():
+            values = dict(zip(self.names, other))
+            expected = torch.nn.utils.stateless.functional_call(self.m, values, (self.x,))
+        torch.testing.assert_close(got, expected, rtol=RTOL, atol=ATOL)
+        # Not static (not among the tensors Dynamo named): inputs again.
+        self.assertEqual(compiled.frozen.positions, [])
+
+    def test_static_tensors_of_a_module_graph(self):
+        gm = torch.fx.symbolic_trace(self.m)
+        found = kiln.freezing.static_tensors(gm, [self.x])
+        self.assertEqual(len(found), len(list(gm.parameters())) + len(list(gm.buffers())))
+        self.assertNotIn(id(self.x), found)
 
 
 class DecompositionsTest(unittest.TestCase):
