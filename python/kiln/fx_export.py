@@ -87,6 +87,10 @@ def _static(t):
     return all(isinstance(s, int) for s in t.shape) and all(isinstance(s, int) for s in t.stride())
 
 
+# How a schema's Tensor[] prints: torch 1.13 "Tensor[]", torch 2.x "List[Tensor]".
+_TENSOR_LIST_TYPES = ("Tensor[]", "List[Tensor]")
+
+
 class _Exporter:
     def __init__(self, gm, example_inputs):
         self.gm = gm
@@ -227,7 +231,7 @@ class _Exporter:
         if len(returns) == 1 and str(returns[0].type) == "Tensor":
             self.meta_of(node.name, value, node)
             outputs.append({"as_tensor": {"name": node.name}})
-        elif len(returns) == 1 and str(returns[0].type) == "Tensor[]":
+        elif len(returns) == 1 and str(returns[0].type) in _TENSOR_LIST_TYPES:
             names = self.getitem_names(node, len(value))
             for name, v in zip(names, value):
                 self.meta_of(name, v, node)
