@@ -9,7 +9,8 @@ opt through backends/cuda/make_gpu_carry.sh).
 
 Per model (benchmarks/gen/realmodels.py's list: random weights, seeded;
 exported with opset 17, the TorchScript-based exporter, as its `export`
-does), on the same input:
+does, or with --exporter dynamo the exporter torch 2.x users get by default),
+on the same input:
 
   * onnxruntime CPU (intra-op threads = --threads): median of --iterations
     calls after 2 warm-up calls;
@@ -58,6 +59,9 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-3)
     ap.add_argument("--atol", type=float, default=1e-4)
     ap.add_argument("--budget", type=float, default=500)
+    ap.add_argument("--exporter", choices=["torchscript", "dynamo"], default="torchscript",
+                    help="torch.onnx.export's TorchScript-based exporter at opset 17, or the dynamo one "
+                         "(torch 2.x's default, its own opset)")
     ap.add_argument("--kiln-timeout", type=float, default=240)
     args = ap.parse_args()
     import onnxruntime as ort
@@ -66,7 +70,7 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     torch.set_num_threads(args.threads)
     print(json.dumps(dict(step="env", torch=torch.__version__, ort=ort.__version__, cpus=os.cpu_count(),
-                          threads=args.threads, batch=args.batch)), flush=True)
+                          threads=args.threads, batch=args.batch, exporter=args.exporter)), flush=True)
     wanted = [m for m in args.models.split(",") if m]
     cells = []
     for name, make, inp in rm.model_list():
@@ -76,7 +80,7 @@ def main():
             cells.append(dict(model=name, skipped="budget"))
             continue
         cell = dict(model=name, batch=args.batch)
-        d = f"{args.work}/{name}_b{args.batch}"
+        d = f"{args.work}/{name}_b{args.batch}" + ("_dynamo" if args.exporter == "dynamo" else "")
         try:
             torch.manual_seed(0)
             m = make().eval()
@@ -87,9 +91,15 @@ def main():
                     y = m(*x)
                 ys = [y] if isinstance(y, torch.Tensor) else list(y)
                 os.makedirs(d, exist_ok=True)
-                torch.onnx.export(m, tuple(x), f"{d}/model.onnx", opset_version=17, dynamo=False,
-                                  input_names=[f"input_{i}" for i in range(len(x))],
-                                  output_names=[f"output_{i}" for i in range(len(ys))])
+                names_in = [f"input_{i}" for i in range(len(x))]
+                names_out = [f"output_{i}" for i in range(len(ys))]
+                if args.exporter == "dynamo":
+                    prog = torch.onnx.export(m, tuple(x), dynamo=True, input_names=names_in,
+                                             output_names=names_out)
+                    prog.save(f"{d}/model.onnx")
+                else:
+                    torch.onnx.export(m, tuple(x), f"{d}/model.onnx", opset_version=17, dynamo=False,
+                                      input_names=names_in, output_names=names_out)
                 rm.save_case(d, x, ys)
                 cell["export_s"] = round(time.time() - t0, 1)
             so = ort.SessionOptions()
