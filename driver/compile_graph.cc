@@ -1,6 +1,7 @@
 #include "driver/compile_graph.h"
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -77,9 +78,13 @@ bool IsLibraryCall(const lowering::Buffer& b) {
   return rank == 2 || rank == 3;
 }
 
-// The lowering's notes, with externs sorted into library calls (the ones a
-// device runs through a library: GEMM, convolution) and reference kernels.
-void CollectNotCompiled(CompiledGraph& out) {
+// The lowering's notes, with externs sorted into library calls, generated
+// kernels and reference kernels: by what the device says it runs (`runs`,
+// CompiledProgram::ExternRuns), else by the op table's guess (GEMM and
+// convolution rows are library calls).
+void CollectNotCompiled(CompiledGraph& out, const std::map<std::string, wrapper::ExternRun>& runs = {}) {
+  out.not_compiled.clear();
+  out.num_reference_externs = 0;
   for (const lowering::FallbackNote& note : out.loop_graph.fallbacks) {
     NotCompiledNode n;
     n.island = note.island;
@@ -89,11 +94,27 @@ void CollectNotCompiled(CompiledGraph& out) {
     if (note.kind == lowering::FallbackNote::Kind::kIsland) {
       n.kind = NotCompiledNode::Kind::kIsland;
     } else {
-      const lowering::Buffer* b = out.loop_graph.Find(note.buffer);
-      const bool library = b != nullptr && b->extern_call && IsLibraryCall(*b);
-      n.kind = library ? NotCompiledNode::Kind::kLibraryExtern : NotCompiledNode::Kind::kReferenceExtern;
-      if (library) n.reason = "library call (GEMM / convolution)";
-      if (!library) ++out.num_reference_externs;
+      wrapper::ExternRun run = wrapper::ExternRun::kReference;
+      if (auto it = runs.find(note.buffer); it != runs.end()) {
+        run = it->second;
+      } else {
+        const lowering::Buffer* b = out.loop_graph.Find(note.buffer);
+        if (b != nullptr && b->extern_call && IsLibraryCall(*b)) run = wrapper::ExternRun::kLibrary;
+      }
+      switch (run) {
+        case wrapper::ExternRun::kLibrary:
+          n.kind = NotCompiledNode::Kind::kLibraryExtern;
+          n.reason = "library call";
+          break;
+        case wrapper::ExternRun::kGenerated:
+          n.kind = NotCompiledNode::Kind::kGeneratedExtern;
+          n.reason = "generated kernel";
+          break;
+        case wrapper::ExternRun::kReference:
+          n.kind = NotCompiledNode::Kind::kReferenceExtern;
+          ++out.num_reference_externs;
+          break;
+      }
     }
     out.not_compiled.push_back(std::move(n));
   }
@@ -239,6 +260,11 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
     t = Clock::now();
     ASSIGN_OR_RETURN(out.compiled, codegen->Compile(out.program));
     out.times.compile_ms = StageDone(options, "device compile", t);
+    // The device knows which externs it runs in a library or as code of
+    // its own (the guess above only knows the op table).
+    if (std::map<std::string, wrapper::ExternRun> runs = out.compiled->ExternRuns(); !runs.empty()) {
+      CollectNotCompiled(out, runs);
+    }
   }
   return out;
 }

@@ -64,7 +64,9 @@ struct CompileTimes {
 // call, or a library call (GEMM, convolution), which is compiled code of
 // another kind and counted apart.
 struct NotCompiledNode {
-  enum class Kind : uint8_t { kIsland, kReferenceExtern, kLibraryExtern };
+  // kGeneratedExtern: an extern the device emitted as code of its own (the
+  // CPU's attention kernel), compiled like a kernel.
+  enum class Kind : uint8_t { kIsland, kReferenceExtern, kLibraryExtern, kGeneratedExtern };
   Kind kind = Kind::kIsland;
   int island = -1;     // kIsland: which island (0-based)
   std::string op;      // the overload or kind ("aten::index.Tensor", "prim::Loop")

@@ -28,6 +28,7 @@ const char* NotCompiledKindName(NotCompiledNode::Kind kind) {
     case NotCompiledNode::Kind::kIsland: return "island";
     case NotCompiledNode::Kind::kReferenceExtern: return "reference extern";
     case NotCompiledNode::Kind::kLibraryExtern: return "library call";
+    case NotCompiledNode::Kind::kGeneratedExtern: return "generated kernel";
   }
   return "?";
 }
@@ -50,12 +51,16 @@ std::vector<std::string> NotCompiledOps(const CompiledGraph& c) {
 
 std::string NotCompiledReport(const CompiledGraph& c) {
   int library = 0;
-  std::map<std::string, int> library_ops;
+  std::map<std::string, int> library_ops, generated_ops;
   std::string table;
   for (const NotCompiledNode& n : c.not_compiled) {
     if (n.kind == NotCompiledNode::Kind::kLibraryExtern) {
       ++library;
       ++library_ops[n.op];
+      continue;
+    }
+    if (n.kind == NotCompiledNode::Kind::kGeneratedExtern) {
+      ++generated_ops[n.op];
       continue;
     }
     absl::StrAppend(&table, "| ", NotCompiledKindName(n.kind),
@@ -77,6 +82,11 @@ std::string NotCompiledReport(const CompiledGraph& c) {
   if (!library_ops.empty()) {
     absl::StrAppend(&r, "\nLibrary calls:");
     for (const auto& [op, n] : library_ops) absl::StrAppend(&r, " ", op, " x", n);
+    absl::StrAppend(&r, "\n");
+  }
+  if (!generated_ops.empty()) {
+    absl::StrAppend(&r, "\nExterns the device generated code for:");
+    for (const auto& [op, n] : generated_ops) absl::StrAppend(&r, " ", op, " x", n);
     absl::StrAppend(&r, "\n");
   }
   return r;

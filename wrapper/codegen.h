@@ -7,7 +7,9 @@
 #ifndef KILN_WRAPPER_CODEGEN_H_
 #define KILN_WRAPPER_CODEGEN_H_
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -49,6 +51,13 @@ class DeviceCodegen {
   virtual lowering::LowerOptions LoweringOptions() const { return lowering::LowerOptions(); }
 };
 
+// How a device runs one extern call of its program.
+enum class ExternRun : uint8_t {
+  kReference,  // a reference kernel (runtime/), over the extern's arguments
+  kLibrary,    // a library made for it (oneDNN, cuBLAS, cuDNN)
+  kGenerated,  // code the device generated for it (the CPU's attention kernel)
+};
+
 // A compiled program ready to run.
 class CompiledProgram {
  public:
@@ -71,6 +80,10 @@ class CompiledProgram {
   virtual std::vector<std::pair<std::string, std::string>> SourceFiles() const { return {}; }
   // Device-specific lines of the compile report (caches, compiler time).
   virtual std::vector<std::string> ReportLines() const { return {}; }
+  // How the device runs each extern call, keyed by each of the call's output
+  // buffer names. Empty when the device does not say: the driver's report
+  // then goes by the op table (GEMM and convolution rows are library calls).
+  virtual std::map<std::string, ExternRun> ExternRuns() const { return {}; }
 };
 
 // Device name -> codegen. devices/<impl> registers itself at start-up

@@ -516,6 +516,17 @@ std::vector<std::pair<std::string, std::string>> CpuProgram::SourceFiles() const
   return {{"program.cpp", generated_.source}};
 }
 
+std::map<std::string, wrapper::ExternRun> CpuProgram::ExternRuns() const {
+  std::map<std::string, wrapper::ExternRun> runs;
+  for (size_t i = 0; i < generated_.externs.size(); ++i) {
+    const wrapper::ExternRun run =
+        library_call(i) != nullptr ? wrapper::ExternRun::kLibrary : wrapper::ExternRun::kReference;
+    for (const std::string& name : generated_.externs[i].outputs) runs[name] = run;
+  }
+  for (const std::string& name : generated_.generated_extern_outputs) runs[name] = wrapper::ExternRun::kGenerated;
+  return runs;
+}
+
 std::vector<std::string> CpuProgram::ReportLines() const {
   return {absl::StrFormat("C++ cache %s: %.2f ms; dlopen %.2f ms", stats_.cache_hit ? "hit" : "miss",
                           stats_.cache_seconds * 1e3, stats_.load_seconds * 1e3)};

@@ -55,6 +55,8 @@ class CpuProgram : public wrapper::CompiledProgram {
   std::vector<std::pair<std::string, std::string>> SourceFiles() const override;
   // The compile cache's hit or miss, the compiler's and dlopen's time.
   std::vector<std::string> ReportLines() const override;
+  // oneDNN calls, the generated attention kernels, the rest reference kernels.
+  std::map<std::string, wrapper::ExternRun> ExternRuns() const override;
 
   CompileStats& stats() { return stats_; }
   const LibraryStats& library_stats() const { return library_stats_; }

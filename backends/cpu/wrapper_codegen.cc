@@ -183,6 +183,7 @@ class WrapperEmitter {
                           std::string* body, GeneratedProgram* out, int island = -1) {
     ExternCallSpec spec;
     spec.op = op;
+    spec.outputs = outputs;
     if (island >= 0) {
       if (static_cast<size_t>(island) >= program_.islands.size() || !program_.islands[island]) {
         return Error(absl::StrCat("extern line names island ", island, ", which does not exist"));
@@ -376,7 +377,11 @@ class WrapperEmitter {
             [&](const w::ExternKernelLine& l) -> absl::Status {
               if (l.op == "kiln::attention" && l.island < 0) {
                 ASSIGN_OR_RETURN(bool emitted, EmitAttention(l.args, l.outputs, kernels, body));
-                if (emitted) return absl::OkStatus();
+                if (emitted) {
+                  out->generated_extern_outputs.insert(out->generated_extern_outputs.end(), l.outputs.begin(),
+                                                       l.outputs.end());
+                  return absl::OkStatus();
+                }
               }
               return EmitExtern(l.op, l.args, l.outputs, nullptr, body, out, l.island);
             },

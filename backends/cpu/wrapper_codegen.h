@@ -21,6 +21,7 @@ namespace kiln::backends::cpu {
 // wrapper passes (buffer arguments in argument order, then outputs).
 struct ExternCallSpec {
   std::string op;
+  std::vector<std::string> outputs;  // the output buffers' names
   std::vector<lowering::ExternArg> args;
   std::vector<lowering::Layout> buffer_arg_layouts;  // one per buffer argument
   std::vector<lowering::Layout> output_layouts;
@@ -45,6 +46,9 @@ struct GeneratedProgram {
   // Just `source` when the kernels are small.
   std::vector<std::string> units;
   std::vector<ExternCallSpec> externs;
+  // Output buffers of the extern lines emitted as generated code instead
+  // (kiln::attention's kernel): not in `externs`.
+  std::vector<std::string> generated_extern_outputs;
   std::vector<lowering::Layout> input_layouts;
   std::vector<Tensor> constants;  // in the `constants` array order
   std::vector<lowering::Layout> constant_layouts;
