@@ -8,10 +8,13 @@
 // path. The checks also read the program's LibraryStats: that the library
 // ran the ops (no silent fallback to reference kernels) and that values
 // between convolutions stayed channels-last.
+#include <dirent.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -225,6 +228,63 @@ TEST_F(LibraryCallsTest, ThreadCountChangeKeepsResults) {
   ExpectClose(*after, *before, "one thread");
   ExpectClose(*after, Interpret(c), "interpreter");
   EXPECT_FALSE(program->SetNumThreads(0).ok());
+}
+
+// The ids of the process's threads (/proc/self/task).
+std::set<long> ThreadIds() {
+  std::set<long> ids;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] != '.') ids.insert(std::strtol(e->d_name, nullptr, 10));
+    }
+    closedir(d);
+  }
+  return ids;
+}
+
+// One pool for the life of a program: calls of very different sizes (21
+// and 5.3 MFLOP convolutions, a 1.3 MFLOP one, a generated kernel of three
+// scheduling chunks) start no thread after the first run. libgomp ends the
+// surplus threads of its pool whenever a parallel region has fewer threads
+// (but more than one) than the one before, and starts them again at the
+// next larger region, so a team size that varies per call is a thread start
+// per call; every team here is the pool or one thread. The program ends
+// with a pool-sized call, so threads started within a run outlive it and
+// show up in the next snapshot.
+TEST_F(LibraryCallsTest, NoThreadStartedPerCall) {
+  Case c;
+  c.ir = std::string(R"IR(graph(%x : Float(1, 32, 24, 24), %w0 : Float(64, 32, 3, 3), %w1 : Float(8, 64, 3, 3),
+      %w2 : Float(256, 8, 3, 3)):)IR") + kConvConstants + R"IR(
+  %c0 : Float(1, 64, 24, 24) = aten::convolution(%x, %w0, %n, %s1, %p1, %s1, %f, %p0, %g1)
+  %e : Float(1, 64, 24, 24) = aten::exp(%c0)
+  %c1 : Float(1, 8, 12, 12) = aten::convolution(%e, %w1, %n, %s2, %p1, %s1, %f, %p0, %g1)
+  %y : Float(1, 256, 12, 12) = aten::convolution(%c1, %w2, %n, %s1, %p1, %s1, %f, %p0, %g1)
+  return (%y))IR";
+  c.constants = {{1, Random({64, 32, 3, 3}, 81, 0.05)}, {2, Random({8, 64, 3, 3}, 82, 0.05)},
+                 {3, Random({256, 8, 3, 3}, 83, 0.1)}};
+  c.inputs = {Random({1, 32, 24, 24}, 84)};
+  std::unique_ptr<ir::Graph> g = Build(c);
+  absl::StatusOr<driver::CompiledGraph> compiled = driver::CompileGraph(*g);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  auto* program = dynamic_cast<CpuProgram*>(compiled->compiled.get());
+  ASSERT_NE(program, nullptr);
+  ASSERT_TRUE(program->SetNumThreads(4).ok());
+  const std::vector<Tensor> want = Interpret(c);
+  absl::StatusOr<std::vector<Tensor>> out = program->Run(c.inputs);  // starts the pool
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectClose(*out, want, "first run");
+  const std::set<long> pool = ThreadIds();
+  for (int run = 0; run < 5; ++run) {
+    out = program->Run(c.inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+  }
+  ExpectClose(*out, want, "later runs");
+  std::vector<long> started;
+  for (long id : ThreadIds()) {
+    if (pool.count(id) == 0) started.push_back(id);
+  }
+  EXPECT_TRUE(started.empty()) << started.size() << " threads started after the first run; calls: "
+                               << absl::StrJoin(program->library_stats().calls, "; ");
 }
 
 // Depthwise 5x5 stride 2 with hardswish, a squeeze-excite gate (mean, two

@@ -224,8 +224,7 @@ absl::Status PackedConstant::Pack(void* slice) {
 
 int ThreadsForWork(double work) {
   const int pool = omp_get_max_threads();
-  const double wanted = std::ceil(work / kWorkPerThread);
-  return wanted >= pool ? pool : std::max(1, static_cast<int>(wanted));
+  return work >= 2 * kWorkPerThread ? pool : 1;  // see the header: 1 or all
 }
 
 size_t WorkspaceLayout::Add(size_t bytes) {

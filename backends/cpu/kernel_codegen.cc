@@ -136,8 +136,8 @@ constexpr int64_t kChunksPerLoop = 32;
 // the hardware prefetchers need: 4-row (64 KB) chunks of sum(-1) over
 // [4096, 4096] ran ~15% slower than 64-row ones.
 //
-// The team is no larger than the number of chunks (kiln_threads in the
-// prelude): a loop of 3 chunks on a 16-thread pool wakes 3 threads, not 16.
+// The team is the pool, or one thread for one chunk (kiln_threads in the
+// prelude says why never a size in between).
 std::string DynamicSchedule(int64_t work_per_iteration, int64_t total_work) {
   const int64_t target =
       std::clamp<int64_t>(total_work / kChunksPerLoop, kMinChunkElements, kMaxChunkElements);

@@ -94,11 +94,15 @@ struct KilnHostApi {
 
 #define KILN_INLINE static inline __attribute__((always_inline))
 
-// Threads for a parallel loop of `chunks` scheduling chunks: no more than
-// the pool has (the caller's OpenMP thread count) nor than there is work for.
+// Threads for a parallel loop of `chunks` scheduling chunks: the pool (the
+// caller's OpenMP thread count), or one thread for a single chunk. Never a
+// count in between, even with fewer chunks than threads: libgomp ends the
+// surplus threads of its pool when a team is smaller than the one before
+// and starts them again at the next larger one (threads without a chunk
+// just wait at the loop's barrier).
 KILN_INLINE int kiln_threads(int64_t chunks) {
   const int pool = omp_get_max_threads();
-  return chunks < pool ? static_cast<int>(chunks < 1 ? 1 : chunks) : pool;
+  return chunks < 2 ? 1 : pool;
 }
 
 // Range limits of the integer element types (floats use literals).
