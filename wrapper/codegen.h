@@ -75,6 +75,11 @@ class CompiledProgram {
   virtual absl::StatusOr<std::unique_ptr<ProgramSession>> NewSession(std::vector<Tensor> inputs) {
     return MakeHostSession(*this, std::move(inputs));
   }
+  // The host session's ProgramSession::Profile: `iterations` calls on
+  // `inputs` with each step timed. Unimplemented where the program cannot.
+  virtual absl::StatusOr<std::vector<StepProfile>> ProfileSteps(const std::vector<Tensor>& inputs, int iterations) {
+    return absl::UnimplementedError("this device does not profile steps");
+  }
   // Generated source a `kiln compile -o DIR` writes: file name -> text
   // (the CPU's program.cpp, CUDA's kernels.cu).
   virtual std::vector<std::pair<std::string, std::string>> SourceFiles() const { return {}; }

@@ -35,6 +35,10 @@ class HostSession : public ProgramSession {
     return outputs_;
   }
 
+  absl::StatusOr<std::vector<StepProfile>> Profile(int iterations) override {
+    return program_.ProfileSteps(inputs_, iterations);
+  }
+
   std::string timer() const override { return "host clock"; }
 
  private:

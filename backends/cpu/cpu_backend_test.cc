@@ -215,6 +215,44 @@ TEST(CpuBackend, CompilesAndRunsPointwiseReductionsAndExterns) {
   EXPECT_FALSE((*warm)->Run({Tensor(), in[1]}).ok());
 }
 
+// `kiln run --profile` on the CPU: every kernel and extern call of the
+// program, in program order, timed over the profiled calls, through the
+// host session (wrapper::ProgramSession::Profile); outputs stay right.
+TEST(CpuBackend, ProfilesEachStep) {
+  Program p = MixedProgram();
+  CpuCodegen codegen(Options());
+  auto lines = wrapper::GenerateWrapper(p.graph, p.schedule, codegen);
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  auto compiled = codegen.Compile(*lines);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  auto* program = static_cast<CpuProgram*>(compiled->get());
+  std::vector<Tensor> in = Inputs();
+  auto session = program->NewSession(in);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto steps = (*session)->Profile(3);
+  ASSERT_TRUE(steps.ok()) << steps.status();
+  ASSERT_EQ(steps->size(), 3u);  // the fused kernel, then mm and relu (schedule order)
+  EXPECT_NE((*steps)[0].name.find("cpp_fused_mul_add_tanh_sigmoid_sum_0"), std::string::npos) << (*steps)[0].name;
+  EXPECT_EQ((*steps)[0].kind, "kernel");
+  // mm is a prepared oneDNN call (named by what it runs), relu runs its
+  // reference kernel (named by its op).
+  EXPECT_EQ((*steps)[1].name.rfind("gemm [64,48] x [48,16]", 0), 0u) << (*steps)[1].name;
+  EXPECT_EQ((*steps)[1].kind, "onednn");
+  EXPECT_EQ((*steps)[2].name, "aten::relu");
+  EXPECT_EQ((*steps)[2].kind, "extern");
+  for (const wrapper::StepProfile& s : *steps) {
+    EXPECT_EQ(s.calls, 3);
+    EXPECT_GT(s.total_ms, 0.0) << s.name;
+  }
+  EXPECT_EQ(program->generated().steps.size(), 3u);
+  EXPECT_EQ(program->generated().steps[1].extern_index, 0);
+  EXPECT_NE(program->generated().source.find("KILN_STEP(2, 1);"), std::string::npos);
+  ASSERT_TRUE((*session)->Run().ok());
+  auto out = (*session)->FetchOutputs();
+  ASSERT_TRUE(out.ok()) << out.status();
+  CheckOutputs(in, *out);
+}
+
 // CpuProgram::Run is written to be called from several threads at once
 // (per-call buffers from a locked pool, a thread-local extern context): each
 // thread runs its own inputs through one program and checks every output.

@@ -77,6 +77,9 @@ struct RunContext {
   CpuProgram::RunState* run_state = nullptr;
   std::map<const void*, Base> bases;
   std::string error;
+  // Profiling: seconds per step (summed), and when the open step began.
+  std::vector<double>* step_seconds = nullptr;
+  std::chrono::steady_clock::time_point step_start;
 
   absl::StatusOr<Tensor> ViewOf(const void* p, const Layout& l) {
     auto it = bases.find(p);
@@ -189,6 +192,16 @@ int HostExtern(void* ctx_ptr, int64_t index, void* const* buffers) {
   } catch (const std::exception& e) {
     ctx->error = absl::StrCat("extern call failed: ", e.what());
     return 1;
+  }
+}
+
+void HostStep(void* ctx_ptr, int64_t step, int64_t end) {
+  auto* ctx = static_cast<RunContext*>(ctx_ptr);
+  const auto now = std::chrono::steady_clock::now();
+  if (end == 0) {
+    ctx->step_start = now;
+  } else if (ctx->step_seconds != nullptr && step >= 0 && static_cast<size_t>(step) < ctx->step_seconds->size()) {
+    (*ctx->step_seconds)[static_cast<size_t>(step)] += std::chrono::duration<double>(now - ctx->step_start).count();
   }
 }
 
@@ -444,6 +457,35 @@ void CpuProgram::ReturnToPool(Tensor base) {
 }
 
 absl::StatusOr<std::vector<Tensor>> CpuProgram::Run(const std::vector<Tensor>& inputs) {
+  return RunTimed(inputs, nullptr);
+}
+
+absl::StatusOr<std::vector<wrapper::StepProfile>> CpuProgram::ProfileSteps(const std::vector<Tensor>& inputs,
+                                                                           int iterations) {
+  const GeneratedProgram& g = generated_;
+  std::vector<double> seconds(g.steps.size(), 0.0);
+  for (int i = 0; i < iterations; ++i) RETURN_IF_ERROR(RunTimed(inputs, &seconds).status());
+  std::vector<wrapper::StepProfile> steps;
+  for (size_t k = 0; k < g.steps.size(); ++k) {
+    const ProgramStep& s = g.steps[k];
+    wrapper::StepProfile p;
+    p.name = s.name;
+    p.kind = "kernel";
+    if (s.extern_index >= 0) {
+      const size_t e = static_cast<size_t>(s.extern_index);
+      const bool library = e < library_stats_.calls.size() && !library_stats_.calls[e].empty();
+      p.name = library ? library_stats_.calls[e] : s.name;
+      p.kind = library ? "onednn" : e < g.externs.size() && g.externs[e].island ? "island" : "extern";
+    }
+    p.calls = iterations;
+    p.total_ms = seconds[k] * 1e3;
+    steps.push_back(std::move(p));
+  }
+  return steps;
+}
+
+absl::StatusOr<std::vector<Tensor>> CpuProgram::RunTimed(const std::vector<Tensor>& inputs,
+                                                         std::vector<double>* step_seconds) {
   const GeneratedProgram& g = generated_;
   if (inputs.size() != g.input_layouts.size()) {
     return absl::InvalidArgumentError(absl::StrCat("compiled program takes ", g.input_layouts.size(),
@@ -454,6 +496,7 @@ absl::StatusOr<std::vector<Tensor>> CpuProgram::Run(const std::vector<Tensor>& i
   RunContext ctx;
   ctx.program = this;
   ctx.run_state = run_state.get();
+  ctx.step_seconds = step_seconds;
   std::vector<void*> in_ptrs, const_ptrs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     ASSIGN_OR_RETURN(Base b, BaseFor(inputs[i], g.input_layouts[i], absl::StrCat("input ", i)));
@@ -469,7 +512,8 @@ absl::StatusOr<std::vector<Tensor>> CpuProgram::Run(const std::vector<Tensor>& i
     ctx.bases.emplace(p, std::move(b));
   }
   std::vector<void*> out_ptrs(g.output_layouts.size(), nullptr);
-  KilnHostApi api{kHostAbiVersion, &ctx, &HostAlloc, &HostRelease, &HostExtern, &HostFail};
+  KilnHostApi api{kHostAbiVersion, &ctx,      &HostAlloc,
+                  &HostRelease,    &HostExtern, &HostFail, step_seconds != nullptr ? &HostStep : nullptr};
   const auto run_start = std::chrono::steady_clock::now();
   const int rc = run_(&api, in_ptrs.data(), const_ptrs.data(), out_ptrs.data());
   if (env::Profile()) {

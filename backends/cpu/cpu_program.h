@@ -51,6 +51,11 @@ class CpuProgram : public wrapper::CompiledProgram {
   ~CpuProgram() override;
 
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
+  // `iterations` runs with each kernel and extern call timed on the host
+  // clock (`kiln run --profile N`): GeneratedProgram::steps in order, a
+  // library call named by what it runs (LibraryCall::Describe).
+  absl::StatusOr<std::vector<wrapper::StepProfile>> ProfileSteps(const std::vector<Tensor>& inputs,
+                                                                 int iterations) override;
   // program.cpp: the kernels and the C++ wrapper.
   std::vector<std::pair<std::string, std::string>> SourceFiles() const override;
   // The compile cache's hit or miss, the compiler's and dlopen's time.
@@ -93,6 +98,8 @@ class CpuProgram : public wrapper::CompiledProgram {
   absl::Status PrepareLibraryCalls();
   // Packs every call's constants into packed_arena_.
   absl::Status PackConstants();
+  // Run, timing each step into `step_seconds` (summed) when not null.
+  absl::StatusOr<std::vector<Tensor>> RunTimed(const std::vector<Tensor>& inputs, std::vector<double>* step_seconds);
   std::unique_ptr<RunState> TakeRunState();
   void ReturnRunState(std::unique_ptr<RunState> state);
 

@@ -15,7 +15,7 @@
 
 namespace kiln::backends::cpu {
 
-inline constexpr int64_t kHostAbiVersion = 1;
+inline constexpr int64_t kHostAbiVersion = 2;
 
 extern "C" {
 struct KilnHostApi {
@@ -31,6 +31,10 @@ struct KilnHostApi {
   int (*extern_call)(void* ctx, int64_t index, void* const* buffers);
   // Records a failure message (for failures the generated code detects).
   void (*fail)(void* ctx, const char* message);
+  // Profiling (`kiln run --profile`): called before (end = 0) and after
+  // (end = 1) step `step` of the program (a kernel or extern call, in
+  // GeneratedProgram::steps order); null when not profiling.
+  void (*step)(void* ctx, int64_t step, int64_t end);
 };
 typedef int (*KilnRunFn)(const KilnHostApi* api, void* const* inputs, void* const* constants,
                          void** outputs);

@@ -89,8 +89,13 @@ struct KilnHostApi {
   void (*release)(void* ctx, void* ptr);
   int (*extern_call)(void* ctx, int64_t index, void* const* buffers);
   void (*fail)(void* ctx, const char* message);
+  void (*step)(void* ctx, int64_t step, int64_t end);
 };
 }
+
+// Step marks for profiling (host_api.h): one test of a null pointer.
+#define KILN_STEP(k, end) \
+  if (api->step != nullptr) api->step(api->ctx, k, end)
 
 #define KILN_INLINE static inline __attribute__((always_inline))
 

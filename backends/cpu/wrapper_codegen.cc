@@ -307,6 +307,19 @@ class WrapperEmitter {
     return true;
   }
 
+  // Emits `emit`'s code between the KILN_STEP marks of a new step.
+  template <typename F>
+  absl::Status Step(std::string name, std::string* body, GeneratedProgram* out, F&& emit) {
+    const size_t k = out->steps.size();
+    out->steps.push_back(ProgramStep{std::move(name), -1});
+    absl::StrAppend(body, "  KILN_STEP(", k, ", 0);\n");
+    const size_t externs = out->externs.size();
+    RETURN_IF_ERROR(emit());
+    if (out->externs.size() > externs) out->steps[k].extern_index = static_cast<int>(externs);
+    absl::StrAppend(body, "  KILN_STEP(", k, ", 1);\n");
+    return absl::OkStatus();
+  }
+
   absl::Status EmitLine(const w::Line& line, std::string* kernels, std::string* body, GeneratedProgram* out) {
     return std::visit(
         Overloaded{
@@ -366,27 +379,33 @@ class WrapperEmitter {
                 ASSIGN_OR_RETURN(std::string typed, Typed(a));
                 args.push_back(std::move(typed));
               }
-              auto same = same_as_.find(fn);
-              if (same == same_as_.end()) {
-                absl::StrAppend(body, "  ", fn, "(", absl::StrJoin(args, ", "), ");\n");
-              } else {
-                absl::StrAppend(body, "  ", same->second, "(", absl::StrJoin(args, ", "), ");  // ", fn, "\n");
-              }
-              return absl::OkStatus();
+              return Step(fn, body, out, [&]() -> absl::Status {
+                auto same = same_as_.find(fn);
+                if (same == same_as_.end()) {
+                  absl::StrAppend(body, "  ", fn, "(", absl::StrJoin(args, ", "), ");\n");
+                } else {
+                  absl::StrAppend(body, "  ", same->second, "(", absl::StrJoin(args, ", "), ");  // ", fn, "\n");
+                }
+                return absl::OkStatus();
+              });
             },
             [&](const w::ExternKernelLine& l) -> absl::Status {
-              if (l.op == "kiln::attention" && l.island < 0) {
-                ASSIGN_OR_RETURN(bool emitted, EmitAttention(l.args, l.outputs, kernels, body));
-                if (emitted) {
-                  out->generated_extern_outputs.insert(out->generated_extern_outputs.end(), l.outputs.begin(),
-                                                       l.outputs.end());
-                  return absl::OkStatus();
+              return Step(l.op, body, out, [&]() -> absl::Status {
+                if (l.op == "kiln::attention" && l.island < 0) {
+                  ASSIGN_OR_RETURN(bool emitted, EmitAttention(l.args, l.outputs, kernels, body));
+                  if (emitted) {
+                    out->generated_extern_outputs.insert(out->generated_extern_outputs.end(), l.outputs.begin(),
+                                                         l.outputs.end());
+                    return absl::OkStatus();
+                  }
                 }
-              }
-              return EmitExtern(l.op, l.args, l.outputs, nullptr, body, out, l.island);
+                return EmitExtern(l.op, l.args, l.outputs, nullptr, body, out, l.island);
+              });
             },
             [&](const w::ExternKernelAllocLine& l) -> absl::Status {
-              return EmitExtern(l.op, l.args, l.outputs, &l.layouts, body, out, l.island);
+              return Step(l.op, body, out, [&]() -> absl::Status {
+                return EmitExtern(l.op, l.args, l.outputs, &l.layouts, body, out, l.island);
+              });
             },
             [&](const w::MultiOutputLine& l) -> absl::Status {
               // Multi-output externs name each output buffer directly; the

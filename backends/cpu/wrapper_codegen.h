@@ -38,6 +38,13 @@ struct ExternCallSpec {
   std::vector<int> output_values;
 };
 
+// A step of kiln_run that `kiln run --profile` times: a generated kernel
+// (extern_index -1) or an extern call.
+struct ProgramStep {
+  std::string name;  // the kernel's name, or the extern's op
+  int extern_index = -1;
+};
+
 struct GeneratedProgram {
   std::string source;  // the whole program as one translation unit (to read)
   // What is compiled: the same program as translation units that compile
@@ -59,6 +66,8 @@ struct GeneratedProgram {
   // Values only extern calls touch may be kept in a library's own layout
   // (library_calls.h).
   std::vector<bool> value_needs_plain;
+  // kiln_run's kernel and extern calls in order (KILN_STEP marks).
+  std::vector<ProgramStep> steps;
 };
 
 absl::StatusOr<GeneratedProgram> GenerateProgramSource(const wrapper::WrapperProgram& program);

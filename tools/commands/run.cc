@@ -451,9 +451,15 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
         std::printf("profile: %s\n",
                     measured->profile_error.empty() ? "no steps" : measured->profile_error.c_str());
       } else {
-        std::printf("profile over %d calls (eager launches, events around each step):\n%s",
-                    measure.profile_iterations,
-                    Printable(driver::FormatProfile(measured->profile, measure.profile_iterations)).c_str());
+        // Steps run one at a time (CUDA: eager launches, no graph), each
+        // timed by the session's timer.
+        std::printf("profile over %d calls (each step timed by the %s):\n", measure.profile_iterations,
+                    measured->timer.c_str());
+        // Line by line: step names come from the model.
+        for (absl::string_view line :
+             absl::StrSplit(driver::FormatProfile(measured->profile, measure.profile_iterations), '\n')) {
+          if (!line.empty()) std::printf("%s\n", Printable(line).c_str());
+        }
       }
     }
     if (compiled.num_islands > 0 || compiled.num_reference_externs > 0) {
