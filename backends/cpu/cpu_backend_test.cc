@@ -180,12 +180,17 @@ TEST(CpuBackend, RegistersWithBothRegistries) {
   EXPECT_EQ((*codegen)->device(), "cpu");
 }
 
-TEST(CpuBackend, CompilesAndRunsPointwiseReductionsAndExterns) {
+// MixedProgram() through the wrapper, the compiler (or the cache) and dlopen.
+absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CompileMixed(CpuCodegen& codegen) {
   Program p = MixedProgram();
-  CpuCodegen codegen(Options());
   auto lines = wrapper::GenerateWrapper(p.graph, p.schedule, codegen);
-  ASSERT_TRUE(lines.ok()) << lines.status();
-  auto cold = codegen.Compile(*lines);
+  if (!lines.ok()) return lines.status();
+  return codegen.Compile(*lines);
+}
+
+TEST(CpuBackend, CompilesAndRunsPointwiseReductionsAndExterns) {
+  CpuCodegen codegen(Options());
+  auto cold = CompileMixed(codegen);
   ASSERT_TRUE(cold.ok()) << cold.status();
   auto* program = static_cast<CpuProgram*>(cold->get());
   EXPECT_FALSE(program->stats().cache_hit);
@@ -195,7 +200,7 @@ TEST(CpuBackend, CompilesAndRunsPointwiseReductionsAndExterns) {
     ASSERT_TRUE(out.ok()) << out.status();
     CheckOutputs(in, *out);
   }
-  auto warm = codegen.Compile(*lines);
+  auto warm = CompileMixed(codegen);
   ASSERT_TRUE(warm.ok()) << warm.status();
   auto* warm_program = static_cast<CpuProgram*>(warm->get());
   EXPECT_TRUE(warm_program->stats().cache_hit);
@@ -219,11 +224,8 @@ TEST(CpuBackend, CompilesAndRunsPointwiseReductionsAndExterns) {
 // program, in program order, timed over the profiled calls, through the
 // host session (wrapper::ProgramSession::Profile); outputs stay right.
 TEST(CpuBackend, ProfilesEachStep) {
-  Program p = MixedProgram();
   CpuCodegen codegen(Options());
-  auto lines = wrapper::GenerateWrapper(p.graph, p.schedule, codegen);
-  ASSERT_TRUE(lines.ok()) << lines.status();
-  auto compiled = codegen.Compile(*lines);
+  auto compiled = CompileMixed(codegen);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   auto* program = static_cast<CpuProgram*>(compiled->get());
   std::vector<Tensor> in = Inputs();
@@ -257,11 +259,8 @@ TEST(CpuBackend, ProfilesEachStep) {
 // (per-call buffers from a locked pool, a thread-local extern context): each
 // thread runs its own inputs through one program and checks every output.
 TEST(CpuBackend, OneProgramRunsFromSeveralThreadsAtOnce) {
-  Program p = MixedProgram();
   CpuCodegen codegen(Options());
-  auto lines = wrapper::GenerateWrapper(p.graph, p.schedule, codegen);
-  ASSERT_TRUE(lines.ok()) << lines.status();
-  auto compiled = codegen.Compile(*lines);
+  auto compiled = CompileMixed(codegen);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   wrapper::CompiledProgram& program = **compiled;
   constexpr int kThreads = 4, kRuns = 6;
