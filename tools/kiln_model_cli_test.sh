@@ -90,6 +90,14 @@ expect_status 1 "run --backend compiled --rtol 0 --atol 0"
 expect_one_error_line "run --backend compiled --rtol 0 --atol 0" "differs from the interpreter's \(rtol 0, atol 0\)"
 run run "$MODELS/small_cnn/model.onnx" --backend compiled --rtol 0 --atol 0 --nocheck
 expect_status 0 "run --backend compiled --nocheck"
+# The CPU's step profile: one table row per line, the convolutions named by
+# what oneDNN runs them with.
+run run "$MODELS/small_cnn/model.onnx" --backend compiled --profile 2
+expect_status 0 "run --backend compiled --profile 2"
+expect_match "^profile over 2 calls \(each step timed by the host clock\):$" "$TMP/out" "run --profile 2 (header)"
+expect_match "^step +kind +ms/call" "$TMP/out" "run --profile 2 (column line)"
+expect_match "^conv \[.* onednn +[0-9.]+ " "$TMP/out" "run --profile 2 (a convolution row)"
+expect_match "^total of the steps" "$TMP/out" "run --profile 2 (total line)"
 
 # ---------------------------------------------------------------------------
 # Crashes and hangs.
