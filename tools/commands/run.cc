@@ -43,7 +43,7 @@ ABSL_FLAG(bool, check, true,
           "Compiled backend: also run the interpreter and compare (exit 1 when they differ)");
 ABSL_FLAG(int, profile, 0,
           "Compiled backend: time every kernel and extern over N more calls and print the table "
-          "(devices that can: cuda)");
+          "(cpu: host clock around each step; cuda: CUDA events, eager launches)");
 ABSL_FLAG(std::string, precision, "",
           "Compiled backend: bf16 or fp16 (the float32 model cast as torch.autocast does; weights "
           "converted once), tf32 (TF32 matmuls) or fp32; the check against the float32 interpreter "
