@@ -184,6 +184,18 @@ absl::StatusOr<std::vector<Tensor>> SpecializingProgram::Run(const std::vector<T
   return program->Run(inputs);
 }
 
+absl::StatusOr<std::vector<wrapper::DeviceBuffer>> SpecializingProgram::RunOnDevice(
+    const std::vector<wrapper::DeviceRunInput>& inputs, void* stream) {
+  std::vector<ir::IValue> values;
+  values.reserve(inputs.size());
+  for (const wrapper::DeviceRunInput& in : inputs) {
+    values.push_back(ir::IValue::FromTensor(
+        in.host.defined() ? in.host : Tensor::Placeholder(in.device.dtype, in.device.sizes)));
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<wrapper::CompiledProgram> program, Select(values));
+  return program->RunOnDevice(inputs, stream);
+}
+
 std::vector<CompileSummary> SpecializingProgram::compile_summaries() const {
   std::lock_guard<std::mutex> lock(mu_);
   return summaries_;

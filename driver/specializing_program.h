@@ -65,6 +65,11 @@ class SpecializingProgram : public wrapper::CompiledProgram {
 
   absl::StatusOr<std::vector<ir::IValue>> RunValues(const std::vector<ir::IValue>& inputs) override;
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
+  // The version for the inputs' dtypes and sizes (device inputs are guarded
+  // by shape only: an input whose values decide shapes must come as a host
+  // tensor), run on the device.
+  absl::StatusOr<std::vector<wrapper::DeviceBuffer>> RunOnDevice(const std::vector<wrapper::DeviceRunInput>& inputs,
+                                                                 void* stream) override;
 
   // Compiles so far (the first one included).
   int num_compiles() const;

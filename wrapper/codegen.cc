@@ -462,6 +462,13 @@ absl::StatusOr<std::vector<ir::IValue>> CompiledProgram::RunValues(
   return values;
 }
 
+absl::StatusOr<std::vector<DeviceBuffer>> CompiledProgram::RunOnDevice(const std::vector<DeviceRunInput>&,
+                                                                       void*) {
+  return absl::UnimplementedError(
+      "this compiled program runs on host memory only (a CPU program or a whole-graph interpreter): it takes "
+      "no device tensors");
+}
+
 bool ExternUsesOutVariant(const lowering::ExternCall& call) {
   if (call.num_outputs != 1) return false;
   // The op row's EXTERN column (ops/defs/*.def) says, through the registry.

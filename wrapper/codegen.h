@@ -58,6 +58,29 @@ enum class ExternRun : uint8_t {
   kGenerated,  // code the device generated for it (the CPU's attention kernel)
 };
 
+// A tensor in a device's memory, described without naming the device: how
+// a caller (the C API's DLPack tensors) hands a program device memory to
+// read in place and gets device memory back (CompiledProgram::RunOnDevice).
+// The host never dereferences `data`.
+struct DeviceBuffer {
+  uintptr_t data = 0;  // device address of element 0 (0 for no elements)
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;  // in elements, non-negative
+  int device_index = 0;
+  // Outputs: keeps the memory alive, returning it to the device's allocator
+  // when the last reference goes. Inputs: null (borrowed from the caller).
+  std::shared_ptr<const void> owner;
+};
+
+// An input of RunOnDevice: a tensor in the program's device memory (read in
+// place) or, when `host` is defined, a host tensor the program copies to the
+// device itself.
+struct DeviceRunInput {
+  DeviceBuffer device;
+  Tensor host;
+};
+
 // A compiled program ready to run.
 class CompiledProgram {
  public:
@@ -89,6 +112,15 @@ class CompiledProgram {
   // buffer names. Empty when the device does not say: the driver's report
   // then goes by the op table (GEMM and convolution rows are library calls).
   virtual std::map<std::string, ExternRun> ExternRuns() const { return {}; }
+  // One call with inputs and outputs in the device's memory (no host round
+  // trip), queued on `stream` (the device's raw stream handle, e.g. a
+  // CUstream a caller such as torch owns; null: the device's default
+  // stream). Returns once the work is queued: the outputs are ready in
+  // stream order. The caller keeps borrowed inputs alive and unchanged
+  // until the stream has run the call. Unimplemented by default (programs
+  // that run on host memory: the CPU's, a whole-graph interpreter).
+  virtual absl::StatusOr<std::vector<DeviceBuffer>> RunOnDevice(const std::vector<DeviceRunInput>& inputs,
+                                                                void* stream);
 };
 
 // Device name -> codegen. devices/<impl> registers itself at start-up

@@ -156,6 +156,40 @@ absl::Status CudaStream::WaitEvent(devices::Event& event) {
   return CuCheck(Driver().cuStreamWaitEvent(stream_, e->cu(), 0), "cuStreamWaitEvent");
 }
 
+absl::StatusOr<std::unique_ptr<ScopedCallerStream>> ScopedCallerStream::Enter(int index, CUstream raw) {
+  CudaDevice device;
+  absl::Status why = CudaDevice::UnavailableReason();
+  if (!why.ok()) return absl::UnavailableError(absl::StrCat("cuda is unavailable: ", why.message()));
+  ASSIGN_OR_RETURN(IndexState * st, Index(index));
+  std::unique_ptr<ScopedCallerStream> scope(new ScopedCallerStream());
+  scope->index_ = index;
+  scope->raw_ = raw;
+  RETURN_IF_ERROR(CuCheck(Driver().cuCtxGetCurrent(&scope->previous_context_), "cuCtxGetCurrent"));
+  RETURN_IF_ERROR(device.MakeCurrent(index));
+  auto& mine = ThreadStreams();
+  auto it = mine.find(index);
+  scope->previous_is_default_ = it == mine.end();
+  scope->previous_stream_ = scope->previous_is_default_ ? st->default_stream.get() : it->second;
+  if (raw == nullptr) {
+    mine.erase(index);
+  } else {
+    scope->stream_ = std::make_unique<CudaStream>(index, State().next_stream_id.fetch_add(1), raw, /*owned=*/false);
+    mine[index] = scope->stream_.get();
+  }
+  return scope;
+}
+
+ScopedCallerStream::~ScopedCallerStream() {
+  auto& mine = ThreadStreams();
+  if (previous_is_default_) {
+    mine.erase(index_);
+  } else {
+    mine[index_] = static_cast<CudaStream*>(previous_stream_);
+  }
+  stream_.reset();
+  if (previous_context_ != nullptr) Driver().cuCtxSetCurrent(previous_context_);
+}
+
 // ---------------------------------------------------------------- events
 
 CudaEvent::~CudaEvent() {

@@ -23,7 +23,9 @@
 namespace kiln::backends::cuda {
 
 // Device memory from a device's caching allocator, returned to it when the
-// last reference goes (views share the storage through shared_ptr).
+// last reference goes (views share the storage through shared_ptr). With a
+// null allocator the memory is borrowed (a caller's tensor read in place:
+// CudaProgram::RunOnDevice) and never freed here.
 class DeviceStorage {
  public:
   DeviceStorage(CachingAllocator* allocator, uintptr_t ptr, size_t nbytes, int device_index)
@@ -35,6 +37,7 @@ class DeviceStorage {
   CUdeviceptr ptr() const { return ptr_; }
   size_t nbytes() const { return nbytes_; }
   int device_index() const { return device_index_; }
+  bool borrowed() const { return allocator_ == nullptr; }
 
  private:
   CachingAllocator* allocator_;
@@ -63,6 +66,31 @@ class CudaStream : public devices::Stream {
   int64_t id_;
   CUstream stream_;
   bool owned_;
+};
+
+// Makes a stream that someone else owns (the CUstream of torch's current
+// stream) the calling thread's current stream of device `index` while in
+// scope, so that kiln's launches, library calls and caching-allocator
+// blocks follow it; a null handle selects the legacy default stream (id 0,
+// torch's default stream too). Also makes the device's primary context
+// current. The previous current stream and context come back at the end of
+// the scope. The handle is not destroyed.
+class ScopedCallerStream {
+ public:
+  static absl::StatusOr<std::unique_ptr<ScopedCallerStream>> Enter(int index, CUstream raw);
+  ~ScopedCallerStream();
+  ScopedCallerStream(const ScopedCallerStream&) = delete;
+  ScopedCallerStream& operator=(const ScopedCallerStream&) = delete;
+  CUstream cu() const { return raw_; }
+
+ private:
+  ScopedCallerStream() = default;
+  int index_ = 0;
+  CUstream raw_ = nullptr;
+  devices::Stream* previous_stream_ = nullptr;
+  bool previous_is_default_ = true;
+  CUcontext previous_context_ = nullptr;
+  std::unique_ptr<CudaStream> stream_;  // wraps raw_ (not owned); null for the default stream
 };
 
 class CudaEvent : public devices::Event {

@@ -192,7 +192,11 @@ absl::StatusOr<std::unique_ptr<CudaProgram>> CudaProgram::Create(ResolvedProgram
 
 CudaProgram::~CudaProgram() {
   CudaDevice device;
-  if (!modules_.empty() && device.MakeCurrent(device_index_).ok()) {
+  if ((!modules_.empty() || last_call_end_ != nullptr) && device.MakeCurrent(device_index_).ok()) {
+    // Calls queued on a caller's stream (RunOnDevice returns without
+    // waiting) may still use the kernels and the constants.
+    if (last_call_end_ != nullptr) Driver().cuCtxSynchronize();
+    if (last_call_end_ != nullptr) Driver().cuEventDestroy(last_call_end_);
     for (CUmodule m : modules_) Driver().cuModuleUnload(m);
   }
 }
@@ -544,6 +548,23 @@ absl::StatusOr<std::vector<DeviceTensor>> CudaProgram::Execute(const std::vector
   return outputs;
 }
 
+absl::StatusOr<DeviceTensor> CudaProgram::UploadInput(const Tensor& t, size_t i, CUstream stream) {
+  const Layout& l = resolved_.slot_layouts[static_cast<size_t>(resolved_.input_slots[i])];
+  if (!t.defined() || !t.has_data()) return absl::InvalidArgumentError(absl::StrCat("input ", i, " has no data"));
+  if (t.dtype() != l.dtype || t.sizes() != l.sizes) {
+    return absl::InvalidArgumentError(absl::StrCat("input ", i, " is ", DTypeName(t.dtype()), Shape(t.sizes()),
+                                                   "; the program expects ", DTypeName(l.dtype), Shape(l.sizes)));
+  }
+  Tensor staging = Tensor::Empty(l.dtype, {Elements(l)});
+  Tensor view = Tensor::View(staging, l.sizes, l.strides, l.offset);
+  RETURN_IF_ERROR(runtime::CopyInto(t, view));
+  CudaDevice device;
+  ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
+                   device.AllocateStorage(device_index_, static_cast<size_t>(std::max<int64_t>(l.StorageBytes(), 1))));
+  RETURN_IF_ERROR(UploadRange(staging, storage->ptr(), l, stream));
+  return DeviceTensor{std::move(storage), 0, l};
+}
+
 absl::StatusOr<std::vector<DeviceTensor>> CudaProgram::Upload(const std::vector<Tensor>& inputs) {
   const ResolvedProgram& r = resolved_;
   if (inputs.size() != r.input_slots.size()) {
@@ -555,22 +576,109 @@ absl::StatusOr<std::vector<DeviceTensor>> CudaProgram::Upload(const std::vector<
   ASSIGN_OR_RETURN(CUstream stream, device.CurrentCuStream(device_index_));
   std::vector<DeviceTensor> out;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Layout& l = r.slot_layouts[static_cast<size_t>(r.input_slots[i])];
-    const Tensor& t = inputs[i];
-    if (!t.defined() || !t.has_data()) return absl::InvalidArgumentError(absl::StrCat("input ", i, " has no data"));
-    if (t.dtype() != l.dtype || t.sizes() != l.sizes) {
-      return absl::InvalidArgumentError(absl::StrCat("input ", i, " is ", DTypeName(t.dtype()), Shape(t.sizes()),
-                                                     "; the program expects ", DTypeName(l.dtype), Shape(l.sizes)));
-    }
-    Tensor staging = Tensor::Empty(l.dtype, {Elements(l)});
-    Tensor view = Tensor::View(staging, l.sizes, l.strides, l.offset);
-    RETURN_IF_ERROR(runtime::CopyInto(t, view));
-    ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
-                     device.AllocateStorage(device_index_, static_cast<size_t>(std::max<int64_t>(l.StorageBytes(), 1))));
-    RETURN_IF_ERROR(UploadRange(staging, storage->ptr(), l, stream));
-    out.push_back(DeviceTensor{std::move(storage), 0, l});
+    ASSIGN_OR_RETURN(DeviceTensor t, UploadInput(inputs[i], i, stream));
+    out.push_back(std::move(t));
   }
   return out;
+}
+
+absl::StatusOr<DeviceTensor> CudaProgram::BorrowInput(const wrapper::DeviceBuffer& b, size_t i, CUstream stream) {
+  const Layout& l = resolved_.slot_layouts[static_cast<size_t>(resolved_.input_slots[i])];
+  if (b.device_index != device_index_) {
+    return absl::InvalidArgumentError(absl::StrCat("input ", i, " is on cuda:", b.device_index,
+                                                   "; the program runs on cuda:", device_index_));
+  }
+  if (b.dtype != l.dtype || b.sizes != l.sizes || b.strides.size() != b.sizes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("input ", i, " is ", DTypeName(b.dtype), Shape(b.sizes),
+                                                   "; the program expects ", DTypeName(l.dtype), Shape(l.sizes)));
+  }
+  const int64_t es = static_cast<int64_t>(DTypeSize(l.dtype));
+  bool same_strides = l.strides.size() == b.strides.size();
+  int64_t extent = 1;  // elements from element 0 to the last one, inclusive
+  for (size_t d = 0; d < b.sizes.size(); ++d) {
+    if (b.strides[d] < 0) return absl::InvalidArgumentError(absl::StrCat("input ", i, ": negative stride"));
+    if (b.sizes[d] == 0) extent = 0;
+    if (extent > 0) extent += (b.sizes[d] - 1) * b.strides[d];
+    if (same_strides && b.sizes[d] > 1 && b.strides[d] != l.strides[d]) same_strides = false;
+  }
+  if (same_strides) {
+    // The caller's memory, never freed by kiln; slot base + the layout's
+    // offset = element 0.
+    auto storage = std::make_shared<DeviceStorage>(nullptr, b.data, static_cast<size_t>(extent * es), device_index_);
+    return DeviceTensor{std::move(storage), -l.offset * es, l};
+  }
+  if (!l.IsContiguous() || l.offset != 0) {
+    return absl::UnimplementedError(absl::StrCat("input ", i, ": strides [", absl::StrJoin(b.strides, ", "),
+                                                 "] where the program expects ", l.ToString()));
+  }
+  Layout strided = l;
+  strided.strides = b.strides;
+  std::shared_ptr<DeviceStorage> copy;
+  ASSIGN_OR_RETURN(CUdeviceptr unused,
+                   CopyToContiguous(DeviceView{static_cast<CUdeviceptr>(b.data), strided}, device_index_, stream,
+                                    [&](int64_t bytes) -> absl::StatusOr<CUdeviceptr> {
+                                      ASSIGN_OR_RETURN(copy, Allocate(bytes, CallHooks{}));
+                                      return copy->ptr();
+                                    }));
+  (void)unused;
+  return DeviceTensor{std::move(copy), 0, l};
+}
+
+absl::StatusOr<std::vector<wrapper::DeviceBuffer>> CudaProgram::RunOnDevice(
+    const std::vector<wrapper::DeviceRunInput>& inputs, void* stream) {
+  const ResolvedProgram& r = resolved_;
+  if (inputs.size() != r.input_slots.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("compiled program takes ", r.input_slots.size(), " inputs, got ", inputs.size()));
+  }
+  std::lock_guard<std::mutex> lock(device_run_mu_);
+  ASSIGN_OR_RETURN(std::unique_ptr<ScopedCallerStream> scope,
+                   ScopedCallerStream::Enter(device_index_, static_cast<CUstream>(stream)));
+  const CUstream cu = scope->cu();
+  if (last_call_end_ == nullptr) {
+    RETURN_IF_ERROR(CuCheck(Driver().cuEventCreate(&last_call_end_, kEventDisableTiming), "cuEventCreate"));
+  } else if (last_call_stream_ != cu) {
+    RETURN_IF_ERROR(CuCheck(Driver().cuStreamWaitEvent(cu, last_call_end_, 0), "cuStreamWaitEvent"));
+  }
+  std::vector<DeviceTensor> device_inputs;
+  device_inputs.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    absl::StatusOr<DeviceTensor> t =
+        inputs[i].host.defined() ? UploadInput(inputs[i].host, i, cu) : BorrowInput(inputs[i].device, i, cu);
+    if (!t.ok()) return t.status();
+    device_inputs.push_back(std::move(*t));
+  }
+  ASSIGN_OR_RETURN(std::vector<DeviceTensor> outs, Execute(device_inputs, cu, CallHooks{}));
+  std::vector<wrapper::DeviceBuffer> result;
+  result.reserve(outs.size());
+  for (DeviceTensor& t : outs) {
+    Layout l = t.layout;
+    const int64_t es = static_cast<int64_t>(DTypeSize(l.dtype));
+    if (t.storage->borrowed()) {
+      // A view of an input: the caller may free the input, so the output
+      // gets its own storage (the viewed elements, from element 0 on).
+      const int64_t bytes = std::max<int64_t>((l.StorageElements() - l.offset) * es, 0);
+      ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> copy, Allocate(std::max<int64_t>(bytes, 1), CallHooks{}));
+      if (bytes > 0) {
+        RETURN_IF_ERROR(CuCheck(Driver().cuMemcpyDtoDAsync(copy->ptr(), t.base() + static_cast<CUdeviceptr>(l.offset * es),
+                                                           static_cast<size_t>(bytes), cu),
+                                "cuMemcpyDtoDAsync (output aliasing an input)"));
+      }
+      l.offset = 0;
+      t = DeviceTensor{std::move(copy), 0, l};
+    }
+    wrapper::DeviceBuffer b;
+    b.data = static_cast<uintptr_t>(t.base() + static_cast<CUdeviceptr>(l.offset * es));
+    b.dtype = l.dtype;
+    b.sizes = l.sizes;
+    b.strides = l.strides;
+    b.device_index = device_index_;
+    b.owner = std::move(t.storage);
+    result.push_back(std::move(b));
+  }
+  RETURN_IF_ERROR(CuCheck(Driver().cuEventRecord(last_call_end_, cu), "cuEventRecord"));
+  last_call_stream_ = cu;
+  return result;
 }
 
 absl::StatusOr<Tensor> CudaProgram::Download(const DeviceTensor& t) {

@@ -9,6 +9,9 @@
 //
 // Run() takes and returns host tensors (copies around the device run);
 // RunDevice() takes and returns device-resident tensors (benchmarks);
+// RunOnDevice() is the device-neutral form of it for callers that hold
+// device memory (the C API's DLPack tensors: torch's CUDA tensors read in
+// place, outputs handed over, on the caller's stream);
 // NewSession() uploads inputs once and runs calls on its own stream,
 // replaying them as one CUDA graph after a warm-up call (cuda_session.h).
 #ifndef KILN_BACKENDS_CUDA_CUDA_PROGRAM_H_
@@ -143,6 +146,15 @@ class CudaProgram : public wrapper::CompiledProgram {
 
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
   absl::StatusOr<std::vector<DeviceTensor>> RunDevice(const std::vector<DeviceTensor>& inputs);
+  // One call on `stream` (a CUstream the caller owns; null: the legacy
+  // default stream), made current for the call (ScopedCallerStream).
+  // Device inputs are borrowed: read in place when their strides match the
+  // program's input layout (in every dim of size > 1), else copied on the
+  // device into it (2/4/8-byte elements); host inputs are uploaded. Outputs
+  // own their storage (an output that would alias a borrowed input or a
+  // constant is a device copy); nothing waits for the stream.
+  absl::StatusOr<std::vector<wrapper::DeviceBuffer>> RunOnDevice(const std::vector<wrapper::DeviceRunInput>& inputs,
+                                                                 void* stream) override;
   absl::StatusOr<std::unique_ptr<wrapper::ProgramSession>> NewSession(std::vector<Tensor> inputs) override;
   // kernels.cu: the NVRTC translation units as compiled.
   std::vector<std::pair<std::string, std::string>> SourceFiles() const override;
@@ -183,6 +195,10 @@ class CudaProgram : public wrapper::CompiledProgram {
     std::shared_ptr<DeviceStorage> storage;
     int64_t byte_offset = 0;
   };
+  // Input `i` of a RunOnDevice call as the program's input layout.
+  absl::StatusOr<DeviceTensor> BorrowInput(const wrapper::DeviceBuffer& b, size_t i, CUstream stream);
+  // Host tensor `t` uploaded as input `i` on the current stream.
+  absl::StatusOr<DeviceTensor> UploadInput(const Tensor& t, size_t i, CUstream stream);
   // `bytes` of storage on the current stream, recorded in hooks.keep_alive.
   absl::StatusOr<std::shared_ptr<DeviceStorage>> Allocate(int64_t bytes, const CallHooks& hooks);
   absl::Status RunExtern(const ExternStep& e, std::vector<Slot>& slots, CUstream stream, const CallHooks& hooks,
@@ -208,6 +224,12 @@ class CudaProgram : public wrapper::CompiledProgram {
   std::map<DType, OnesVector> ones_;
   std::shared_ptr<DeviceStorage> workspace_;
   std::map<const ExternStep*, std::shared_ptr<DeviceStorage>> metadata_results_;
+  // RunOnDevice calls, one at a time: a call on another stream than the
+  // previous one waits (on the device) for the previous call's end, since
+  // calls share the buffers above (cuBLASLt workspace, ones, metadata).
+  std::mutex device_run_mu_;
+  CUevent last_call_end_ = nullptr;
+  CUstream last_call_stream_ = nullptr;
   CudaProgramStats stats_;
   std::vector<std::string> unit_sources_;
 };
