@@ -76,7 +76,7 @@ void CopyStrided(const char* src, const Shape& s, size_t element_size, char* dst
 }
 
 struct ManagedContext {
-  Tensor tensor;  // keeps the storage alive
+  std::shared_ptr<const void> owner;  // keeps the memory alive
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;
 };
@@ -207,19 +207,29 @@ absl::StatusOr<Tensor> TensorFromDLPack(const DLTensor& t, const std::string& wh
 
 absl::StatusOr<DLManagedTensor*> TensorToDLPack(const Tensor& t) {
   if (!t.has_data()) return absl::InvalidArgumentError("output tensor has no data");
-  ASSIGN_OR_RETURN(DLDataType dtype, DTypeToDLPack(t.dtype()));
+  DLDevice cpu;
+  cpu.device_type = kDLCPU;
+  cpu.device_id = 0;
+  return NewManagedTensor(const_cast<void*>(t.raw_data()), cpu, t.dtype(), t.sizes(), t.strides(), t.storage());
+}
+
+absl::StatusOr<DLManagedTensor*> NewManagedTensor(void* data, DLDevice device, DType dtype,
+                                                  std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                                                  std::shared_ptr<const void> owner) {
+  if (owner == nullptr) return absl::InternalError("a DLPack tensor without an owner of its memory");
+  if (strides.size() != sizes.size()) return absl::InternalError("DLPack tensor: strides and sizes differ in rank");
+  ASSIGN_OR_RETURN(DLDataType dl_dtype, DTypeToDLPack(dtype));
   auto ctx = std::make_unique<ManagedContext>();
-  ctx->tensor = t;
-  ctx->shape = t.sizes();
-  ctx->strides = t.strides();
+  ctx->owner = std::move(owner);
+  ctx->shape = std::move(sizes);
+  ctx->strides = std::move(strides);
   auto managed = std::make_unique<DLManagedTensor>();
   DLTensor& d = managed->dl_tensor;
   // Element 0 itself (byte_offset 0): some consumers ignore byte_offset.
-  d.data = ctx->tensor.raw_data();
-  d.device.device_type = kDLCPU;
-  d.device.device_id = 0;
+  d.data = data;
+  d.device = device;
   d.ndim = static_cast<int>(ctx->shape.size());
-  d.dtype = dtype;
+  d.dtype = dl_dtype;
   d.shape = ctx->shape.data();
   d.strides = ctx->strides.data();
   d.byte_offset = 0;

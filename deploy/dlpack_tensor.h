@@ -15,7 +15,9 @@
 #include <dlpack/dlpack.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "support/dtype.h"
@@ -44,6 +46,13 @@ absl::StatusOr<Tensor> PlaceholderFromDLPack(const DLTensor& t, const std::strin
 // A new DLManagedTensor over `t`'s storage (kDLCPU); delete it through its
 // deleter. `t` must have data.
 absl::StatusOr<DLManagedTensor*> TensorToDLPack(const Tensor& t);
+
+// A new DLManagedTensor over element 0 at `data` in `device`'s memory that
+// keeps `owner` alive until its deleter runs (any memory: the CPU's, or a
+// device's that the host never reads).
+absl::StatusOr<DLManagedTensor*> NewManagedTensor(void* data, DLDevice device, DType dtype,
+                                                  std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                                                  std::shared_ptr<const void> owner);
 
 }  // namespace kiln::capi
 

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "backends/builtin.h"
+#include "devices/device_registry.h"
 #include "driver/initialize.h"
 #include "driver/model.h"
 #include "driver/specializing_program.h"
@@ -27,11 +28,15 @@
 #include "ir/op_registry.h"
 #include "nlohmann/json.hpp"
 #include "deploy/dlpack_tensor.h"
+#include "python/dlpack_device.h"
 #include "support/status.h"
 #include "tools/version.h"
 
 struct kilnc_model {
   std::unique_ptr<kiln::driver::SpecializingProgram> program;
+  // Where its inputs and outputs live: kDLCPU, or the device's memory
+  // (kDLCUDA for "cuda"), read and handed out in place.
+  DLDevice memory = {kDLCPU, 0};
   int num_inputs = 0;
   int num_outputs = 0;
   std::string summary;
@@ -115,6 +120,8 @@ absl::StatusOr<std::unique_ptr<kilnc_model>> CompileModel(driver::ImportedModel 
     }
     if (options->max_specializations > 0) max_versions = options->max_specializations;
   }
+  ASSIGN_OR_RETURN(devices::DeviceName device, devices::ParseDeviceName(compile.device));
+  ASSIGN_OR_RETURN(DLDevice memory, DLDeviceOf(device));
   double passes_ms = 0;
   RETURN_IF_ERROR(driver::RunPipeline(*model.graph, pipeline, &passes_ms));
   if (examples.empty()) {
@@ -127,6 +134,7 @@ absl::StatusOr<std::unique_ptr<kilnc_model>> CompileModel(driver::ImportedModel 
                                                        examples.empty() ? nullptr : &examples));
   auto m = std::make_unique<kilnc_model>();
   m->program = std::move(program);
+  m->memory = memory;
   m->num_inputs = static_cast<int>(model.graph->inputs().size());
   m->num_outputs = static_cast<int>(model.graph->outputs().size());
   m->summary = Summary(first, model, passes_ms);
@@ -137,6 +145,54 @@ absl::Status CheckOut(kilnc_model** out) {
   if (out == nullptr) return absl::InvalidArgumentError("out is NULL");
   *out = nullptr;
   return absl::OkStatus();
+}
+
+// A CPU model: inputs read in place from host memory, outputs on the host.
+absl::StatusOr<std::vector<DLManagedTensor*>> RunOnHost(kilnc_model& model, const DLTensor* const* inputs,
+                                                       int num_inputs) {
+  std::vector<Tensor> in;
+  in.reserve(static_cast<size_t>(num_inputs));
+  for (int i = 0; i < num_inputs; ++i) {
+    const std::string what = absl::StrCat("input ", i);
+    RETURN_IF_ERROR(CheckHostInput(*inputs[i], what));
+    ASSIGN_OR_RETURN(Tensor t, TensorFromDLPack(*inputs[i], what));
+    in.push_back(std::move(t));
+  }
+  ASSIGN_OR_RETURN(std::vector<Tensor> result, model.program->Run(in));
+  std::vector<DLManagedTensor*> made;
+  for (const Tensor& t : result) {
+    absl::StatusOr<DLManagedTensor*> d = TensorToDLPack(t);
+    if (!d.ok()) {
+      for (DLManagedTensor* m : made) m->deleter(m);
+      return d.status();
+    }
+    made.push_back(*d);
+  }
+  return made;
+}
+
+// A device model: device inputs borrowed, host inputs uploaded, outputs in
+// device memory, all queued on `stream`.
+absl::StatusOr<std::vector<DLManagedTensor*>> RunOnDevice(kilnc_model& model, void* stream,
+                                                         const DLTensor* const* inputs, int num_inputs) {
+  std::vector<wrapper::DeviceRunInput> in;
+  in.reserve(static_cast<size_t>(num_inputs));
+  for (int i = 0; i < num_inputs; ++i) {
+    ASSIGN_OR_RETURN(wrapper::DeviceRunInput t,
+                     DeviceInputFromDLPack(*inputs[i], model.memory, absl::StrCat("input ", i)));
+    in.push_back(std::move(t));
+  }
+  ASSIGN_OR_RETURN(std::vector<wrapper::DeviceBuffer> result, model.program->RunOnDevice(in, stream));
+  std::vector<DLManagedTensor*> made;
+  for (wrapper::DeviceBuffer& b : result) {
+    absl::StatusOr<DLManagedTensor*> d = DeviceBufferToDLPack(std::move(b), model.memory);
+    if (!d.ok()) {
+      for (DLManagedTensor* m : made) m->deleter(m);
+      return d.status();
+    }
+    made.push_back(*d);
+  }
+  return made;
 }
 
 }  // namespace
@@ -231,6 +287,11 @@ int kilnc_model_num_outputs(const kilnc_model* model) { return model != nullptr 
 
 kilnc_status kilnc_model_run(kilnc_model* model, const DLTensor* const* inputs, int num_inputs,
                            DLManagedTensor** outputs, int num_outputs) {
+  return kilnc_model_run_stream(model, nullptr, inputs, num_inputs, outputs, num_outputs);
+}
+
+kilnc_status kilnc_model_run_stream(kilnc_model* model, void* stream, const DLTensor* const* inputs,
+                                  int num_inputs, DLManagedTensor** outputs, int num_outputs) {
   return Guarded([&]() -> absl::Status {
     if (model == nullptr) return absl::InvalidArgumentError("model is NULL");
     if (num_inputs != model->num_inputs || (num_inputs > 0 && inputs == nullptr)) {
@@ -242,28 +303,23 @@ kilnc_status kilnc_model_run(kilnc_model* model, const DLTensor* const* inputs, 
                                                      " outputs, room for ", num_outputs));
     }
     for (int i = 0; i < num_outputs; ++i) outputs[i] = nullptr;
-    std::vector<Tensor> in;
-    in.reserve(num_inputs);
     for (int i = 0; i < num_inputs; ++i) {
       if (inputs[i] == nullptr) return absl::InvalidArgumentError(absl::StrCat("input ", i, " is NULL"));
-      ASSIGN_OR_RETURN(Tensor t, kiln::capi::TensorFromDLPack(*inputs[i], absl::StrCat("input ", i)));
-      in.push_back(std::move(t));
     }
-    ASSIGN_OR_RETURN(std::vector<Tensor> result, model->program->Run(in));
-    if (static_cast<int>(result.size()) != num_outputs) {
-      return absl::InternalError(absl::StrCat("the program returned ", result.size(), " outputs, not ",
+    const bool on_host = model->memory.device_type == kDLCPU;
+    if (on_host && stream != nullptr) {
+      return absl::InvalidArgumentError("a stream was given, but the model was compiled for cpu (pass NULL)");
+    }
+    absl::StatusOr<std::vector<DLManagedTensor*>> made =
+        on_host ? kiln::capi::RunOnHost(*model, inputs, num_inputs)
+                : kiln::capi::RunOnDevice(*model, stream, inputs, num_inputs);
+    if (!made.ok()) return made.status();
+    if (static_cast<int>(made->size()) != num_outputs) {
+      for (DLManagedTensor* m : *made) m->deleter(m);
+      return absl::InternalError(absl::StrCat("the program returned ", made->size(), " outputs, not ",
                                               num_outputs));
     }
-    std::vector<DLManagedTensor*> made;
-    for (const Tensor& t : result) {
-      absl::StatusOr<DLManagedTensor*> d = kiln::capi::TensorToDLPack(t);
-      if (!d.ok()) {
-        for (DLManagedTensor* m : made) m->deleter(m);
-        return d.status();
-      }
-      made.push_back(*d);
-    }
-    for (int i = 0; i < num_outputs; ++i) outputs[i] = made[i];
+    for (int i = 0; i < num_outputs; ++i) outputs[i] = (*made)[static_cast<size_t>(i)];
     return absl::OkStatus();
   });
 }

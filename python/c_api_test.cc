@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "deploy/dlpack_tensor.h"
+#include "python/dlpack_device.h"
 #include "python/kiln_c.h"
 #include "runtime/interpreter.h"
 #include "support/tensor.h"
@@ -164,19 +165,26 @@ class CApiTest : public ::testing::Test {
   }
 };
 
+// kProgram compiled for the CPU with its constant `w` (kept alive by the
+// caller until kilnc_model_free).
+kilnc_model* CompileProgram(const DLTensor& w) {
+  const char* names[] = {"w"};
+  const DLTensor* constants[] = {&w};
+  kilnc_model* model = nullptr;
+  EXPECT_EQ(kilnc_compile_export_json(kProgram, sizeof(kProgram) - 1, "test", names, constants, 1, nullptr, &model),
+            KILNC_OK)
+      << kilnc_last_error();
+  return model;
+}
+
 TEST_F(CApiTest, CompiledExportJsonMatchesTheInterpreter) {
   alignas(64) float w[3] = {0.5f, -1.0f, 2.0f};
   alignas(64) float x[6] = {-2.0f, -0.5f, 0.0f, 0.25f, 1.0f, 3.0f};
   std::vector<int64_t> w_shape = {3}, x_shape = {2, 3};
   DLTensor w_dl = Float32View(w, w_shape, nullptr);
   DLTensor x_dl = Float32View(x, x_shape, nullptr);
-  const char* names[] = {"w"};
-  const DLTensor* constants[] = {&w_dl};
-  kilnc_model* model = nullptr;
-  ASSERT_EQ(kilnc_compile_export_json(kProgram, sizeof(kProgram) - 1, "test", names, constants, 1, nullptr,
-                                     &model),
-            KILNC_OK)
-      << kilnc_last_error();
+  kilnc_model* model = CompileProgram(w_dl);
+  ASSERT_NE(model, nullptr);
   EXPECT_STREQ(kilnc_last_error(), "");
   EXPECT_EQ(kilnc_model_num_inputs(model), 1);
   EXPECT_EQ(kilnc_model_num_outputs(model), 1);
@@ -235,6 +243,188 @@ TEST_F(CApiTest, ErrorsAreCodesAndMessages) {
   EXPECT_EQ(kilnc_has_operator("aten::no_such_op"), 0);
   EXPECT_EQ(kilnc_has_operator(nullptr), 0);
   EXPECT_EQ(kilnc_api_version(), KILNC_API_VERSION);
+}
+
+// A CPU model refuses device memory and streams with messages that name the
+// input, its device and the model's; NULL stream runs as kilnc_model_run.
+TEST_F(CApiTest, CpuModelRefusesDeviceTensorsAndStreams) {
+  alignas(64) float w[3] = {0.5f, -1.0f, 2.0f};
+  alignas(64) float x[6] = {-2.0f, -0.5f, 0.0f, 0.25f, 1.0f, 3.0f};
+  std::vector<int64_t> w_shape = {3}, x_shape = {2, 3};
+  DLTensor w_dl = Float32View(w, w_shape, nullptr);
+  kilnc_model* model = CompileProgram(w_dl);
+  ASSERT_NE(model, nullptr);
+  DLManagedTensor* outputs[1] = {nullptr};
+
+  DLTensor on_cuda = Float32View(x, x_shape, nullptr);
+  on_cuda.device = {kDLCUDA, 0};
+  const DLTensor* cuda_inputs[] = {&on_cuda};
+  EXPECT_EQ(kilnc_model_run(model, cuda_inputs, 1, outputs, 1), KILNC_INVALID_ARGUMENT);
+  EXPECT_THAT(std::string(kilnc_last_error()),
+              HasSubstr("input 0 is in cuda:0 memory, but the model was compiled for cpu"));
+  EXPECT_EQ(outputs[0], nullptr);
+  on_cuda.device = {kDLROCM, 1};
+  EXPECT_EQ(kilnc_model_run(model, cuda_inputs, 1, outputs, 1), KILNC_INVALID_ARGUMENT);
+  EXPECT_THAT(std::string(kilnc_last_error()), HasSubstr("DLPack device type 10:1"));
+
+  DLTensor host = Float32View(x, x_shape, nullptr);
+  const DLTensor* host_inputs[] = {&host};
+  int fake_stream = 0;
+  EXPECT_EQ(kilnc_model_run_stream(model, &fake_stream, host_inputs, 1, outputs, 1), KILNC_INVALID_ARGUMENT);
+  EXPECT_THAT(std::string(kilnc_last_error()), HasSubstr("compiled for cpu (pass NULL)"));
+  EXPECT_EQ(outputs[0], nullptr);
+
+  // Pinned host memory is host memory; NULL stream is kilnc_model_run.
+  host.device = {kDLCUDAHost, 0};
+  ASSERT_EQ(kilnc_model_run_stream(model, nullptr, host_inputs, 1, outputs, 1), KILNC_OK) << kilnc_last_error();
+  EXPECT_EQ(outputs[0]->dl_tensor.device.device_type, kDLCPU);
+  EXPECT_EQ(outputs[0]->dl_tensor.shape[1], 3);
+  outputs[0]->deleter(outputs[0]);
+  kilnc_model_free(model);
+}
+
+// Without a GPU a CUDA model cannot be compiled: a clear error, no crash.
+TEST_F(CApiTest, CudaModelWithoutAGpuIsAnError) {
+  kilnc_compile_options options = {"cuda", nullptr, 0};
+  kilnc_model* model = nullptr;
+  const kilnc_status s = kilnc_compile_file("testdata/onnx_models/small_cnn/model.onnx", &options, nullptr, 0, &model);
+  if (s == KILNC_OK) {
+    kilnc_model_free(model);
+    GTEST_SKIP() << "a CUDA device is present (the GPU check script covers CUDA models)";
+  }
+  EXPECT_EQ(model, nullptr);
+  EXPECT_THAT(std::string(kilnc_last_error()), HasSubstr("cuda"));
+  // A device DLPack has no code for here.
+  options.device = "no_such_device";
+  EXPECT_NE(kilnc_compile_file("testdata/onnx_models/small_cnn/model.onnx", &options, nullptr, 0, &model), KILNC_OK);
+  EXPECT_EQ(model, nullptr);
+}
+
+TEST(DLPackDeviceTest, DeviceNames) {
+  absl::StatusOr<DLDevice> cpu = DLDeviceOf({"cpu", 0});
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(cpu->device_type, kDLCPU);
+  absl::StatusOr<DLDevice> cuda = DLDeviceOf({"cuda", 1});
+  ASSERT_TRUE(cuda.ok());
+  EXPECT_EQ(cuda->device_type, kDLCUDA);
+  EXPECT_EQ(cuda->device_id, 1);
+  absl::StatusOr<DLDevice> sim = DLDeviceOf({"sim", 0});
+  EXPECT_EQ(sim.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(sim.status().message()), HasSubstr("'sim'"));
+  EXPECT_EQ(DLDeviceName({kDLCUDA, 2}), "cuda:2");
+  EXPECT_TRUE(IsHostMemory({kDLCUDAHost, 0}));
+  EXPECT_FALSE(IsHostMemory({kDLCUDA, 0}));
+}
+
+// Device inputs are described, never dereferenced: a host address stands in
+// for device memory here.
+TEST(DLPackDeviceTest, CudaInputsAreBorrowedAsDeviceBuffers) {
+  alignas(64) float x[12] = {};
+  std::vector<int64_t> shape = {3, 2};
+  std::vector<int64_t> strides = {1, 3};
+  DLTensor d = Float32View(x, shape, &strides);
+  d.device = {kDLCUDA, 1};
+  d.byte_offset = 8;
+  absl::StatusOr<wrapper::DeviceRunInput> in = DeviceInputFromDLPack(d, {kDLCUDA, 1}, "input 0");
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_FALSE(in->host.defined());
+  EXPECT_EQ(in->device.data, reinterpret_cast<uintptr_t>(x) + 8);
+  EXPECT_EQ(in->device.dtype, DType::kFloat32);
+  EXPECT_EQ(in->device.sizes, shape);
+  EXPECT_EQ(in->device.strides, strides);
+  EXPECT_EQ(in->device.device_index, 1);
+  EXPECT_EQ(in->device.owner, nullptr);
+  // Contiguous strides when DLPack gives none.
+  d.strides = nullptr;
+  d.byte_offset = 0;
+  in = DeviceInputFromDLPack(d, {kDLCUDA, 1}, "input 0");
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ(in->device.strides, (std::vector<int64_t>{2, 1}));
+  // A host tensor for a CUDA model: read on the host (the program uploads it).
+  DLTensor h = Float32View(x, shape, nullptr);
+  in = DeviceInputFromDLPack(h, {kDLCUDA, 0}, "input 1");
+  ASSERT_TRUE(in.ok()) << in.status();
+  ASSERT_TRUE(in->host.defined());
+  EXPECT_EQ(in->host.raw_data(), x);
+}
+
+TEST(DLPackDeviceTest, BadDeviceInputsAreErrors) {
+  alignas(64) float x[8] = {};
+  std::vector<int64_t> shape = {2, 2};
+  DLTensor d = Float32View(x, shape, nullptr);
+  d.device = {kDLCUDA, 1};
+  auto message = [](const absl::StatusOr<wrapper::DeviceRunInput>& r) { return std::string(r.status().message()); };
+  // Another CUDA device than the model's.
+  absl::StatusOr<wrapper::DeviceRunInput> r = DeviceInputFromDLPack(d, {kDLCUDA, 0}, "input 3");
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(message(r), HasSubstr("input 3 is in cuda:1 memory, but the model was compiled for cuda:0"));
+  // A device kiln does not run on.
+  d.device = {kDLVulkan, 0};
+  r = DeviceInputFromDLPack(d, {kDLCUDA, 0}, "input 0");
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  d.device = {kDLCUDA, 0};
+  // Negative strides, no data, misalignment, bad dtype, bad rank.
+  std::vector<int64_t> negative = {-2, 1};
+  d.strides = negative.data();
+  r = DeviceInputFromDLPack(d, {kDLCUDA, 0}, "input 0");
+  EXPECT_THAT(message(r), HasSubstr("negative stride"));
+  d.strides = nullptr;
+  d.data = nullptr;
+  r = DeviceInputFromDLPack(d, {kDLCUDA, 0}, "input 0");
+  EXPECT_THAT(message(r), HasSubstr("no data"));
+  d.data = x;
+  d.byte_offset = 2;
+  r = DeviceInputFromDLPack(d, {kDLCUDA, 0}, "input 0");
+  EXPECT_THAT(message(r), HasSubstr("not aligned"));
+  d.byte_offset = 0;
+  d.dtype = {kDLFloat, 32, 4};
+  r = DeviceInputFromDLPack(d, {kDLCUDA, 0}, "input 0");
+  EXPECT_THAT(message(r), HasSubstr("lanes"));
+  d.dtype = {kDLFloat, 32, 1};
+  d.ndim = -1;
+  r = DeviceInputFromDLPack(d, {kDLCUDA, 0}, "input 0");
+  EXPECT_THAT(message(r), HasSubstr("rank -1"));
+  d.ndim = 2;
+  std::vector<int64_t> bad_sizes = {2, -1};
+  d.shape = bad_sizes.data();
+  r = DeviceInputFromDLPack(d, {kDLCUDA, 0}, "input 0");
+  EXPECT_THAT(message(r), HasSubstr("negative size"));
+  // A CPU model names the device it cannot read.
+  d.shape = shape.data();
+  absl::Status s = CheckHostInput(d, "input 2");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("input 2 is in cuda:0 memory"));
+}
+
+// Outputs keep kiln's storage alive until the consumer's deleter runs.
+TEST(DLPackDeviceTest, OutputDeleterReleasesTheStorage) {
+  auto storage = std::make_shared<std::vector<float>>(6, 1.0f);
+  std::weak_ptr<std::vector<float>> watch = storage;
+  wrapper::DeviceBuffer b;
+  b.data = reinterpret_cast<uintptr_t>(storage->data() + 1);
+  b.dtype = DType::kFloat16;
+  b.sizes = {2, 2};
+  b.strides = {1, 2};
+  b.device_index = 1;
+  b.owner = std::move(storage);
+  absl::StatusOr<DLManagedTensor*> m = DeviceBufferToDLPack(b, {kDLCUDA, 0});
+  ASSERT_TRUE(m.ok()) << m.status();
+  b = wrapper::DeviceBuffer{};
+  EXPECT_FALSE(watch.expired());
+  const DLTensor& t = (*m)->dl_tensor;
+  EXPECT_EQ(t.device.device_type, kDLCUDA);
+  EXPECT_EQ(t.device.device_id, 1);
+  EXPECT_EQ(t.dtype.code, kDLFloat);
+  EXPECT_EQ(t.dtype.bits, 16);
+  EXPECT_EQ(t.ndim, 2);
+  EXPECT_EQ(t.strides[0], 1);
+  EXPECT_EQ(t.strides[1], 2);
+  EXPECT_EQ(t.byte_offset, 0u);
+  (*m)->deleter(*m);
+  EXPECT_TRUE(watch.expired());
+  // An output nobody owns is a bug of the program, reported.
+  EXPECT_EQ(DeviceBufferToDLPack(wrapper::DeviceBuffer{}, {kDLCUDA, 0}).status().code(),
+            absl::StatusCode::kInternal);
 }
 
 TEST_F(CApiTest, OnnxModelWithExampleShapes) {

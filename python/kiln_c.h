@@ -15,7 +15,20 @@
  * whose element 0 cannot start a 64-byte aligned view, is copied); outputs
  * are handed out without a copy as DLManagedTensors that the caller owns and
  * releases through their deleter. Nothing is retained from an input after
- * the call returns. Constants passed to kilnc_compile_export_json are kept
+ * the call returns.
+ *
+ * Devices: a model compiled for "cpu" takes and returns host memory (kDLCPU;
+ * kDLCUDAHost is read as host memory). A model compiled for "cuda[:i]" takes
+ * kDLCUDA tensors of device i, read in place on the device (no host copy;
+ * strides that differ from the compiled layout are copied on the device),
+ * and returns kDLCUDA tensors of device i in memory from kiln's caching
+ * allocator, which the deleter returns (safe from any thread, also after
+ * kilnc_model_free: the allocator lives as long as the process). Host
+ * tensors given to a CUDA model are accepted and copied to the device (an
+ * input whose values decide shapes, such as an ONNX Reshape's shape, must
+ * come this way); a CUDA tensor of another index, or any device tensor given
+ * to a CPU model, is KILNC_INVALID_ARGUMENT. kilnc_model_run_stream says
+ * which stream the work goes on. Constants passed to kilnc_compile_export_json are kept
  * (read in place) for the model's lifetime: the caller keeps them alive and
  * unchanged until kilnc_model_free.
  *
@@ -41,7 +54,7 @@ extern "C" {
 #endif
 
 /* Bumped when a declaration below changes incompatibly. */
-#define KILNC_API_VERSION 1
+#define KILNC_API_VERSION 2
 
 /* DLPack 0.8's boolean type code (Debian's 0.6 header lacks it). */
 #define KILNC_DL_BOOL 6
@@ -117,9 +130,26 @@ int kilnc_model_num_outputs(const kilnc_model* model);
 
 /* Runs the model. A call whose input shapes differ from the compiled ones
  * compiles (once) a version for them. On success `outputs[i]` are new
- * DLManagedTensors (CPU) that the caller releases with their deleter. */
+ * DLManagedTensors (in the model's memory: CPU, or CUDA for a CUDA model)
+ * that the caller releases with their deleter. Same as
+ * kilnc_model_run_stream(model, NULL, ...). */
 kilnc_status kilnc_model_run(kilnc_model* model, const DLTensor* const* inputs, int num_inputs,
                            DLManagedTensor** outputs, int num_outputs);
+
+/* Runs a CUDA model's work on `stream`, a CUstream the caller owns (torch:
+ * torch.cuda.current_stream().cuda_stream), in the device's primary context
+ * (shared with torch). NULL (0) is the legacy default stream, which is also
+ * torch's default stream. The call returns once the work is queued, without
+ * synchronizing: outputs are ready in stream order, so the caller's later
+ * work on the same stream needs no synchronize. The caller keeps inputs
+ * alive and unchanged until the stream has run the call, and synchronizes
+ * before using an output on another stream (or freeing it while another
+ * stream still reads it: its memory is reused in `stream`'s order). A host
+ * fallback inside the program (an op kiln runs on the host) synchronizes
+ * `stream` itself. A CPU model takes NULL only. CUDA graph replay
+ * (`kiln run --device cuda`) is not used here. */
+kilnc_status kilnc_model_run_stream(kilnc_model* model, void* stream, const DLTensor* const* inputs,
+                                  int num_inputs, DLManagedTensor** outputs, int num_outputs);
 
 /* What the first compile did, as a JSON object: kernels, externs (library
  * and reference-kernel calls), interpreter islands, the ops that ran
