@@ -3,7 +3,9 @@
 The library is found at $KILN_C_LIBRARY, else next to this file (where the
 wheel installs it). Inputs are passed as DLTensor structs over the caller's
 memory (no copy); outputs come back as DLManagedTensors that torch (or
-numpy) adopts without a copy.
+numpy) adopts without a copy. A model compiled for CUDA reads torch's CUDA
+tensors in place (kDLCUDA) on torch's current stream and returns CUDA
+tensors (torch.utils.dlpack), with no copy through the host.
 """
 import ctypes
 import json
@@ -14,6 +16,8 @@ KILNC_OK = 0
 KILNC_DL_BOOL = 6  # DLPack 0.8's bool code
 
 _DL_CPU = 1
+_DL_CUDA = 2
+API_VERSION = 2  # kiln_c.h's KILNC_API_VERSION
 _DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_COMPLEX = 0, 1, 2, 4, 5
 
 
@@ -108,13 +112,16 @@ def lib():
         l.kilnc_model_run.argtypes = [ctypes.c_void_p, P(P(DLTensor)), ctypes.c_int, P(P(DLManagedTensor)),
                                      ctypes.c_int]
         l.kilnc_model_run.restype = ctypes.c_int
+        l.kilnc_model_run_stream.argtypes = [ctypes.c_void_p, ctypes.c_void_p, P(P(DLTensor)), ctypes.c_int,
+                                            P(P(DLManagedTensor)), ctypes.c_int]
+        l.kilnc_model_run_stream.restype = ctypes.c_int
         l.kilnc_model_summary.argtypes = [ctypes.c_void_p]
         l.kilnc_model_summary.restype = ctypes.c_char_p
         l.kilnc_model_free.argtypes = [ctypes.c_void_p]
         l.kilnc_model_free.restype = None
-        if l.kilnc_api_version() != 1:
-            raise KilnError(9, "%s has C API version %d; this package speaks version 1"
-                            % (path, l.kilnc_api_version()))
+        if l.kilnc_api_version() != API_VERSION:
+            raise KilnError(9, "%s has C API version %d; this package speaks version %d"
+                            % (path, l.kilnc_api_version(), API_VERSION))
         _lib = l
         return l
 
@@ -163,12 +170,13 @@ class _Borrowed:
 
 
 def borrow(x):
-    """A _Borrowed DLTensor over a CPU torch tensor or numpy array (no copy)."""
+    """A _Borrowed DLTensor over a CPU or CUDA torch tensor or a numpy array
+    (no copy: a CUDA tensor's DLTensor holds its device address, kDLCUDA)."""
     mod = type(x).__module__
     if mod.startswith("torch"):
         import torch
-        if x.device.type != "cpu":
-            raise KilnError(12, "kiln's C API reads CPU tensors; got a %s tensor" % x.device.type)
+        if x.device.type not in ("cpu", "cuda"):
+            raise KilnError(12, "kiln's C API reads CPU and CUDA tensors; got a %s tensor" % x.device.type)
         if x.layout != torch.strided:
             raise KilnError(3, "only strided tensors are supported, got %s" % x.layout)
         x = x.detach()
@@ -177,8 +185,9 @@ def borrow(x):
         code_bits = _torch_dtypes().get(x.dtype)
         if code_bits is None:
             raise KilnError(3, "unsupported dtype %s" % x.dtype)
+        device = (_DL_CUDA, x.device.index or 0) if x.device.type == "cuda" else (_DL_CPU, 0)
         return _Borrowed(x.data_ptr() if x.numel() else None, code_bits[0], code_bits[1],
-                         list(x.shape), list(x.stride()), x)
+                         list(x.shape), list(x.stride()), x, device[0], device[1])
     import numpy as np
     a = np.asarray(x)
     if a.dtype.kind not in _NUMPY_KINDS or a.dtype.byteorder == ">":
@@ -260,14 +269,23 @@ def to_numpy(managed):
 # ---------------------------------------------------------------------------
 
 
+def _is_cuda_device(device):
+    return bool(device) and (device == "cuda" or device.startswith("cuda:"))
+
+
 class Model:
     """A compiled kiln model: model(x, y) or model.run([x, y]), tensors in the
     graph's input order; a list of outputs comes back, torch tensors when the
-    inputs were torch tensors, else numpy arrays."""
+    inputs were torch tensors, else numpy arrays. A model compiled for CUDA
+    (`device` "cuda" or "cuda:i") takes CUDA tensors of that device (read in
+    place; CPU tensors are copied up) and returns CUDA torch tensors, its
+    work queued on torch's current stream of the device (or `stream`: a
+    torch.cuda.Stream or a raw CUstream handle)."""
 
-    def __init__(self, handle, keep_alive=()):
+    def __init__(self, handle, keep_alive=(), device="cpu"):
         self._handle = handle
         self._keep = list(keep_alive)  # constants the model reads in place
+        self.device = device or "cpu"
         l = lib()
         self.num_inputs = l.kilnc_model_num_inputs(handle)
         self.num_outputs = l.kilnc_model_num_outputs(handle)
@@ -279,14 +297,31 @@ class Model:
         if h:
             self._free(h)
 
-    def run(self, inputs, as_torch=None):
+    def _stream(self, stream):
+        """The CUstream handle to run on: `stream` as given, else torch's
+        current stream of the model's device (0: the legacy default)."""
+        if stream is not None:
+            return int(getattr(stream, "cuda_stream", stream) or 0)
+        import torch
+        index = int(self.device.split(":")[1]) if ":" in self.device else 0
+        return int(torch.cuda.current_stream(index).cuda_stream or 0)
+
+    def run(self, inputs, as_torch=None, stream=None):
         inputs = list(inputs)
+        on_cuda = _is_cuda_device(self.device)
         if as_torch is None:
-            as_torch = any(type(x).__module__.startswith("torch") for x in inputs)
+            as_torch = on_cuda or any(type(x).__module__.startswith("torch") for x in inputs)
+        if on_cuda and not as_torch:
+            raise KilnError(3, "a model compiled for %s returns CUDA tensors: run it with as_torch=True"
+                            % self.device)
         borrowed = [borrow(x) for x in inputs]
         outs = (ctypes.POINTER(DLManagedTensor) * max(self.num_outputs, 1))()
-        check(lib().kilnc_model_run(self._handle, pointer_array(borrowed), len(borrowed), outs,
-                                   self.num_outputs))
+        if on_cuda:
+            raw_stream = self._stream(stream)
+        else:  # a CPU model takes no stream: the C API says so
+            raw_stream = int(getattr(stream, "cuda_stream", stream) or 0) if stream is not None else 0
+        check(lib().kilnc_model_run_stream(self._handle, raw_stream or None, pointer_array(borrowed),
+                                          len(borrowed), outs, self.num_outputs))
         managed = [outs[i] for i in range(self.num_outputs)]
         convert = to_torch if as_torch else to_numpy
         result = []
@@ -315,18 +350,27 @@ def compile_file(path, example_inputs=None, device="cpu", pipeline=None, max_spe
     opts = _options(device, pipeline, max_specializations)
     check(lib().kilnc_compile_file(os.fsencode(path), ctypes.byref(opts), pointer_array(borrowed),
                                   len(borrowed), ctypes.byref(handle)))
-    return Model(handle)
+    return Model(handle, device=device)
 
 
 def compile_export_json(program_json, constants, origin="<fx graph>", device="cpu", pipeline=None,
                         max_specializations=0):
-    """`constants`: {FQN: CPU tensor}; they stay referenced by the Model."""
+    """`constants`: {FQN: tensor}; they stay referenced by the Model. The C
+    API reads constants on the host: CUDA ones (a CUDA module's parameters)
+    are copied to the CPU once, here; a CUDA model uploads them at compile."""
     data = program_json.encode() if isinstance(program_json, str) else program_json
     names = list(constants)
-    borrowed = [borrow(constants[n]) for n in names]
+    host = [_on_host(constants[n]) for n in names]
+    borrowed = [borrow(c) for c in host]
     name_arr = (ctypes.c_char_p * max(len(names), 1))(*[n.encode() for n in names])
     handle = ctypes.c_void_p()
     opts = _options(device, pipeline, max_specializations)
     check(lib().kilnc_compile_export_json(data, len(data), origin.encode(), name_arr, pointer_array(borrowed),
                                          len(borrowed), ctypes.byref(opts), ctypes.byref(handle)))
-    return Model(handle, keep_alive=[b.keep for b in borrowed])
+    return Model(handle, keep_alive=[b.keep for b in borrowed], device=device)
+
+
+def _on_host(x):
+    if type(x).__module__.startswith("torch") and x.device.type != "cpu":
+        return x.detach().cpu()
+    return x

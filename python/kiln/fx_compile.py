@@ -143,9 +143,10 @@ class CompiledGraph:
         if v is None:
             return self.graph_module(*args)
         model, plan = v
-        inputs = [a.detach().cpu() if a.device.type != "cpu" else a for a in args]
+        host = not _capi._is_cuda_device(self._target)  # a CUDA model reads and returns CUDA tensors in place
+        inputs = [a.detach().cpu() if host and a.device.type != "cpu" else a for a in args]
         results = model.run(inputs, as_torch=True)
-        if self.device.type != "cpu":
+        if host and self.device.type != "cpu":
             results = [r.to(self.device) for r in results]
         return plan.rebuild(results)
 

@@ -371,6 +371,21 @@ class FileModelTest(unittest.TestCase):
             m.run([])
         self.assertIn("inputs", str(e.exception))
 
+    def test_device_errors(self):
+        """CUDA paths that a CPU-only machine can check: a CPU model refuses a
+        stream; a CUDA model cannot be compiled without a GPU (a KilnError)."""
+        m = kiln.load_onnx(os.path.join(TESTDATA, "onnx_models", "small_cnn", "model.onnx"))
+        x = torch.zeros(1, 3, 32, 32)
+        self.assertEqual(m.device, "cpu")
+        with self.assertRaises(kiln.KilnError) as e:
+            m.run([x], stream=1)
+        self.assertIn("compiled for cpu", str(e.exception))
+        self.assertEqual(len(m.run([x], stream=None)), 1)
+        if not torch.cuda.is_available():
+            with self.assertRaises(kiln.KilnError) as e:
+                kiln.load_onnx(os.path.join(TESTDATA, "onnx_models", "small_cnn", "model.onnx"), device="cuda")
+            self.assertIn("cuda", str(e.exception))
+
     def test_version(self):
         self.assertRegex(kiln.version(), r"^\d+\.\d+\.\d+")
 
