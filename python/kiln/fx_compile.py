@@ -104,8 +104,10 @@ class CompiledGraph:
     graph's output structure. The graph is compiled for its example inputs'
     shapes; a call with other shapes or dtypes compiles (once) a version for
     them (up to MAX_VERSIONS, least recently used out), or runs eagerly with
-    a warning when kiln cannot. Inputs on another device go through the CPU
-    (the C API reads CPU tensors); outputs return to the inputs' device."""
+    a warning when kiln cannot. CUDA inputs run in place on a CUDA model
+    (torch's current stream) and its outputs stay on the device; a model
+    compiled for the CPU takes inputs from another device through host
+    copies and returns its outputs to that device."""
 
     MAX_VERSIONS = 8
 

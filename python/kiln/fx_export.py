@@ -274,9 +274,7 @@ class _Exporter:
                 if not isinstance(value, torch.Tensor):
                     raise UnsupportedGraph("get_attr '%s' is a %s, not a tensor" % (n.target, type(value).__name__))
                 self.meta_of(n.name, value, n)
-                # kiln reads constants from host memory (a CUDA model uploads
-                # them once at compile time): a device tensor is copied once.
-                self.constants[n.target] = value.detach() if value.device.type == "cpu" else value.detach().cpu()
+                self.constants[n.target] = value.detach()
                 kind = "parameter" if isinstance(value, torch.nn.Parameter) else "tensor_constant"
                 field = {"parameter": "parameter_name", "tensor_constant": "tensor_constant_name"}[kind]
                 graph_inputs.append({"as_tensor": {"name": n.name}})
