@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -210,15 +211,7 @@ absl::StatusOr<DiskCacheEntry> DiskCache::GetOrBuild(const std::string& key, con
 
   ASSIGN_OR_RETURN(CacheArtifact artifact, build(PathFor(key, UniqueTempSuffix())));
   entry.built = true;
-  const FileWriteOptions file{0600, options_.sync};
-  // The artifact first, then the sidecar that validates it: a reader never
-  // sees a sidecar for an artifact that is not complete.
-  absl::Status s = WriteFileAtomically(entry.path, artifact.contents, file);
-  if (s.ok()) s = WriteFileAtomically(PathFor(key, ".sum"), ChecksumSidecar(options_.magic, artifact.contents), file);
-  for (size_t i = 0; s.ok() && i < artifact.extras.size(); ++i) {
-    s = WriteFileAtomically(PathFor(key, artifact.extras[i].first), artifact.extras[i].second,
-                            FileWriteOptions{0600, false});
-  }
+  const absl::Status s = Write(key, artifact);
   entry.contents = std::move(artifact.contents);
   if (!s.ok()) {
     // The artifact is in hand; only the cache could not keep it.
@@ -229,6 +222,61 @@ absl::StatusOr<DiskCacheEntry> DiskCache::GetOrBuild(const std::string& key, con
   // not fail the build.
   (void)Cleanup(key);
   return entry;
+}
+
+absl::Status DiskCache::Write(const std::string& key, const CacheArtifact& artifact) const {
+  const FileWriteOptions file{0600, options_.sync};
+  // The artifact first, then the sidecar that validates it: a reader never
+  // sees a sidecar for an artifact that is not complete.
+  absl::Status s = WriteFileAtomically(PathFor(key, options_.suffix), artifact.contents, file);
+  if (s.ok()) s = WriteFileAtomically(PathFor(key, ".sum"), ChecksumSidecar(options_.magic, artifact.contents), file);
+  for (size_t i = 0; s.ok() && i < artifact.extras.size(); ++i) {
+    s = WriteFileAtomically(PathFor(key, artifact.extras[i].first), artifact.extras[i].second,
+                            FileWriteOptions{0600, false});
+  }
+  return s;
+}
+
+absl::Status DiskCache::Publish(const std::string& key, const CacheArtifact& artifact) {
+  if (options_.directory.empty()) return absl::InvalidArgumentError("disk cache: no directory");
+  RETURN_IF_ERROR(MakeDirectories(options_.directory, 0700));
+  RETURN_IF_ERROR(CheckPrivateDirectory(options_.directory));
+  RETURN_IF_ERROR(Write(key, artifact));
+  (void)Cleanup(key);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MappedArtifact> DiskCache::Map(absl::string_view key) const {
+  ASSIGN_OR_RETURN(std::string sidecar, ReadFile(PathFor(key, ".sum")));
+  const std::string path = PathFor(key, options_.suffix);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+    return ErrnoStatus(absl::StrCat("cannot open ", path));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::DataLossError(absl::StrCat("cache entry ", path, ": not a regular file"));
+  }
+  MappedArtifact mapped;
+  mapped.size = static_cast<size_t>(st.st_size);
+  if (mapped.size > 0) {
+    void* p = ::mmap(nullptr, mapped.size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      ::close(fd);
+      return ErrnoStatus(absl::StrCat("cannot map ", path));
+    }
+    const size_t size = mapped.size;
+    mapped.owner = std::shared_ptr<const void>(p, [size](const void* q) { ::munmap(const_cast<void*>(q), size); });
+    mapped.data = static_cast<const char*>(p);
+  }
+  ::close(fd);
+  const absl::Status valid = CheckChecksumSidecar(sidecar, options_.magic, mapped.bytes(), options_.content_prefix);
+  if (!valid.ok()) return absl::DataLossError(absl::StrCat("cache entry ", path, ": ", valid.message()));
+  const struct timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+  ::utimensat(AT_FDCWD, path.c_str(), times, 0);
+  return mapped;
 }
 
 absl::StatusOr<DiskCache::CleanupStats> DiskCache::Cleanup(absl::string_view keep) const {

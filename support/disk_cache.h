@@ -38,6 +38,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -108,6 +109,17 @@ struct CacheArtifact {
   std::vector<std::pair<std::string, std::string>> extras;
 };
 
+// A valid entry's artifact mapped read-only (PROT_READ, MAP_PRIVATE), for
+// artifacts read in place rather than copied (the driver's program cache:
+// a model's constants). `owner` unmaps when its last holder lets go;
+// tensors over the bytes hold it.
+struct MappedArtifact {
+  std::shared_ptr<const void> owner;
+  const char* data = nullptr;
+  size_t size = 0;
+  absl::string_view bytes() const { return absl::string_view(data, size); }
+};
+
 struct DiskCacheEntry {
   std::string key;
   std::string path;      // of the artifact
@@ -133,6 +145,19 @@ class DiskCache {
   // The artifact of a valid entry (NotFound, DataLoss otherwise).
   absl::StatusOr<std::string> Load(absl::string_view key) const;
 
+  // Like Load, without copying: the artifact mapped and checked against its
+  // sidecar (NotFound, DataLoss). A hit sets the entry's access time (LRU).
+  // (A file truncated by another process after the check would still fault
+  // on access; cache entries are only ever replaced by rename.)
+  absl::StatusOr<MappedArtifact> Map(absl::string_view key) const;
+
+  // Creates and checks the directory, then publishes `artifact` under `key`
+  // (the artifact, then its sidecar, then the extras, each by rename) and
+  // cleans up, keeping `key`. For caches that build outside GetOrBuild (the
+  // program cache builds while compiling); a concurrent Publish of the same
+  // key leaves one complete entry (last rename wins, both are valid).
+  absl::Status Publish(const std::string& key, const CacheArtifact& artifact);
+
   // Creates and checks the directory, then finds the entry or builds and
   // publishes it, then cleans up. A cache that cannot be written after a
   // successful build still returns the artifact (path then empty).
@@ -148,6 +173,9 @@ class DiskCache {
   absl::StatusOr<CleanupStats> Cleanup(absl::string_view keep = "") const;
 
  private:
+  // Writes the artifact, its sidecar and the extras by rename.
+  absl::Status Write(const std::string& key, const CacheArtifact& artifact) const;
+
   DiskCacheOptions options_;
 };
 

@@ -122,6 +122,28 @@ TEST(DiskCache, CorruptOrPartialEntriesAreRebuilt) {
   EXPECT_EQ(builds.load(), 4);
 }
 
+TEST(DiskCache, PublishedEntriesMapInPlaceAndCorruptionIsCaught) {
+  DiskCache cache(Options(FreshDir("map")));
+  EXPECT_TRUE(absl::IsNotFound(cache.Map("k").status()));
+  ASSERT_TRUE(cache.Publish("k", CacheArtifact{"ART mapped bytes", {{".src", "kept"}}}).ok());
+  absl::StatusOr<MappedArtifact> mapped = cache.Map("k");
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  EXPECT_EQ(mapped->bytes(), "ART mapped bytes");
+  EXPECT_EQ(*ReadFile(cache.PathFor("k", ".src")), "kept");
+  // The mapping outlives the entry (it is replaced by rename, never
+  // rewritten in place).
+  ASSERT_TRUE(cache.Publish("k", CacheArtifact{"ART other", {}}).ok());
+  EXPECT_EQ(mapped->bytes(), "ART mapped bytes");
+  EXPECT_EQ(cache.Map("k")->bytes(), "ART other");
+  // Same size, one byte changed; then truncated; then not of its kind.
+  for (const std::string& bad : {std::string("ART otheR"), std::string("ART oth"), std::string("XRT other")}) {
+    ASSERT_TRUE(WriteFile(cache.PathFor("k", ".bin"), bad).ok());
+    EXPECT_TRUE(absl::IsDataLoss(cache.Map("k").status())) << bad;
+  }
+  ::unlink(cache.PathFor("k", ".sum").c_str());
+  EXPECT_FALSE(cache.Map("k").ok());
+}
+
 TEST(DiskCache, FailedBuildLeavesNoEntry) {
   DiskCache cache(Options(FreshDir("fail")));
   std::string scratch;
