@@ -173,6 +173,15 @@ absl::Status SpecializeInputs(ir::Graph& graph, const std::vector<ir::IValue>& i
   return absl::OkStatus();
 }
 
+absl::Status CheckPeakMemory(const wrapper::MemoryReport& memory, int64_t max_peak_bytes) {
+  if (max_peak_bytes < 0 || memory.peak_bytes <= max_peak_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "the compiled program's planned peak memory is %d bytes (%.2f GiB), more than the "
+      "limit of %d bytes (%.2f GiB)",
+      memory.peak_bytes, static_cast<double>(memory.peak_bytes) / (1 << 30), max_peak_bytes,
+      static_cast<double>(max_peak_bytes) / (1 << 30)));
+}
+
 absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOptions& options) {
   CompiledGraph out;
   auto t = Clock::now();
@@ -247,13 +256,7 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
     (void)reuse;
   }
   ASSIGN_OR_RETURN(out.memory, wrapper::ReportMemory(out.program));
-  if (options.max_peak_bytes >= 0 && out.memory.peak_bytes > options.max_peak_bytes) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "the compiled program's planned peak memory is %d bytes (%.2f GiB), more than the "
-        "limit of %d bytes (%.2f GiB)",
-        out.memory.peak_bytes, static_cast<double>(out.memory.peak_bytes) / (1 << 30),
-        options.max_peak_bytes, static_cast<double>(options.max_peak_bytes) / (1 << 30)));
-  }
+  RETURN_IF_ERROR(CheckPeakMemory(out.memory, options.max_peak_bytes));
   out.times.plan_ms = StageDone(options, "memory planning", t);
 
   if (!options.generate_only) {

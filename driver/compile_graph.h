@@ -117,6 +117,10 @@ using GraphRefiner = std::function<absl::Status(ir::Graph&, const std::vector<ir
 absl::Status SpecializeInputs(ir::Graph& graph, const std::vector<ir::IValue>& inputs,
                               const GraphRefiner& refine = nullptr);
 
+// ResourceExhausted (giving both sizes) when `memory`'s planned peak exceeds
+// `max_peak_bytes` (negative: no limit); CompileOptions::max_peak_bytes.
+absl::Status CheckPeakMemory(const wrapper::MemoryReport& memory, int64_t max_peak_bytes);
+
 // `graph` gets static shapes from shape resolution and loses its composite
 // ops to their decompositions (it is modified).
 absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOptions& options = {});

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "driver/initialize.h"
+#include "driver/program_cache.h"
 #include "driver/value_specialization.h"
 #include "frontend/onnx/importer.h"
 #include "frontend/pt2/importer.h"
@@ -134,6 +135,7 @@ absl::StatusOr<CompiledModel> CompileImportedModel(ImportedModel model,
 
 absl::StatusOr<CompiledModel> CompileModelFile(const std::string& path,
                                                const ModelCompileOptions& options) {
+  if (options.program_cache) return CompileModelFileCached(path, options);
   ASSIGN_OR_RETURN(ImportedModel model, ImportModelFile(path));
   return CompileImportedModel(std::move(model), options);
 }

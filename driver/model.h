@@ -91,6 +91,21 @@ struct ModelCompileOptions {
   // resolved) and to the values of the small integer inputs its shapes
   // depend on, as SpecializingProgram does for each call.
   std::function<absl::StatusOr<std::vector<ir::IValue>>(const ImportedModel&)> inputs_for;
+  // CompileModelFile through the whole-model compile cache
+  // (program_cache.h): a warm compile rebuilds the program without import,
+  // passes or lowering.
+  bool program_cache = false;
+};
+
+// What the program cache did for a compile (program_cache.h).
+struct ProgramCacheUse {
+  bool used = false;     // looked up (false: not cacheable, see note)
+  bool hit = false;      // the program came from the cache
+  std::string key;       // of the program entry
+  double lookup_ms = 0;  // hashing the model, reading and parsing the entries
+  // Why the cache was not used, or why an entry was rejected (corrupt) or
+  // not stored; empty when all went well.
+  std::string note;
 };
 
 struct CompiledModel {
@@ -100,6 +115,10 @@ struct CompiledModel {
   // What inputs_for returned (empty without it).
   std::vector<ir::IValue> inputs;
   AutocastStats autocast;  // what --precision bf16/fp16 changed
+  // With options.program_cache. On a hit `model` has no graph (its onnx
+  // field holds the model's interface only) and `compiled` no loop graph or
+  // schedule.
+  ProgramCacheUse cache;
 };
 
 // RunPipeline, SpecializeForCall (at `inputs`, else at what
@@ -110,7 +129,8 @@ absl::StatusOr<CompiledModel> CompileImportedModel(ImportedModel model,
                                                    const ModelCompileOptions& options = {},
                                                    const std::vector<ir::IValue>* inputs = nullptr);
 
-// ImportModelFile, then CompileImportedModel. Calls Initialize().
+// ImportModelFile, then CompileImportedModel; with options.program_cache,
+// through the cache (CompileModelFileCached). Calls Initialize().
 absl::StatusOr<CompiledModel> CompileModelFile(const std::string& path,
                                                const ModelCompileOptions& options = {});
 
