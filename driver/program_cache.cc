@@ -391,30 +391,33 @@ absl::StatusOr<CompiledModel> CompileModelFileCached(const std::string& path, co
   ModelCompileOptions plain = options;
   plain.program_cache = false;
   ProgramCacheUse use;
-  auto uncached = [&](std::string note) -> absl::StatusOr<CompiledModel> {
-    ASSIGN_OR_RETURN(CompiledModel m, CompileModelFile(path, plain));
-    m.cache = use;
-    m.cache.note = std::move(note);
+  std::vector<std::string> notes;
+  auto finish = [&](CompiledModel m) {
+    use.note = absl::StrJoin(notes, "; ");
+    m.cache = std::move(use);
     return m;
   };
-  if (std::string refusal = ProgramCacheRefusal(path, options); !refusal.empty()) return uncached(refusal);
+  if (std::string refusal = ProgramCacheRefusal(path, options); !refusal.empty()) {
+    notes.push_back(std::move(refusal));
+    ASSIGN_OR_RETURN(CompiledModel m, CompileModelFile(path, plain));
+    return finish(std::move(m));
+  }
   absl::StatusOr<std::string> models_dir = CacheDirectory("models");
   absl::StatusOr<std::string> programs_dir = CacheDirectory("programs");
-  if (!models_dir.ok() || !programs_dir.ok()) {
-    return uncached((models_dir.ok() ? programs_dir : models_dir).status().ToString());
+  auto start = Clock::now();
+  absl::StatusOr<std::string> model_key = ModelCacheKey(path);
+  if (!models_dir.ok() || !programs_dir.ok() || !model_key.ok()) {
+    // No cache directory, or a file the import will explain.
+    notes.push_back((!models_dir.ok() ? models_dir : !programs_dir.ok() ? programs_dir : model_key).status().ToString());
+    ASSIGN_OR_RETURN(CompiledModel m, CompileModelFile(path, plain));
+    return finish(std::move(m));
   }
+  use.used = true;
   DiskCache models = Cache(*models_dir, kModelRecordMagic);
   DiskCache programs = Cache(*programs_dir, kProgramEntryMagic);
-  const auto start = Clock::now();
-  use.used = true;
-  absl::StatusOr<std::string> model_key = ModelCacheKey(path);
-  if (!model_key.ok()) {
-    // An unreadable file: the import says why.
-    use.used = false;
-    return uncached(model_key.status().ToString());
-  }
-  std::vector<std::string> notes;
-  // The model: its record, else a full import (kept for the compile).
+
+  // The model: its record (no import), else a full import kept for the
+  // compile.
   std::optional<ImportedModel> interface;
   if (absl::StatusOr<std::string> bytes = models.Load(*model_key); bytes.ok()) {
     absl::StatusOr<ImportedModel> parsed = ParseModelRecord(*bytes, path);
@@ -426,12 +429,15 @@ absl::StatusOr<CompiledModel> CompileModelFileCached(const std::string& path, co
   } else if (!absl::IsNotFound(bytes.status())) {
     notes.push_back(bytes.status().ToString());
   }
+  use.lookup_ms += MsSince(start);
   std::optional<ImportedModel> imported;
   if (!interface.has_value()) {
     ASSIGN_OR_RETURN(imported, ImportModelFile(path));
+    start = Clock::now();
     absl::StatusOr<std::string> record = SerializeModelRecord(*imported);
     absl::Status stored = record.ok() ? models.Publish(*model_key, CacheArtifact{*std::move(record), {}}) : record.status();
     if (!stored.ok()) notes.push_back(stored.ToString());
+    use.store_ms += MsSince(start);
   }
   std::vector<ir::IValue> inputs;
   if (options.inputs_for) {
@@ -441,26 +447,20 @@ absl::StatusOr<CompiledModel> CompileModelFileCached(const std::string& path, co
   absl::StatusOr<std::string> program_key = ProgramCacheKey(*model_key, options, call_inputs);
   if (!program_key.ok()) {
     use.used = false;
-    if (!imported.has_value()) {
-      ASSIGN_OR_RETURN(imported, ImportModelFile(path));
-    }
-    ASSIGN_OR_RETURN(CompiledModel m, CompileImportedModel(*std::move(imported), plain, call_inputs));
-    m.cache = use;
-    m.cache.note = program_key.status().ToString();
-    return m;
+    notes.push_back(program_key.status().ToString());
+  } else {
+    use.key = *program_key;
   }
-  use.key = *program_key;
 
-  if (interface.has_value()) {
+  if (interface.has_value() && use.used) {
+    start = Clock::now();
     absl::StatusOr<MappedArtifact> mapped = programs.Map(use.key);
     absl::StatusOr<CompiledGraph> cached =
         mapped.ok() ? ParseProgramEntry(mapped->bytes(), mapped->owner, programs.PathFor(use.key, ".entry"))
                     : absl::StatusOr<CompiledGraph>(mapped.status());
-    if (cached.ok() && options.compile.max_peak_bytes >= 0) {
-      if (absl::Status s = CheckPeakMemory(cached->memory, options.compile.max_peak_bytes); !s.ok()) return s;
-    }
+    use.lookup_ms += MsSince(start);
     if (cached.ok()) {
-      use.lookup_ms = MsSince(start);
+      RETURN_IF_ERROR(CheckPeakMemory(cached->memory, options.compile.max_peak_bytes));
       const auto t = Clock::now();
       ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen,
                        wrapper::CreateDeviceCodegen(options.compile.device));
@@ -471,23 +471,24 @@ absl::StatusOr<CompiledModel> CompileModelFileCached(const std::string& path, co
       m.compiled = *std::move(cached);
       m.inputs = std::move(inputs);
       use.hit = true;
-      use.note = absl::StrJoin(notes, "; ");
-      m.cache = std::move(use);
-      return m;
+      return finish(std::move(m));
     }
+    // Missing, or damaged (then recompiled and replaced).
     if (!absl::IsNotFound(cached.status())) notes.push_back(cached.status().ToString());
+  }
+  if (!imported.has_value()) {
     ASSIGN_OR_RETURN(imported, ImportModelFile(path));
   }
-  use.lookup_ms = MsSince(start);
   ASSIGN_OR_RETURN(CompiledModel m, CompileImportedModel(*std::move(imported), plain, call_inputs));
-  if (!m.compiled.whole_graph_interpreted && m.compiled.compiled != nullptr) {
+  m.inputs = std::move(inputs);
+  if (use.used && !m.compiled.whole_graph_interpreted && m.compiled.compiled != nullptr) {
+    start = Clock::now();
     absl::StatusOr<std::string> entry = SerializeProgramEntry(m.compiled);
     absl::Status stored = entry.ok() ? programs.Publish(use.key, CacheArtifact{*std::move(entry), {}}) : entry.status();
     if (!stored.ok()) notes.push_back(stored.ToString());
+    use.store_ms += MsSince(start);
   }
-  use.note = absl::StrJoin(notes, "; ");
-  m.cache = std::move(use);
-  return m;
+  return finish(std::move(m));
 }
 
 }  // namespace kiln::driver

@@ -101,7 +101,40 @@ std::string LoopsText(const driver::CompiledGraph& compiled) {
   return text;
 }
 
+namespace {
+
+// The whole compile in one driver call, through the program cache.
+absl::StatusOr<StagedCompile> CachedCompile(const StagedCompileOptions& options) {
+  driver::ModelCompileOptions compile;
+  compile.pipeline = options.pipeline;
+  compile.precision = options.precision;
+  compile.compile.device = options.device;
+  compile.compile.max_peak_bytes = options.max_peak_bytes;
+  compile.inputs_for = options.make_inputs;
+  compile.program_cache = true;
+  ASSIGN_OR_RETURN(driver::CompiledModel m, driver::CompileModelFile(options.model_path, compile));
+  StagedCompile out;
+  out.model = std::move(m.model);
+  out.passes_ms = m.passes_ms;
+  out.autocast = m.autocast;
+  out.inputs_made = static_cast<bool>(options.make_inputs);
+  out.inputs = std::move(m.inputs);
+  out.cache = std::move(m.cache);
+  out.compiled = std::move(m.compiled);
+  if (auto* cpu = dynamic_cast<backends::cpu::CpuProgram*>(out.compiled->compiled.get())) {
+    out.program_source = cpu->generated().source;
+  }
+  out.reached = CompileStage::kProgram;
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<StagedCompile> RunStagedCompile(const StagedCompileOptions& options) {
+  if (options.program_cache && options.stop_after == CompileStage::kProgram && options.dump_dir.empty() &&
+      options.trace == nullptr) {
+    return CachedCompile(options);
+  }
   Stages stages(options);
   StagedCompile out;
 

@@ -56,6 +56,11 @@ struct StagedCompileOptions {
   // (driver/precision.h): bf16/fp16 rewrite the graph as autocast would,
   // tf32/fp32 set the device's float32 matmul precision.
   std::optional<driver::Precision> precision;
+  // Compile through the driver's whole-model cache (driver/program_cache.h)
+  // when the whole program is wanted and nothing is dumped or traced: a warm
+  // compile then skips import, passes and lowering (the model then has no
+  // graph; StagedCompile::cache says what happened).
+  bool program_cache = false;
   TraceRecorder* trace = nullptr;  // optional
   bool progress = true;            // on stderr, when it is a terminal
 };
@@ -73,6 +78,7 @@ struct StagedCompile {
   // From stage source on, for the CPU: the whole C++ program (empty when the
   // graph is interpreted whole).
   std::string program_source;
+  driver::ProgramCacheUse cache;  // with options.program_cache
 };
 
 absl::StatusOr<StagedCompile> RunStagedCompile(const StagedCompileOptions& options);

@@ -364,6 +364,7 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
     ASSIGN_OR_RETURN(options.precision, driver::ParsePrecision(p));
   }
   options.make_inputs = ModelInputs;
+  options.program_cache = true;
   ASSIGN_OR_RETURN(options.max_peak_bytes, MaxMemoryBytes());
   TraceRecorder trace;
   const std::string trace_path = absl::GetFlag(FLAGS_trace);
@@ -411,7 +412,8 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
   for (Tensor& t : outs) report.outputs.push_back(IValue::FromTensor(t));
   report.import_ms = staged->model.import_ms;
   report.passes_ms = staged->passes_ms;
-  report.compile_ms = compiled.times.FrontHalfMs() + compiled.times.compile_ms;
+  // A program cache hit's compile is its lookup and the device's load.
+  report.compile_ms = compiled.times.FrontHalfMs() + compiled.times.compile_ms + staged->cache.lookup_ms;
   report.compiled = {{"kernels", compiled.num_kernels},
                      {"extern_calls", compiled.num_externs},
                      {"islands", compiled.num_islands},
@@ -423,6 +425,12 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
                      {"precision", options.precision ? driver::PrecisionName(*options.precision) : "fp32"},
                      {"timer", measured->timer},
                      {"notes", Json::array()}};
+  if (staged->cache.used) {
+    report.compiled["program_cache"] = {{"hit", staged->cache.hit},
+                                        {"lookup_ms", staged->cache.lookup_ms},
+                                        {"store_ms", staged->cache.store_ms},
+                                        {"note", staged->cache.note}};
+  }
   for (const std::string& n : measured->notes) report.compiled["notes"].push_back(n);
   for (const std::string& n : compiled.compiled->ReportLines()) report.compiled["notes"].push_back(n);
   if (!absl::GetFlag(FLAGS_json)) {
@@ -432,6 +440,13 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
     std::printf("import %.1f ms, passes %.1f ms, lower+fuse+wrapper+plan %.1f ms, %s compile %.1f ms\n",
                 report.import_ms, report.passes_ms, compiled.times.FrontHalfMs(),
                 options.device == "cpu" ? "C++" : device.c_str(), compiled.times.compile_ms);
+    if (staged->cache.hit) {
+      std::printf("  program cache hit: %.1f ms to find and map it (no import, passes or lowering)\n",
+                  staged->cache.lookup_ms);
+    } else if (staged->cache.used) {
+      std::printf("  program cache miss: compiled, stored in %.1f ms\n", staged->cache.store_ms);
+    }
+    if (!staged->cache.note.empty()) std::printf("  program cache: %s\n", Printable(staged->cache.note).c_str());
     for (const std::string& line : compiled.compiled->ReportLines()) std::printf("  %s\n", line.c_str());
     if (options.precision) {
       const driver::AutocastStats& a = staged->autocast;
