@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -38,6 +40,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int kProgramCacheFormat = 1;
 constexpr int kModelRecordFormat = 1;
 constexpr char kModelRecordMagic[] = "KILNMOD1";
+constexpr char kModelHashMagic[] = "KILNHSH1";
 constexpr size_t kMagicBytes = 8;
 // A header larger than this is not a header (real ones are a few MB).
 constexpr uint64_t kMaxHeaderBytes = uint64_t{1} << 30;
@@ -346,10 +349,39 @@ std::string ProgramCacheRefusal(const std::string& path, const ModelCompileOptio
 
 absl::StatusOr<std::string> ModelCacheKey(const std::string& path) {
   ASSIGN_OR_RETURN(std::string build, KilnBuildIdentity());
+  // Hashing a large model's bytes is a third of a hit's time, so the
+  // content key is remembered per file version, as git's index and ccache
+  // do: (device, inode, size, mtime, ctime) in nanoseconds. ctime cannot be
+  // set back by a user, so any write makes another version. A file changed
+  // within the clock's granularity of its last change could look unchanged
+  // ("racy"), so only versions older than kRacySeconds are remembered.
+  constexpr int64_t kRacySeconds = 2;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+  const std::string version =
+      CacheKeyBuilder()
+          .Add("kiln-model-version")
+          .Add(build)
+          .Add(absl::StrCat(st.st_dev, ":", st.st_ino, ":", st.st_size, ":", st.st_mtim.tv_sec, ".",
+                            st.st_mtim.tv_nsec, ":", st.st_ctim.tv_sec, ".", st.st_ctim.tv_nsec))
+          .Hex();
+  absl::StatusOr<std::string> memo_dir = CacheDirectory("model_hashes");
+  std::optional<DiskCache> memo;
+  if (memo_dir.ok()) memo.emplace(Cache(*memo_dir, kModelHashMagic));
+  if (memo.has_value()) {
+    if (absl::StatusOr<std::string> known = memo->Load(version); known.ok() && known->size() == kMagicBytes + 32) {
+      return known->substr(kMagicBytes);
+    }
+  }
   CacheKeyBuilder key;
   key.Add("kiln-model").Add(absl::StrCat(kModelRecordFormat, ".", kProgramCacheFormat)).Add(build);
   RETURN_IF_ERROR(HashFile(path, key));
-  return key.Hex();
+  const std::string content_key = key.Hex();
+  const int64_t newest = std::max<int64_t>(st.st_mtim.tv_sec, st.st_ctim.tv_sec);
+  if (memo.has_value() && ::time(nullptr) - newest >= kRacySeconds) {
+    (void)memo->Publish(version, CacheArtifact{absl::StrCat(absl::string_view(kModelHashMagic, kMagicBytes), content_key), {}});
+  }
+  return content_key;
 }
 
 absl::StatusOr<std::string> ProgramCacheKey(const std::string& model_key, const ModelCompileOptions& options,

@@ -9,7 +9,10 @@
 //     of the binary or library running the driver) + the model file's bytes
 //     (an ONNX file holds its weights: external data is refused at import):
 //     what a caller needs of the model before compiling it (inputs' names
-//     and types, outputs' names), so a hit needs no import at all;
+//     and types, outputs' names), so a hit needs no import at all; the
+//     content key of a file version (device, inode, size, mtime, ctime) is
+//     remembered in CacheDirectory("model_hashes") once that version is two
+//     seconds old, so a hit does not hash the model again;
 //   * program entry (CacheDirectory("programs")), key = the model key + the
 //     pipeline, device and compile options, the debug printer's environment
 //     and the call's inputs (dtype and sizes of each, and the values of small

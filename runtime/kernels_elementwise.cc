@@ -282,6 +282,49 @@ absl::StatusOr<int64_t> BinaryInt(BinaryOp op, int64_t a, int64_t b, int64_t alp
   }
 }
 
+// float32 arithmetic (ops of BinaryDouble) on float32 operands already
+// expanded to the output's shape (strides, zero where broadcast): constant
+// folding of weights and masks at compile time, where the element-by-element
+// GetDouble/SetDouble loop showed in profiles (swin_t's shape resolution).
+// The same double-precision math as the general loop, rounded the same way.
+bool FloatFastPath(BinaryOp op, const Tensor& ea, const Tensor& eb, Tensor& out, double alpha) {
+  if (out.dtype() != DType::kFloat32 || ea.dtype() != DType::kFloat32 || eb.dtype() != DType::kFloat32) return false;
+  if (IsLogical(op) || IsComparison(op) || IsBitwise(op)) return false;
+  if (!ea.has_data() || !eb.has_data() || !out.is_contiguous()) return false;
+  const std::vector<int64_t>& shape = out.sizes();
+  const size_t rank = shape.size();
+  if (ea.dim() != static_cast<int64_t>(rank) || eb.dim() != static_cast<int64_t>(rank)) return false;
+  const int64_t n = out.numel();
+  if (n == 0) return true;
+  const float* x = ea.data<float>();
+  const float* y = eb.data<float>();
+  float* o = out.data<float>();
+  if (rank == 0) {
+    o[0] = static_cast<float>(BinaryDouble(op, x[0], y[0], alpha));
+    return true;
+  }
+  const int64_t inner = shape[rank - 1];
+  const int64_t ix = ea.strides()[rank - 1], iy = eb.strides()[rank - 1];
+  std::vector<int64_t> index(rank, 0);
+  int64_t ox = 0, oy = 0;  // element offsets of the current row
+  for (int64_t row = 0; row < n / inner; ++row) {
+    for (int64_t j = 0; j < inner; ++j) {
+      o[row * inner + j] =
+          static_cast<float>(BinaryDouble(op, static_cast<double>(x[ox + j * ix]), static_cast<double>(y[oy + j * iy]), alpha));
+    }
+    // Next row: the odometer over the outer dims.
+    for (size_t d = rank - 1; d-- > 0;) {
+      ox += ea.strides()[d];
+      oy += eb.strides()[d];
+      if (++index[d] < shape[d]) break;
+      ox -= ea.strides()[d] * shape[d];
+      oy -= eb.strides()[d] * shape[d];
+      index[d] = 0;
+    }
+  }
+  return true;
+}
+
 // Both operands expanded to the broadcast shape.
 absl::StatusOr<std::vector<int64_t>> BroadcastAll(absl::Span<const Tensor* const> ts) {
   std::vector<int64_t> shape;
@@ -325,6 +368,7 @@ absl::StatusOr<Tensor> Binary(BinaryOp op, const Operand& a, const Operand& b,
   const int64_t n = out.numel();
   const double alpha_d = alpha.value.GetDouble(0);
   const int64_t alpha_i = alpha.value.GetInt(0);
+  if (FloatFastPath(op, ea, eb, out, alpha_d)) return out;
   for (int64_t i = 0; i < n; ++i) {
     if (IsLogical(op)) {
       const bool x = ea.GetDouble(i) != 0, y = eb.GetDouble(i) != 0;

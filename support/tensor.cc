@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "support/hash.h"
+#include "xxhash.h"
 
 namespace kiln {
 
@@ -336,8 +337,9 @@ uint64_t Tensor::ValueHash() const {
   for (int64_t s : sizes_) h = HashCombine(h, static_cast<uint64_t>(s));
   if (!has_data()) return h;
   Tensor c = Contiguous();
-  return HashCombine(
-      h, HashBytes(c.raw_data(), static_cast<size_t>(numel()) * element_size()));
+  // XXH3: weights are hashed whole (graph fingerprints of every fixpoint
+  // iteration), and at ~10x the speed of HashBytes' serial multiply chain.
+  return HashCombine(h, XXH3_64bits(c.raw_data(), static_cast<size_t>(numel()) * element_size()));
 }
 
 }  // namespace kiln

@@ -224,6 +224,27 @@ TEST_F(ProgramCacheTest, DamagedEntriesAreRecompiledAndReplaced) {
   EXPECT_TRUE(CompileAndRun(Options()).cache.hit);
 }
 
+// The model key is remembered per file version (device, inode, size, mtime,
+// ctime) once the version is older than the racy window; any write makes
+// another version.
+TEST_F(ProgramCacheTest, RememberedModelKeysFollowTheFile) {
+  absl::StatusOr<std::string> hashed = driver::ModelCacheKey(model_);
+  ASSERT_TRUE(hashed.ok());
+  const std::string memo_dir = absl::StrCat(root_, "/cache/model_hashes");
+  EXPECT_NE(::access(memo_dir.c_str(), F_OK), 0);  // too new to remember
+  ::sleep(3);
+  EXPECT_EQ(*driver::ModelCacheKey(model_), *hashed);  // hashed again, remembered
+  EXPECT_EQ(::access(memo_dir.c_str(), F_OK), 0);
+  EXPECT_EQ(*driver::ModelCacheKey(model_), *hashed);  // from the memo
+  // Same size, one byte changed.
+  std::string bytes = *ReadFile(model_);
+  bytes[bytes.size() - 1] ^= 1;
+  ASSERT_TRUE(WriteFile(model_, bytes).ok());
+  absl::StatusOr<std::string> changed = driver::ModelCacheKey(model_);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_NE(*changed, *hashed);
+}
+
 // The parser alone, on every prefix and on flipped header bytes of a real
 // entry (the checksum is bypassed): errors, never crashes.
 TEST_F(ProgramCacheTest, ParserRejectsTruncatedAndGarbledEntries) {
