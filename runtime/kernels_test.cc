@@ -105,6 +105,22 @@ TEST(BinaryTest, BroadcastingAndAlpha) {
   EXPECT_NE(bad.status().message().find("[2] and [3]"), absl::string_view::npos);
 }
 
+// float32 operands broadcast along a middle dim and read through
+// transposed strides (the fast float32 path's odometer), against the values
+// by hand.
+TEST(BinaryTest, Float32BroadcastOverStridedOperands) {
+  // a: [2, 1, 3]; b: the transpose of a [3, 2] matrix, seen as [2, 3] and
+  // broadcast to [2, 2, 3] through a [1, 2, 3] view.
+  Tensor a = Make(DType::kFloat32, {2, 1, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor m = Make(DType::kFloat32, {3, 2}, {10, 20, 30, 40, 50, 60});
+  Tensor bt = Tensor::View(m, {1, 2, 3}, {6, 1, 2}, 0);  // bt[0][i][j] = m[j][i]
+  ExpectValues(Binary(BinaryOp::kSub, T(a), T(bt), Operand::Double(2)), DType::kFloat32, {2, 2, 3},
+               {1 - 20, 2 - 60, 3 - 100, 1 - 40, 2 - 80, 3 - 120, 4 - 20, 5 - 60, 6 - 100, 4 - 40, 5 - 80,
+                6 - 120});
+  ExpectValues(Binary(BinaryOp::kMaximum, T(bt), T(Tensor::ScalarDouble(35))), DType::kFloat32, {1, 2, 3},
+               {35, 35, 50, 35, 40, 60});
+}
+
 TEST(BinaryTest, TypePromotion) {
   Tensor i = Make(DType::kInt64, {2}, {1, 2});
   Tensor f = Make(DType::kFloat32, {2}, {0.5, 0.25});
