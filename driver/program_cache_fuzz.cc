@@ -13,7 +13,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Entries are mapped (page-aligned); the parser requires 64-byte alignment.
-  std::shared_ptr<char> aligned(static_cast<char*>(std::aligned_alloc(64, size + 64)), std::free);
+  std::shared_ptr<char> aligned(static_cast<char*>(std::aligned_alloc(64, (size / 64 + 1) * 64)), std::free);
   if (size > 0) std::memcpy(aligned.get(), data, size);
   const absl::string_view bytes(aligned.get(), size);
   auto entry = kiln::driver::ParseProgramEntry(bytes, aligned, "fuzz.entry");

@@ -253,7 +253,7 @@ TEST_F(ProgramCacheTest, ParserRejectsTruncatedAndGarbledEntries) {
   absl::StatusOr<std::string> good = ReadFile(EntryPath(cold.cache.key));
   ASSERT_TRUE(good.ok());
   auto parse = [](const std::string& bytes) {
-    std::shared_ptr<char> aligned(static_cast<char*>(std::aligned_alloc(64, bytes.size() + 64)), std::free);
+    std::shared_ptr<char> aligned(static_cast<char*>(std::aligned_alloc(64, (bytes.size() / 64 + 1) * 64)), std::free);
     if (!bytes.empty()) std::memcpy(aligned.get(), bytes.data(), bytes.size());
     return driver::ParseProgramEntry(absl::string_view(aligned.get(), bytes.size()), aligned, "entry").status();
   };
