@@ -248,7 +248,7 @@ absl::StatusOr<CompiledGraph> ParseProgramEntry(absl::string_view bytes, std::sh
   out.num_island_nodes = header.num_island_nodes();
   out.num_reference_externs = header.num_reference_externs();
   for (const proto::CachedNotCompiled& p : header.not_compiled()) {
-    if (p.kind() < 0 || p.kind() > static_cast<int32_t>(NotCompiledNode::Kind::kLibraryExtern)) {
+    if (p.kind() < 0 || p.kind() > static_cast<int32_t>(NotCompiledNode::Kind::kGeneratedExtern)) {
       return bad(absl::StrCat("not-compiled node of unknown kind ", p.kind()));
     }
     out.not_compiled.push_back({static_cast<NotCompiledNode::Kind>(p.kind()), p.island(), p.op(), p.node(), p.reason()});
