@@ -1,6 +1,9 @@
 // One real model through the path `kiln run --backend compiled` takes
-// (driver::CompileModelFile), for benchmarks/real_models.py: cold compile
-// on an empty cache, warm compile on the same cache, the run's median over
+// (driver::CompileModelFile with the whole-model program cache), for
+// benchmarks/real_models.py: cold compile on an empty cache, warm compile on
+// the same cache (`warm_compile_ms`, a program cache hit; and
+// `warm_uncached_compile_ms`, the compile without that cache, where only the
+// C++ compiler's cache hits), the run's median over
 // --iterations calls, the error against the expected output (PyTorch's),
 // the planned peak and the resident memory, and what the library runs.
 // Prints one JSON line.

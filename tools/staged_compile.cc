@@ -7,6 +7,8 @@
 #include "absl/strings/str_join.h"
 #include "backends/cpu/cpu_program.h"
 #include "backends/cpu/wrapper_codegen.h"
+#include "driver/model.h"
+#include "driver/program_cache.h"
 #include "ir/text_printer.h"
 #include "passes/pipeline.h"
 #include "support/status.h"
@@ -133,7 +135,12 @@ absl::StatusOr<StagedCompile> CachedCompile(const StagedCompileOptions& options)
 absl::StatusOr<StagedCompile> RunStagedCompile(const StagedCompileOptions& options) {
   if (options.program_cache && options.stop_after == CompileStage::kProgram && options.dump_dir.empty() &&
       options.trace == nullptr) {
-    return CachedCompile(options);
+    driver::ModelCompileOptions probe;
+    probe.precision = options.precision;
+    probe.compile.device = options.device;
+    // What the cache does not take (.pt2, --precision, other devices)
+    // compiles stage by stage as before.
+    if (driver::ProgramCacheRefusal(options.model_path, probe).empty()) return CachedCompile(options);
   }
   Stages stages(options);
   StagedCompile out;

@@ -446,7 +446,7 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
     } else if (staged->cache.used) {
       std::printf("  program cache miss: compiled, stored in %.1f ms\n", staged->cache.store_ms);
     }
-    if (!staged->cache.note.empty()) std::printf("  program cache: %s\n", Printable(staged->cache.note).c_str());
+    if (staged->cache.used && !staged->cache.note.empty()) std::printf("  program cache: %s\n", Printable(staged->cache.note).c_str());
     for (const std::string& line : compiled.compiled->ReportLines()) std::printf("  %s\n", line.c_str());
     if (options.precision) {
       const driver::AutocastStats& a = staged->autocast;
