@@ -92,6 +92,11 @@ std::string PostOpsLabel(const std::vector<ir::PostOp>& post);
 // the next larger one, so varying team sizes start threads on every call
 // (measured: ~80 thread starts per mobilenet_v3 call with 8 threads).
 inline constexpr double kWorkPerThread = 1e6;
+// Work counts each weight element a call reads as this many flops: at
+// batch 1 a GEMV-like call (a squeeze-excite 1x1 convolution on a 1x1
+// image, a linear layer) is bound by reading its weights, which several
+// cores do faster than one.
+inline constexpr double kWorkPerWeight = 32.0;
 int ThreadsForWork(double work);
 
 // Slices of one workspace block, 64-byte aligned.

@@ -281,7 +281,9 @@ class ConvCall : public LibraryCall {
     double flops = 2.0 * static_cast<double>(wl.sizes[1]);
     for (int64_t v : yl.sizes) flops *= static_cast<double>(v);
     for (size_t i = 2; i < wl.sizes.size(); ++i) flops *= static_cast<double>(wl.sizes[i]);
-    threads_ = ThreadsForWork(flops);
+    double weights = 1;
+    for (int64_t v : wl.sizes) weights *= static_cast<double>(v);
+    threads_ = ThreadsForWork(flops + kWorkPerWeight * weights);
     ScopedNumThreads threads(threads_);
     RETURN_IF_ERROR(Guard("convolution", [&] {
       dnnl::convolution_forward::desc d(

@@ -267,7 +267,7 @@ class GemmCall : public LibraryCall {
     double batch = 1;
     for (size_t i = 0; i + 2 < y_dims.size(); ++i) batch *= static_cast<double>(y_dims[i]);
     const double rows = static_cast<double>(y_dims[y_dims.size() - 2]);
-    threads_ = ThreadsForWork(batch * (2.0 * rows * k * n + 32.0 * k * n));
+    threads_ = ThreadsForWork(batch * (2.0 * rows * k * n + kWorkPerWeight * k * n));
     ScopedNumThreads threads(threads_);
     RETURN_IF_ERROR(Guard("gemm", [&] {
       const memory::desc b_core = pack ? memory::desc(b_dims, memory::data_type::f32, memory::format_tag::any) : b_user;
