@@ -1,6 +1,7 @@
 // Pointwise lowerings: arithmetic, comparisons, logical ops, where, clamp,
 // casts, unary math and fill factories.
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,10 +89,22 @@ LoweringFn Pow() {
   return [](LowerContext& ctx) {
     return LowerElementwise(ctx, {"self", "exponent"}, ComputeKind::kResult,
                             [](const Exprs& a, DType) -> absl::StatusOr<ExprPtr> {
+                              // Small integer exponents as products (Inductor does the same):
+                              // pow(x, 3) is gpt2's gelu, where a vector powf costs more
+                              // than the rest of the kernel.
                               const Expr& e = *a[1];
-                              bool is_two = (e.op == ExprOp::kFloatConst && e.float_value == 2.0) ||
-                                            (e.op == ExprOp::kIntConst && e.int_value == 2);
-                              if (is_two) return Binary(ExprOp::kMul, a[0], a[0]);
+                              const std::optional<int64_t> n =
+                                  e.op == ExprOp::kIntConst ? std::optional<int64_t>(e.int_value)
+                                  : e.op == ExprOp::kFloatConst && (e.float_value == 2.0 || e.float_value == 3.0 ||
+                                                                    e.float_value == 4.0)
+                                      ? std::optional<int64_t>(static_cast<int64_t>(e.float_value))
+                                      : std::nullopt;
+                              if (n == 2) return Binary(ExprOp::kMul, a[0], a[0]);
+                              if (n == 3) return Binary(ExprOp::kMul, Binary(ExprOp::kMul, a[0], a[0]), a[0]);
+                              if (n == 4) {
+                                ExprPtr square = Binary(ExprOp::kMul, a[0], a[0]);
+                                return Binary(ExprOp::kMul, square, square);
+                              }
                               return Binary(ExprOp::kPow, a[0], a[1]);
                             });
   };

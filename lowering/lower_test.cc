@@ -60,6 +60,23 @@ TEST(LowerTest, AddTanh) {
 }
 
 
+// Small integer exponents become products; others stay pow.
+TEST(LowerTest, PowOfSmallIntegerExponentsIsAProduct) {
+  EXPECT_EQ(Dump(R"(graph(%x : Float(4)):
+  %three : float = prim::Constant[value=3.]()
+  %four : int = prim::Constant[value=4]()
+  %half : float = prim::Constant[value=0.5]()
+  %a : Tensor = aten::pow(%x, %three)
+  %b : Tensor = aten::pow(%x, %four)
+  %c : Tensor = aten::pow(%x, %half)
+  return (%a, %b, %c))"),
+            "arg0 : Float[4] = input\n"
+            "buf0 : Float[4] = pointwise [4] load(arg0, v0) * load(arg0, v0) * load(arg0, v0)\n"
+            "buf1 : Float[4] = pointwise [4] load(arg0, v0) * load(arg0, v0) * (load(arg0, v0) * load(arg0, v0))\n"
+            "buf2 : Float[4] = pointwise [4] pow(load(arg0, v0), 0.5)\n"
+            "inputs: arg0\noutputs: buf0, buf1, buf2\n");
+}
+
 // torch 2.x core ATen spellings lower through their rows.
 TEST(LowerTest, CoreAtenOpsOfTorch2) {
   EXPECT_EQ(Dump(R"(graph(%x : Float(2, 1, 3)):
