@@ -97,28 +97,29 @@ def scaled_dot_product_efficient_attention(query, key, value, attn_bias, compute
     return r[0], r[1], _empty_int64(query), _empty_int64(query)
 
 
-def scaled_dot_product_flash_attention(query, key, value, dropout_p=0.0, is_causal=False,
-                                       return_debug_mask=False, *, scale=None):
+def _nine_outputs(query, key, value, bias, log_sumexp, dropout_p, is_causal, return_debug_mask, scale):
+    """The flash and cuDNN kernels' outputs: (output, logsumexp, cum_seq_q,
+    cum_seq_k, max_q, max_k, rng state or philox seed and offset, debug
+    mask), the sequence and random-state ones empty."""
     if return_debug_mask:
         return NotImplemented
-    r = _attention(query, key, value, None, dropout_p, is_causal, scale, True)
+    r = _attention(query, key, value, bias, dropout_p, is_causal, scale, log_sumexp)
     if r is NotImplemented:
         return r
     empty = _empty_int64(query)
     return (r[0], r[1], empty, empty, query.shape[-2], key.shape[-2], empty, empty,
             aten.new_empty(query, [0]))
+
+
+def scaled_dot_product_flash_attention(query, key, value, dropout_p=0.0, is_causal=False,
+                                       return_debug_mask=False, *, scale=None):
+    return _nine_outputs(query, key, value, None, True, dropout_p, is_causal, return_debug_mask, scale)
 
 
 def scaled_dot_product_cudnn_attention(query, key, value, attn_bias, compute_log_sumexp, dropout_p=0.0,
                                        is_causal=False, return_debug_mask=False, *, scale=None):
-    if return_debug_mask:
-        return NotImplemented
-    r = _attention(query, key, value, attn_bias, dropout_p, is_causal, scale, compute_log_sumexp)
-    if r is NotImplemented:
-        return r
-    empty = _empty_int64(query)
-    return (r[0], r[1], empty, empty, query.shape[-2], key.shape[-2], empty, empty,
-            aten.new_empty(query, [0]))
+    return _nine_outputs(query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal,
+                         return_debug_mask, scale)
 
 
 TABLE = {
