@@ -5,6 +5,7 @@ the library, KILN_TESTDATA the repository's testdata/). Every compiled
 result is compared with eager PyTorch or with PyTorch's recorded outputs.
 """
 import copy
+import math
 import os
 import sys
 import unittest
@@ -326,6 +327,32 @@ class DecompositionsTest(unittest.TestCase):
             got = kiln.decompositions.convolution_backward(*args)
             for e, r in zip(expected, got):
                 torch.testing.assert_close(r, e)
+
+    def test_attention_kernels_as_math(self):
+        # The CUDA kernels SDPA dispatches to (torch 2.x), as matmuls and a
+        # softmax: against the formula, with a float bias, a bool mask and
+        # causal masking.
+        g = torch.Generator().manual_seed(0)
+        q, k, v = (torch.randn(2, 3, n, 8, generator=g, dtype=torch.float64) for n in (5, 7, 7))
+        bias = torch.randn(5, 7, generator=g, dtype=torch.float64)
+        keep = torch.rand(5, 7, generator=g) > 0.3
+        causal = torch.ones(5, 7, dtype=torch.bool).tril()
+        scores = q @ k.transpose(-2, -1) / math.sqrt(8)
+
+        def expected(s):
+            return torch.softmax(s, -1) @ v, torch.logsumexp(s, -1)
+
+        for got, (want, lse) in [
+                (kiln.decompositions.scaled_dot_product_efficient_attention(q, k, v, bias, True),
+                 expected(scores + bias)),
+                (kiln.decompositions.scaled_dot_product_cudnn_attention(q, k, v, keep, True),
+                 expected(scores.masked_fill(~keep, float("-inf")))),
+                (kiln.decompositions.scaled_dot_product_flash_attention(q, k, v, is_causal=True),
+                 expected(scores.masked_fill(~causal, float("-inf"))))]:
+            torch.testing.assert_close(got[0], want)
+            torch.testing.assert_close(got[1], lse)
+        self.assertIs(kiln.decompositions.scaled_dot_product_flash_attention(q, k, v, dropout_p=0.1),
+                      NotImplemented)
 
     def test_max_pool2d_with_indices_backward(self):
         aten = torch.ops.aten
