@@ -54,6 +54,7 @@
 #include "ir/text_parser.h"
 #include "support/status.h"
 #include "support/tensor.h"
+#include "testing/graph_texts.h"
 #include "driver/compile_graph.h"
 
 namespace kiln {
@@ -293,26 +294,6 @@ BENCHMARK(BM_ReadBandwidth2Threads)->Unit(benchmark::kMillisecond)->MeasureProce
 
 // ------------------------------------------------------------ pointwise chains
 
-std::string ChainText(int k, bool transcendental) {
-  std::string text = absl::StrCat("graph(%x : Float(", kChainElements, ")):\n",
-                                  "  %one : int = prim::Constant[value=1]()\n",
-                                  "  %ca : float = prim::Constant[value=", transcendental ? "0.5" : "0.1", "]()\n",
-                                  "  %cm : float = prim::Constant[value=", transcendental ? "1.1" : "0.9", "]()\n");
-  std::string prev = "%x";
-  for (int i = 0; i < k; ++i) {
-    const std::string v = absl::StrCat("%y", i);
-    switch (transcendental ? i % 4 : i % 2) {
-      case 0: absl::StrAppend(&text, "  ", v, " : Tensor = aten::add(", prev, ", %ca, %one)\n"); break;
-      case 1: absl::StrAppend(&text, "  ", v, " : Tensor = aten::mul(", prev, ", %cm)\n"); break;
-      case 2: absl::StrAppend(&text, "  ", v, " : Tensor = aten::tanh(", prev, ")\n"); break;
-      default: absl::StrAppend(&text, "  ", v, " : Tensor = aten::sigmoid(", prev, ")\n"); break;
-    }
-    prev = v;
-  }
-  absl::StrAppend(&text, "  return (", prev, ")\n");
-  return text;
-}
-
 void SetChainCounters(benchmark::State& state, int k) {
   const double elements = static_cast<double>(kChainElements) * static_cast<double>(state.iterations());
   state.SetBytesProcessed(static_cast<int64_t>(elements * 8));  // one read + one write
@@ -323,7 +304,7 @@ void SetChainCounters(benchmark::State& state, int k) {
 // K alternating `x + 0.1`, `x * 0.9`: one fused kernel, bandwidth-bound.
 void BM_PointwiseChain(benchmark::State& state) {
   const int k = static_cast<int>(state.range(0));
-  RunCompiled(state, CompileText(ChainText(k, false), {{kChainElements}}, state));
+  RunCompiled(state, CompileText(testing::ChainText(k, kChainElements, false), {{kChainElements}}, state));
   SetChainCounters(state, k);
 }
 BENCHMARK(BM_PointwiseChain)->Arg(8)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
@@ -331,7 +312,7 @@ BENCHMARK(BM_PointwiseChain)->Arg(8)->Unit(benchmark::kMillisecond)->MeasureProc
 // add 0.5, mul 1.1, tanh, sigmoid, repeating.
 void BM_TranscendentalChain(benchmark::State& state) {
   const int k = static_cast<int>(state.range(0));
-  RunCompiled(state, CompileText(ChainText(k, true), {{kChainElements}}, state));
+  RunCompiled(state, CompileText(testing::ChainText(k, kChainElements, true), {{kChainElements}}, state));
   SetChainCounters(state, k);
 }
 BENCHMARK(BM_TranscendentalChain)->Arg(4)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
@@ -362,24 +343,13 @@ BENCHMARK_CAPTURE(BM_Activation, hardswish, "hardswish")->Unit(benchmark::kMilli
 // ------------------------------------------------------------ reductions
 
 void BM_Sum(benchmark::State& state) {
-  const std::string text = R"(graph(%x : Float(4096, 4096)):
-  %d : int[] = prim::Constant[value=[-1]]()
-  %f : bool = prim::Constant[value=0]()
-  %n : NoneType = prim::Constant()
-  %s : Tensor = aten::sum(%x, %d, %f, %n)
-  return (%s))";
-  RunCompiled(state, CompileText(text, {{4096, 4096}}, state));
+  RunCompiled(state, CompileText(testing::SumText(4096, 4096, -1), {{4096, 4096}}, state));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 4096 * 4096 * 4);
 }
 BENCHMARK(BM_Sum)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
 void BM_Softmax(benchmark::State& state) {
-  const std::string text = R"(graph(%x : Float(4096, 4096)):
-  %d : int = prim::Constant[value=-1]()
-  %n : NoneType = prim::Constant()
-  %s : Tensor = aten::softmax(%x, %d, %n)
-  return (%s))";
-  RunCompiled(state, CompileText(text, {{4096, 4096}}, state));
+  RunCompiled(state, CompileText(testing::SoftmaxText(4096, 4096), {{4096, 4096}}, state));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 4096 * 4096 * 8);
 }
 BENCHMARK(BM_Softmax)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
@@ -396,13 +366,7 @@ void BM_LogSoftmax(benchmark::State& state) {
 BENCHMARK(BM_LogSoftmax)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
 void BM_LayerNorm(benchmark::State& state) {
-  const std::string text = R"(graph(%x : Float(8192, 1024), %w : Float(1024), %b : Float(1024)):
-  %shape : int[] = prim::Constant[value=[1024]]()
-  %eps : float = prim::Constant[value=1.0000000000000001e-05]()
-  %f : bool = prim::Constant[value=0]()
-  %y : Tensor = aten::layer_norm(%x, %shape, %w, %b, %eps, %f)
-  return (%y))";
-  RunCompiled(state, CompileText(text, {{8192, 1024}, {1024}, {1024}}, state));
+  RunCompiled(state, CompileText(testing::LayerNormText(8192, 1024), {{8192, 1024}, {1024}, {1024}}, state));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 8192 * 1024 * 8);
 }
 BENCHMARK(BM_LayerNorm)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();

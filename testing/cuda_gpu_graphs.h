@@ -1,6 +1,6 @@
 // What the CUDA GPU check (testing/cuda_gpu_check.cc) and the CUDA
 // benchmarks (benchmarks/cuda_bench.cc) share: the TorchScript text of their
-// graphs, random inputs, ONNX models imported at a chosen batch size, and a
+// graphs (graph_texts.h), random inputs, ONNX models imported at a chosen batch size, and a
 // one-line summary of where a program's steps ran.
 #ifndef KILN_TESTING_CUDA_GPU_GRAPHS_H_
 #define KILN_TESTING_CUDA_GPU_GRAPHS_H_
@@ -15,18 +15,9 @@
 #include "ir/ir.h"
 #include "onnx/onnx_pb.h"
 #include "support/tensor.h"
+#include "testing/graph_texts.h"
 
 namespace kiln::testing {
-
-// x -> add/mul (or add/mul/tanh/sigmoid) chain of `k` ops over Float(n).
-std::string ChainText(int k, int64_t n, bool transcendental);
-// sum over `dim` of Float(m, n).
-std::string SumText(int64_t m, int64_t n, int dim);
-std::string SoftmaxText(int64_t m, int64_t n);
-std::string LayerNormText(int64_t m, int64_t n);
-// gelu(x + bias).
-std::string GeluBiasText(int64_t m, int64_t n);
-std::string MmText(int64_t m, int64_t k, int64_t n);
 
 // Float32 values uniform in [lo, hi), seeded.
 Tensor RandomFloats(const std::vector<int64_t>& sizes, uint32_t seed, float lo = -2.0f, float hi = 2.0f);
