@@ -118,6 +118,9 @@ class CompiledGraph:
         self._target = target
         self._pipeline = pipeline
         self._name = name
+        # A CUDA model reads and returns CUDA tensors in place; any other
+        # takes inputs from another device through the host.
+        self._via_host = not _capi._is_cuda_device(target)
 
     @property
     def model(self):
@@ -145,7 +148,7 @@ class CompiledGraph:
         if v is None:
             return self.graph_module(*args)
         model, plan = v
-        host = not _capi._is_cuda_device(self._target)  # a CUDA model reads and returns CUDA tensors in place
+        host = self._via_host
         inputs = [a.detach().cpu() if host and a.device.type != "cpu" else a for a in args]
         results = model.run(inputs, as_torch=True)
         if host and self.device.type != "cpu":
