@@ -65,6 +65,7 @@ class FrozenVersion:
 
     def __init__(self, args, positions):
         self.positions = positions
+        self.skip = frozenset(positions)
         self.tensors = [(args[i], args[i]._version) for i in positions]
 
     def holds_for(self, args):
@@ -76,5 +77,4 @@ class FrozenVersion:
 
     def live(self, args):
         """The arguments left as inputs of the frozen graph."""
-        skip = set(self.positions)
-        return [a for i, a in enumerate(args) if i not in skip]
+        return [a for i, a in enumerate(args) if i not in self.skip]
