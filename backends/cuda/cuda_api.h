@@ -132,6 +132,7 @@ inline constexpr int kCudnnCrossCorrelation = 1;    // cudnnConvolutionMode_t
 // cudnnMathType_t: DEFAULT permits tensor cores (TF32 for float data on
 // Ampere and later); FMA forbids them (full float32).
 inline constexpr int kCudnnDefaultMath = 0;
+inline constexpr int kCudnnTensorOpMath = 1;  // tensor cores for 16-bit data
 inline constexpr int kCudnnFmaMath = 3;
 inline constexpr int kCudnnActivationRelu = 1;      // cudnnActivationMode_t
 inline constexpr int kCudnnActivationIdentity = 5;

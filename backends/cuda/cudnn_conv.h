@@ -1,7 +1,7 @@
 // Convolutions through cuDNN 9's convolution API (loaded with dlopen,
 // cuda_loader.h): float32 (TF32 tensor cores unless ConvContext::tf32 is
-// false, as torch.backends.cudnn.allow_tf32), float16 and bfloat16 (float
-// accumulation), any strides of input and output, groups and dilation. The
+// false, as torch.backends.cudnn.allow_tf32), float16 and bfloat16 (tensor
+// cores through the TENSOR_OP math type, float accumulation), any strides of input and output, groups and dilation. The
 // algorithm is found once per shape, dtype, math mode and alignment
 // (cudnnFindConvolutionForwardAlgorithmEx timing the candidates on the
 // call's own buffers; under a CUDA graph capture, where that cannot run,
