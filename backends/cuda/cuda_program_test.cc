@@ -404,10 +404,9 @@ TEST(CudaProgramGpuTest, NarrowFloatGraphsRunOnTheGpu) {
     std::vector<Tensor> inputs;
     uint32_t seed = 21;
     for (const std::vector<int64_t>& sizes : std::vector<std::vector<int64_t>>{{32, 64}, {64, 64}, {64}, {64}, {64}}) {
-      Tensor f = Random(sizes, seed++);
-      Tensor t = Tensor::Empty(dtype, sizes);
-      ASSERT_TRUE(runtime::CopyInto(f, t).ok());
-      inputs.push_back(t);
+      absl::StatusOr<Tensor> t = runtime::CastTo(Random(sizes, seed++), dtype);
+      ASSERT_TRUE(t.ok()) << t.status();
+      inputs.push_back(*t);
     }
     absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
     ASSERT_TRUE(got.ok()) << got.status();
@@ -451,9 +450,11 @@ TEST(CudaProgramGpuTest, GathersRunOnTheGpu) {
   absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
   ASSERT_TRUE(c.ok()) << c.status();
   Tensor ids = Tensor::Empty(DType::kInt64, {3, 7});
-  for (int64_t i = 0; i < ids.numel(); ++i) ids.data<int64_t>()[i] = (i * 7) % 50 - (i % 4 == 0 ? 50 : 0);
+  // embedding takes indices in [0, rows) (torch raises on negative ones);
+  // index counts negative ones from the end.
+  for (int64_t i = 0; i < ids.numel(); ++i) ids.data<int64_t>()[i] = (i * 7) % 50;
   Tensor j = Tensor::Empty(DType::kInt32, {5});
-  for (int64_t i = 0; i < j.numel(); ++i) j.data<int32_t>()[i] = static_cast<int32_t>(49 - 11 * i);
+  for (int64_t i = 0; i < j.numel(); ++i) j.data<int32_t>()[i] = static_cast<int32_t>(49 - 23 * i);
   std::vector<Tensor> inputs = {Random({50, 12}, 31), ids, j};
   absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
   ASSERT_TRUE(got.ok()) << got.status();
