@@ -147,6 +147,24 @@ std::vector<std::pair<std::string, std::string>> CudaProgram::SourceFiles() cons
   return {{"kernels.cu", text}};
 }
 
+std::map<std::string, wrapper::ExternRun> CudaProgram::ExternRuns() const {
+  std::map<std::string, wrapper::ExternRun> runs;
+  for (const ExternStep& e : resolved_.externs) {
+    wrapper::ExternRun run = wrapper::ExternRun::kReference;
+    if (!e.island && !e.output_slots.empty()) {
+      const DType t = resolved_.slot_layouts[static_cast<size_t>(e.output_slots[0])].dtype;
+      const bool float_type = t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
+      if ((IsCublasOp(e.op) || IsConvOp(e.op)) && float_type) {
+        run = wrapper::ExternRun::kLibrary;
+      } else if ((IsPoolOp(e.op) && float_type) || IsGatherOp(e.op) || IsMetadataOnlyOp(e.op)) {
+        run = wrapper::ExternRun::kGenerated;
+      }
+    }
+    for (int slot : e.output_slots) runs[resolved_.slot_names[static_cast<size_t>(slot)]] = run;
+  }
+  return runs;
+}
+
 std::vector<std::string> CudaProgram::ReportLines() const {
   const CudaProgramStats& s = stats_;
   const CudaLibraries& libs = LoadCudaLibraries();

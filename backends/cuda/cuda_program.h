@@ -160,6 +160,11 @@ class CudaProgram : public wrapper::CompiledProgram {
   std::vector<std::pair<std::string, std::string>> SourceFiles() const override;
   // NVRTC units, cubin cache hits, compiler and module-load time.
   std::vector<std::string> ReportLines() const override;
+  // How each extern will run, predicted from the tests Execute dispatches on:
+  // matmuls and convolutions of float types in cuBLAS / cuDNN (library),
+  // pooling, gathers and shape queries in kiln's runtime kernels
+  // (generated), the rest and islands on the host (reference).
+  std::map<std::string, wrapper::ExternRun> ExternRuns() const override;
 
   // What a call may be asked to do besides running (cuda_session.h).
   struct CallHooks {

@@ -371,6 +371,7 @@ TEST(CudaProgramGpuTest, ConvolutionsMatchTheInterpreter) {
     std::unique_ptr<ir::Graph> graph;
     absl::StatusOr<driver::CompiledGraph> compiled = CompileForGpu(text, &graph);
     ASSERT_TRUE(compiled.ok()) << compiled.status() << "\n" << text;
+    EXPECT_EQ(compiled->num_reference_externs, 0) << "the report names the convolution a library call";
     std::vector<Tensor> inputs = {Random(c.x, 11), Random(c.w, 12)};
     if (c.bias) inputs.push_back(Random({c.w[0]}, 13));
     absl::StatusOr<std::vector<Tensor>> got = compiled->compiled->Run(inputs);
@@ -449,6 +450,7 @@ TEST(CudaProgramGpuTest, GathersRunOnTheGpu) {
   std::unique_ptr<ir::Graph> graph;
   absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
   ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->num_reference_externs, 0) << "gathers run in kiln's runtime kernels";
   Tensor ids = Tensor::Empty(DType::kInt64, {3, 7});
   // embedding takes indices in [0, rows) (torch raises on negative ones);
   // index counts negative ones from the end.
