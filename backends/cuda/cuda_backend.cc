@@ -73,6 +73,12 @@ absl::StatusOr<std::string> CudaCodegen::KernelSource(const lowering::LoopGraph&
   return source;
 }
 
+int CudaCodegen::CompileThreads() const {
+  const int hardware = std::max(1, options_.hardware_threads > 0 ? options_.hardware_threads
+                                                                 : static_cast<int>(std::thread::hardware_concurrency()));
+  return std::max(1, std::min(options_.max_threads, hardware));
+}
+
 std::vector<CudaCodegen::Unit> CudaCodegen::MakeUnits(const std::vector<CudaKernelSource>& kernels) const {
   const std::string prelude = CudaKernelPrelude();
   std::vector<Unit> units;
@@ -84,17 +90,96 @@ std::vector<CudaCodegen::Unit> CudaCodegen::MakeUnits(const std::vector<CudaKern
       units.push_back(Unit{k.source, {k.name}});
     }
   }
-  const size_t per_unit = static_cast<size_t>(std::max(1, options_.kernels_per_unit));
-  for (size_t i = 0; i < shared.size(); i += per_unit) {
+  // Which shared kernels go to which unit.
+  std::vector<std::vector<const CudaKernelSource*>> groups;
+  if (options_.kernels_per_unit > 0) {
+    const size_t per_unit = static_cast<size_t>(options_.kernels_per_unit);
+    for (size_t i = 0; i < shared.size(); i += per_unit) {
+      groups.emplace_back(shared.begin() + static_cast<std::ptrdiff_t>(i),
+                          shared.begin() + static_cast<std::ptrdiff_t>(std::min(shared.size(), i + per_unit)));
+    }
+  } else if (!shared.empty()) {
+    // Longest first to the lightest unit (ties: the lower index, and the
+    // kernels' order: the result does not depend on anything but the input).
+    const size_t count = std::min(shared.size(), static_cast<size_t>(2 * CompileThreads()));
+    std::vector<const CudaKernelSource*> by_size = shared;
+    std::stable_sort(by_size.begin(), by_size.end(), [](const CudaKernelSource* a, const CudaKernelSource* b) {
+      return a->source.size() > b->source.size();
+    });
+    groups.resize(count);
+    std::vector<size_t> load(count, 0);
+    for (const CudaKernelSource* k : by_size) {
+      const size_t lightest = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+      groups[lightest].push_back(k);
+      load[lightest] += k->source.size() - prelude.size();
+    }
+    // Heaviest units first (the thread pool takes them in order).
+    std::vector<size_t> order(count);
+    for (size_t i = 0; i < count; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return load[a] > load[b]; });
+    std::vector<std::vector<const CudaKernelSource*>> sorted;
+    for (size_t i : order) sorted.push_back(std::move(groups[i]));
+    groups = std::move(sorted);
+  }
+  for (const std::vector<const CudaKernelSource*>& group : groups) {
     Unit u;
     u.source = prelude;
-    for (size_t j = i; j < std::min(shared.size(), i + per_unit); ++j) {
-      absl::StrAppend(&u.source, "\n", absl::string_view(shared[j]->source).substr(prelude.size()));
-      u.kernels.push_back(shared[j]->name);
+    for (const CudaKernelSource* k : group) {
+      absl::StrAppend(&u.source, "\n", absl::string_view(k->source).substr(prelude.size()));
+      u.kernels.push_back(k->name);
     }
     units.push_back(std::move(u));
   }
   return units;
+}
+
+absl::StatusOr<CudaCodegen::CubinBuild> CudaCodegen::BuildCubins(const std::vector<CudaKernelSource>& kernels) const {
+  auto t1 = std::chrono::steady_clock::now();
+  CubinBuild build;
+  build.units = MakeUnits(kernels);
+  const std::vector<Unit>& units = build.units;
+  ASSIGN_OR_RETURN(std::string identity, NvrtcIdentity());
+  std::string cache_dir = options_.cache_dir;
+  if (cache_dir.empty()) {
+    ASSIGN_OR_RETURN(cache_dir, CacheDirectory("cuda"));
+  }
+  CubinCache cache(std::move(cache_dir), identity, CompileWithNvrtc, options_.cache_max_bytes);
+  const std::vector<std::string> nvrtc_options = NvrtcOptions(options_.minimal);
+  const std::vector<std::string> full_options = NvrtcOptions(false);
+  std::vector<absl::StatusOr<CubinEntry>> cubins(units.size(), absl::UnknownError("not compiled"));
+  std::atomic<int> minimal_fallbacks{0};
+  auto compile_unit = [&](size_t i) {
+    cubins[i] = cache.GetOrCompile(units[i].source, nvrtc_options);
+    if (!cubins[i].ok() && options_.minimal) {
+      ++minimal_fallbacks;
+      cubins[i] = cache.GetOrCompile(units[i].source, full_options);
+    }
+  };
+  const size_t threads = std::min<size_t>(units.size(), static_cast<size_t>(CompileThreads()));
+  if (threads <= 1) {
+    for (size_t i = 0; i < units.size(); ++i) compile_unit(i);
+  } else {
+    std::vector<std::thread> pool;
+    std::atomic<size_t> next{0};
+    for (size_t t = 0; t < threads; ++t) {
+      pool.emplace_back([&] {
+        for (size_t i = next.fetch_add(1); i < units.size(); i = next.fetch_add(1)) {
+          compile_unit(i);
+        }
+      });
+    }
+    for (std::thread& th : pool) th.join();
+  }
+  for (absl::StatusOr<CubinEntry>& c : cubins) {
+    RETURN_IF_ERROR(c.status());
+    build.cache_hits += c->hit ? 1 : 0;
+    build.compiler_seconds += c->compile_seconds;
+    build.cubins.push_back(*std::move(c));
+  }
+  build.minimal_fallbacks = minimal_fallbacks.load();
+  build.threads = static_cast<int>(threads);
+  build.seconds = Since(t1);
+  return build;
 }
 
 absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
@@ -118,58 +203,16 @@ absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
     if (distinct.insert(it->second.name).second) kernels.push_back(it->second);
     function_of[def->kernel_name] = it->second.name;
   }
-  std::vector<Unit> units = MakeUnits(kernels);
   const double codegen_seconds = Since(t0);
 
-  // NVRTC through the cache, units in parallel.
-  auto t1 = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(std::string identity, NvrtcIdentity());
-  std::string cache_dir = options_.cache_dir;
-  if (cache_dir.empty()) {
-    ASSIGN_OR_RETURN(cache_dir, CacheDirectory("cuda"));
-  }
-  CubinCache cache(std::move(cache_dir), identity, CompileWithNvrtc, options_.cache_max_bytes);
-  const std::vector<std::string> nvrtc_options = NvrtcOptions(options_.minimal);
-  const std::vector<std::string> full_options = NvrtcOptions(false);
-  std::vector<absl::StatusOr<CubinEntry>> cubins(units.size(), absl::UnknownError("not compiled"));
-  std::atomic<int> minimal_fallbacks{0};
-  auto compile_unit = [&](size_t i) {
-    cubins[i] = cache.GetOrCompile(units[i].source, nvrtc_options);
-    if (!cubins[i].ok() && options_.minimal) {
-      ++minimal_fallbacks;
-      cubins[i] = cache.GetOrCompile(units[i].source, full_options);
-    }
-  };
-  const size_t threads = std::min<size_t>(
-      units.size(), static_cast<size_t>(std::max(1, std::min<int>(options_.max_threads,
-                                                                  static_cast<int>(std::thread::hardware_concurrency())))));
-  if (threads <= 1) {
-    for (size_t i = 0; i < units.size(); ++i) compile_unit(i);
-  } else {
-    std::vector<std::thread> pool;
-    std::atomic<size_t> next{0};
-    for (size_t t = 0; t < threads; ++t) {
-      pool.emplace_back([&] {
-        for (size_t i = next.fetch_add(1); i < units.size(); i = next.fetch_add(1)) {
-          compile_unit(i);
-        }
-      });
-    }
-    for (std::thread& th : pool) th.join();
-  }
-  int hits = 0;
-  double compiler_seconds = 0;
-  for (const auto& c : cubins) {
-    RETURN_IF_ERROR(c.status());
-    hits += c->hit ? 1 : 0;
-    compiler_seconds += c->compile_seconds;
-  }
-  const double nvrtc_seconds = Since(t1);
+  ASSIGN_OR_RETURN(CubinBuild build, BuildCubins(kernels));
+  std::vector<Unit>& units = build.units;
+  const std::vector<CubinEntry>& cubins = build.cubins;
 
   CudaDevice cuda;
   if (!cuda.is_available()) {
     return absl::UnavailableError(absl::StrCat("cuda is unavailable (", units.size(),
-                                               " kernel units compiled for ", nvrtc_options[0],
+                                               " kernel units compiled for ", NvrtcOptions()[0],
                                                "): ", CudaDevice::UnavailableReason().message()));
   }
   auto t2 = std::chrono::steady_clock::now();
@@ -179,7 +222,7 @@ absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
   std::map<std::string, CUfunction> functions;
   for (size_t i = 0; i < units.size() && status.ok(); ++i) {
     CUmodule module = nullptr;
-    status = CuCheck(Driver().cuModuleLoadData(&module, cubins[i]->cubin.data()), "cuModuleLoadData");
+    status = CuCheck(Driver().cuModuleLoadData(&module, cubins[i].cubin.data()), "cuModuleLoadData");
     if (!status.ok()) break;
     modules.push_back(module);
     for (const std::string& fn : units[i].kernels) {
@@ -216,13 +259,13 @@ absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
   p->set_sources(std::move(unit_sources));
   CudaProgramStats& stats = p->stats();
   stats.codegen_seconds = codegen_seconds;
-  stats.nvrtc_seconds = nvrtc_seconds;
+  stats.nvrtc_seconds = build.seconds;
   stats.load_seconds = load_seconds;
   stats.translation_units = static_cast<int>(units.size());
   stats.distinct_kernels = static_cast<int>(kernels.size());
-  stats.cache_hits = hits;
-  stats.compiler_seconds = compiler_seconds;
-  stats.minimal_fallbacks = minimal_fallbacks.load();
+  stats.cache_hits = build.cache_hits;
+  stats.compiler_seconds = build.compiler_seconds;
+  stats.minimal_fallbacks = build.minimal_fallbacks;
   return std::unique_ptr<wrapper::CompiledProgram>(std::move(p));
 }
 

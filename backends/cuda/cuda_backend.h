@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "backends/cuda/cubin_cache.h"
 #include "backends/cuda/cuda_program.h"
 #include "backends/cuda/kernel_codegen.h"
 #include "wrapper/codegen.h"
@@ -34,8 +35,17 @@ struct CudaBackendOptions {
   // with it is compiled again without.
   bool minimal = true;
   // Kernels per NVRTC translation unit; the units compile in parallel.
-  int kernels_per_unit = 4;
+  // 0: balanced for the compile threads: up to two units per thread (one
+  // kernel per unit at most), kernels dealt longest first to the unit with
+  // the least source, units compiled largest first (NVRTC's time grows
+  // with a kernel's text; a unit's fixed cost is ~20 ms). K > 0: K
+  // consecutive kernels per unit.
+  int kernels_per_unit = 0;
+  // Compile threads: this, at most the machine's hardware threads.
   int max_threads = 16;
+  // The machine's hardware threads; 0: std::thread::hardware_concurrency()
+  // (a benchmark plans the units of a larger machine with it).
+  int hardware_threads = 0;
 };
 
 class CudaCodegen : public wrapper::DeviceCodegen {
@@ -67,9 +77,26 @@ class CudaCodegen : public wrapper::DeviceCodegen {
     std::string source;
     std::vector<std::string> kernels;  // function names
   };
-  // Groups the kernel sources into translation units: sources that start
-  // with the shared prelude share one (the prelude once); others stay alone.
+  // Groups the kernel sources into translation units (kernels_per_unit):
+  // sources that start with the shared prelude share one (the prelude
+  // once); others stay alone. In the order they should compile.
   std::vector<Unit> MakeUnits(const std::vector<CudaKernelSource>& kernels) const;
+  // NVRTC threads: max_threads, at most the hardware's.
+  int CompileThreads() const;
+
+  // The cubins of `kernels` (distinct texts): MakeUnits, then each unit
+  // through the cubin cache (NVRTC on a miss), units in parallel. Needs no
+  // GPU: Compile loads the result; benchmarks time it alone.
+  struct CubinBuild {
+    std::vector<Unit> units;
+    std::vector<CubinEntry> cubins;  // one per unit
+    int cache_hits = 0;
+    int minimal_fallbacks = 0;
+    double seconds = 0;           // wall, cache lookups included
+    double compiler_seconds = 0;  // inside NVRTC, summed over units
+    int threads = 0;              // compile threads used
+  };
+  absl::StatusOr<CubinBuild> BuildCubins(const std::vector<CudaKernelSource>& kernels) const;
 
  private:
   std::string device_;

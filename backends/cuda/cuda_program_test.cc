@@ -124,6 +124,37 @@ TEST(CudaCodegenTest, MergesKernelsSharingThePreludeIntoUnits) {
   EXPECT_EQ(codegen.NvrtcOptions()[0].rfind("--gpu-architecture=sm_", 0), 0u);
 }
 
+// The default: units balanced over the compile threads (two per thread at
+// most), kernels dealt longest first to the lightest unit, heaviest unit first.
+TEST(CudaCodegenTest, BalancesKernelsOverTheCompileThreads) {
+  CudaBackendOptions options;
+  options.hardware_threads = 2;
+  options.max_threads = 8;  // capped by the hardware: 2 threads, 4 units
+  CudaCodegen codegen("cuda", options);
+  EXPECT_EQ(codegen.CompileThreads(), 2);
+  // Bodies of 100, 10, 60, 50, 45 and 40 characters.
+  const int lengths[] = {100, 10, 60, 50, 45, 40};
+  std::vector<CudaKernelSource> kernels;
+  for (int i = 0; i < 6; ++i) {
+    CudaKernelSource k;
+    k.name = absl::StrCat("k", i);
+    k.source = absl::StrCat(CudaKernelPrelude(), std::string(static_cast<size_t>(lengths[i]), ' '));
+    kernels.push_back(std::move(k));
+  }
+  std::vector<CudaCodegen::Unit> units = codegen.MakeUnits(kernels);
+  ASSERT_EQ(units.size(), 4u);
+  // 100 | 60 | 50 + 10 | 45 + 40, heaviest first.
+  EXPECT_EQ(units[0].kernels, std::vector<std::string>{"k0"});
+  EXPECT_EQ(units[1].kernels, (std::vector<std::string>{"k4", "k5"}));
+  EXPECT_EQ(units[2].kernels, std::vector<std::string>{"k2"});
+  EXPECT_EQ(units[3].kernels, (std::vector<std::string>{"k3", "k1"}));
+  for (const CudaCodegen::Unit& u : units) EXPECT_TRUE(absl::StartsWith(u.source, CudaKernelPrelude()));
+  // Fewer kernels than units: one kernel per unit.
+  kernels.resize(3);
+  EXPECT_EQ(codegen.MakeUnits(kernels).size(), 3u);
+  EXPECT_TRUE(codegen.MakeUnits({}).empty());
+}
+
 // Kernel generation + NVRTC for the whole program, without a GPU: the
 // compile succeeds up to loading, which reports the device unavailable.
 TEST(CudaCodegenTest, CompilesEveryKernelWithNvrtc) {
