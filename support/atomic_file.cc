@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -82,6 +83,56 @@ absl::StatusOr<std::string> ReadFile(absl::string_view path) {
   absl::StatusOr<std::string> contents = ReadAllFrom(fd, path);
   ::close(fd);
   return contents;
+}
+
+absl::StatusOr<MappedFile> MappedFile::Open(absl::string_view path) {
+  const std::string p(path);
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(path, "", errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return ErrnoError(path, "", error);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return ErrnoError(path, "", EISDIR);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file (it cannot be mapped)"));
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return MappedFile(nullptr, 0);
+  }
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int error = errno;
+  ::close(fd);  // the mapping keeps the file
+  if (data == MAP_FAILED) return ErrnoError(path, "cannot map it", error);
+  return MappedFile(data, size);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept : data_(other.data_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) ::munmap(data_, size_);
+    data_ = other.data_;
+    size_ = other.size_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(data_, size_);
 }
 
 absl::Status WriteFile(absl::string_view path, absl::string_view contents, const FileWriteOptions& options) {

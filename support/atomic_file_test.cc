@@ -72,6 +72,26 @@ TEST(AtomicFile, ReadErrorsSayWhy) {
   EXPECT_TRUE(absl::StrContains(is_dir.status().message(), dir)) << is_dir.status();
 }
 
+TEST(AtomicFile, MappedFileViewsTheWholeFileAndSaysWhyNot) {
+  const std::string dir = FreshDir("map");
+  ASSERT_TRUE(WriteFile(dir + "/data", std::string("abc\0def", 7)).ok());
+  absl::StatusOr<MappedFile> m = MappedFile::Open(dir + "/data");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->bytes(), absl::string_view("abc\0def", 7));
+  MappedFile moved = *std::move(m);
+  EXPECT_EQ(moved.bytes().size(), 7u);
+  ASSERT_TRUE(WriteFile(dir + "/empty", "").ok());
+  absl::StatusOr<MappedFile> empty = MappedFile::Open(dir + "/empty");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_TRUE(empty->bytes().empty());
+  EXPECT_TRUE(absl::IsNotFound(MappedFile::Open(dir + "/nope").status()));
+  const absl::Status is_dir = MappedFile::Open(dir).status();
+  EXPECT_FALSE(is_dir.ok());
+  EXPECT_TRUE(absl::StrContains(is_dir.message(), dir)) << is_dir;
+  // Not a regular file (a character device): InvalidArgument, callers read it instead.
+  EXPECT_TRUE(absl::IsInvalidArgument(MappedFile::Open("/dev/null").status()));
+}
+
 TEST(AtomicFile, MakeDirectoriesCreatesParentsAndRejectsFiles) {
   const std::string dir = FreshDir("dirs");
   ASSERT_TRUE(MakeDirectories(dir + "/a/b/c").ok());

@@ -122,10 +122,18 @@ absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes) {
 }
 
 absl::StatusOr<onnx::ModelProto> LoadModelFile(const std::string& path) {
-  // The project's one file reader: errors name the path and the reason
-  // ("Is a directory", "No such file or directory").
-  ASSIGN_OR_RETURN(const std::string bytes, ReadFile(path));
-  absl::StatusOr<onnx::ModelProto> m = ParseModel(bytes);
+  // The project's file readers: errors name the path and the reason
+  // ("Is a directory", "No such file or directory"). Parsed in place from a
+  // mapping (a model is mostly its weights: one copy of them less); what
+  // cannot be mapped (a pipe) is read.
+  absl::StatusOr<MappedFile> mapped = MappedFile::Open(path);
+  std::string read;
+  if (!mapped.ok() && absl::IsInvalidArgument(mapped.status())) {
+    ASSIGN_OR_RETURN(read, ReadFile(path));
+  } else if (!mapped.ok()) {
+    return mapped.status();
+  }
+  absl::StatusOr<onnx::ModelProto> m = ParseModel(mapped.ok() ? mapped->bytes() : absl::string_view(read));
   if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
   return m;
 }
