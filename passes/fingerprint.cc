@@ -112,7 +112,7 @@ class ValueNumbering {
 
 class Fingerprinter {
  public:
-  explicit Fingerprinter(const ir::Graph& g) : numbering_(g) {}
+  Fingerprinter(const ir::Graph& g, TensorHashMemo* memo) : numbering_(g), memo_(memo) {}
 
   uint64_t Run(const Block* top) {
     // An explicit stack instead of recursion. `stage` tracks the cursor node:
@@ -200,7 +200,7 @@ class Fingerprinter {
     Mix(n->attributes().size());
     for (const ir::Attribute& a : n->attributes()) {
       Mix(SymbolHash(a.name));
-      Mix(ir::AttributeValueHash(a.value));
+      Mix(AttributeHash(a.value));
     }
     absl::string_view loc = n->sourceLocation();
     Mix(loc.empty() ? kNoLocation : HashString(loc));
@@ -208,6 +208,18 @@ class Fingerprinter {
     Mix(scope.empty() ? kNoScope : HashString(scope));
     Mix(kBlocks);
     Mix(n->blocks().size());
+  }
+
+  // ir::AttributeValueHash, tensors through the memo when there is one.
+  uint64_t AttributeHash(const ir::AttributeValue& v) {
+    if (memo_ == nullptr) return ir::AttributeValueHash(v);
+    if (const auto* t = std::get_if<Tensor>(&v)) return HashCombine(v.index(), memo_->ValueHash(*t));
+    if (const auto* ts = std::get_if<std::vector<Tensor>>(&v)) {
+      uint64_t h = ts->size();
+      for (const Tensor& t : *ts) h = HashCombine(h, memo_->ValueHash(t));
+      return HashCombine(v.index(), h);
+    }
+    return ir::AttributeValueHash(v);
   }
 
   void DefineOutputs(const Node* n) {
@@ -221,6 +233,7 @@ class Fingerprinter {
 
   uint64_t h_ = 0x6b696c6e;  // "kiln"
   ValueNumbering numbering_;
+  TensorHashMemo* memo_;
   std::vector<uint64_t> symbol_hashes_;
 };
 
@@ -228,8 +241,24 @@ class Fingerprinter {
 
 uint64_t TypeFingerprint(const ir::Type& type) { return TypeHash(type, 0); }
 
+uint64_t TensorHashMemo::ValueHash(const Tensor& t) {
+  const std::shared_ptr<Storage>& storage = t.storage();
+  if (storage == nullptr) return t.ValueHash();  // no data: sizes only
+  Key key{storage.get(), t.storage_offset(), static_cast<int>(t.dtype()), t.sizes(), t.strides()};
+  auto [it, inserted] = hashes_.try_emplace(std::move(key), 0);
+  if (inserted) {
+    it->second = t.ValueHash();
+    kept_.push_back(storage);
+  }
+  return it->second;
+}
+
 uint64_t GraphFingerprint(const ir::Graph& graph) {
-  return Fingerprinter(graph).Run(graph.block());
+  return Fingerprinter(graph, nullptr).Run(graph.block());
+}
+
+uint64_t GraphFingerprint(const ir::Graph& graph, TensorHashMemo& memo) {
+  return Fingerprinter(graph, &memo).Run(graph.block());
 }
 
 }  // namespace kiln::passes

@@ -11,12 +11,33 @@
 #define KILN_PASSES_FINGERPRINT_H_
 
 #include <cstdint>
+#include <memory>
+#include <tuple>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "ir/ir.h"
 
 namespace kiln::passes {
 
+// Tensor::ValueHash of the tensors already hashed, by storage and view:
+// fingerprints taken one after another (a fixed point's iterations) hash
+// each weight once instead of every time. Holds the storages, so an address
+// is never reused while remembered; valid while no tensor it saw is written
+// in place (graph constants are not).
+class TensorHashMemo {
+ public:
+  uint64_t ValueHash(const Tensor& t);
+
+ private:
+  using Key = std::tuple<const void*, int64_t, int, std::vector<int64_t>, std::vector<int64_t>>;
+  absl::flat_hash_map<Key, uint64_t> hashes_;
+  std::vector<std::shared_ptr<Storage>> kept_;
+};
+
 uint64_t GraphFingerprint(const ir::Graph& graph);
+// The same fingerprint, with tensor contents hashed through `memo`.
+uint64_t GraphFingerprint(const ir::Graph& graph, TensorHashMemo& memo);
 
 // Structural hash of a type (what TypeEquals compares).
 uint64_t TypeFingerprint(const ir::Type& type);

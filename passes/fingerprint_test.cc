@@ -106,6 +106,38 @@ TEST(Fingerprint, SeesEveryKindOfChange) {
 }
 
 // Block structure counts: the same nodes inside or after an If differ.
+// A graph whose only node holds `t` (and a list of it) as attributes.
+std::unique_ptr<Graph> ConstantGraph(const Tensor& t) {
+  auto g = std::make_unique<Graph>();
+  Node* c = g->insertNode(g->create(Symbol::FromQualString("prim::Constant")));
+  c->t_(Symbol::FromQualString("attr::value"), t);
+  c->setAttribute(Symbol::FromQualString("attr::values"), std::vector<Tensor>{t, t});
+  g->registerOutput(c->output());
+  return g;
+}
+
+TEST(Fingerprint, TheMemoGivesTheSameFingerprintAndSeesNewTensors) {
+  Tensor t = Tensor::Empty(DType::kFloat32, {64});
+  static_cast<float*>(t.raw_data())[3] = 1.5f;
+  auto g = ConstantGraph(t);
+  TensorHashMemo memo;
+  const uint64_t plain = GraphFingerprint(*g);
+  EXPECT_EQ(GraphFingerprint(*g, memo), plain);
+  EXPECT_EQ(GraphFingerprint(*g, memo), plain);  // from the memo
+  // An equal tensor in other storage: the same; other contents or another
+  // view of the same storage: different, memo or not.
+  absl::StatusOr<Tensor> copy = Tensor::FromBytes(DType::kFloat32, {64}, t.raw_data(), 64 * sizeof(float));
+  ASSERT_TRUE(copy.ok());
+  EXPECT_EQ(GraphFingerprint(*ConstantGraph(*copy), memo), plain);
+  Tensor other = Tensor::Empty(DType::kFloat32, {64});
+  static_cast<float*>(other.raw_data())[3] = 2.5f;
+  EXPECT_NE(GraphFingerprint(*ConstantGraph(other), memo), plain);
+  EXPECT_EQ(GraphFingerprint(*ConstantGraph(other), memo), GraphFingerprint(*ConstantGraph(other)));
+  Tensor view = Tensor::View(t, {32}, {1}, 0);
+  EXPECT_EQ(GraphFingerprint(*ConstantGraph(view), memo), GraphFingerprint(*ConstantGraph(view)));
+  EXPECT_NE(GraphFingerprint(*ConstantGraph(view), memo), plain);
+}
+
 TEST(Fingerprint, BlocksAreStructural) {
   auto build = [](bool inside) {
     auto g = std::make_unique<Graph>();

@@ -20,7 +20,10 @@ absl::StatusOr<FixedPointResult> RunToFixedPoint(absl::string_view label,
   FixedPointResult result;
   // fingerprints[i] = the graph after iteration i (0 = at entry).
   std::vector<uint64_t> fingerprints;
-  if (options.detect_cycles) fingerprints.push_back(GraphFingerprint(graph));
+  // Each weight hashed once for all iterations (a large model's weights
+  // dominated the pipeline's time, hashed again after every iteration).
+  TensorHashMemo memo;
+  if (options.detect_cycles) fingerprints.push_back(GraphFingerprint(graph, memo));
   while (true) {
     if (result.iterations == options.max_iterations) {
       result.hit_cap = true;
@@ -44,7 +47,7 @@ absl::StatusOr<FixedPointResult> RunToFixedPoint(absl::string_view label,
     }
     if (!*changed) return result;
     if (options.detect_cycles) {
-      uint64_t fp = GraphFingerprint(graph);
+      uint64_t fp = GraphFingerprint(graph, memo);
       for (size_t i = 0; i < fingerprints.size(); ++i) {
         if (fingerprints[i] != fp) continue;
         std::string earlier = i == 0 ? std::string("at entry")
