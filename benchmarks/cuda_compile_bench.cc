@@ -37,6 +37,9 @@
 #include "driver/compile_graph.h"
 #include "driver/initialize.h"
 #include "driver/model.h"
+#include "ir/verifier.h"
+#include "passes/all_passes.h"
+#include "passes/pipeline.h"
 #include "frontend/onnx/importer.h"
 #include "support/atomic_file.h"
 #include "support/allocator.h"
@@ -114,10 +117,28 @@ absl::Status BenchModel(const std::string& path, const Flags& flags) {
   bytes.shrink_to_fit();
   proto.Clear();
   t = Clock::now();
+  {
+    ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::Open(path));
+    ASSIGN_OR_RETURN(onnx::ModelProto mapped_proto, frontend::onnx_import::ParseModel(mapped.bytes()));
+  }
+  const double map_parse_ms = MsSince(t);
+  t = Clock::now();
   ASSIGN_OR_RETURN(driver::ImportedModel model, driver::ImportModelFile(path));
   const double import_ms = MsSince(t);
+  t = Clock::now();
+  RETURN_IF_ERROR(ir::Verify(*model.graph));
+  const double verify_ms = MsSince(t);
+  t = Clock::now();
+  {
+    ASSIGN_OR_RETURN(std::unique_ptr<passes::Pipeline> p, passes::Pipeline::Create("-O2", passes::DefaultPassRegistry()));
+  }
+  const double create_ms = MsSince(t);
   double passes_ms = 0;
-  RETURN_IF_ERROR(driver::RunPipeline(*model.graph, "-O2", &passes_ms));
+  double in_passes_ms = 0;
+  passes::PassObserver on_pass = [&](absl::string_view, Clock::time_point begin, Clock::time_point end, bool) {
+    in_passes_ms += std::chrono::duration<double, std::milli>(end - begin).count();
+  };
+  RETURN_IF_ERROR(driver::RunPipeline(*model.graph, "-O2", &passes_ms, /*verify_each_pass=*/true, on_pass));
   driver::CompileOptions options;
   options.device = "cuda";
   options.generate_only = true;
@@ -165,10 +186,10 @@ absl::Status BenchModel(const std::string& path, const Flags& flags) {
   std::sort(sorted.begin(), sorted.end());
   const double host_ms = import_ms + passes_ms + c.times.FrontHalfMs();
   std::printf(
-      "COMPILE %-12s host %7.1f ms (import %.1f [alone: read %.1f parse %.1f] passes %.1f shapes %.1f lower %.1f schedule %.1f wrapper+sources "
+      "COMPILE %-12s host %7.1f ms (import %.1f [alone: read %.1f parse %.1f, mapped + parse %.1f] passes %.1f [in passes %.1f; alone: verifier %.1f, pipeline creation %.1f] shapes %.1f lower %.1f schedule %.1f wrapper+sources "
       "%.1f plan %.1f) | kernels %d distinct %zu (%zu ignoring numbers) units %zu (%.0f KB) threads %d | nvrtc wall "
       "%.0f ms, per unit sum %.0f min %.0f median %.0f max %.0f ms | total %.0f ms\n",
-      label.c_str(), host_ms, import_ms, read_ms, parse_ms, passes_ms, c.times.shapes_ms, c.times.lower_ms, c.times.schedule_ms,
+      label.c_str(), host_ms, import_ms, read_ms, parse_ms, map_parse_ms, passes_ms, in_passes_ms, verify_ms, create_ms, c.times.shapes_ms, c.times.lower_ms, c.times.schedule_ms,
       c.times.wrapper_ms, c.times.plan_ms, total, kernels.size(), shapes.size(), build.units.size(),
       source_bytes / 1024.0, build.threads, build.seconds * 1e3, build.compiler_seconds * 1e3,
       sorted.empty() ? 0 : sorted.front(), sorted.empty() ? 0 : sorted[sorted.size() / 2],
