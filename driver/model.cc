@@ -9,6 +9,7 @@
 #include "driver/program_cache.h"
 #include "driver/value_specialization.h"
 #include "frontend/onnx/importer.h"
+#include "frontend/onnx/model_file.h"
 #include "frontend/pt2/importer.h"
 #include "passes/all_passes.h"
 #include "passes/pipeline.h"
@@ -52,9 +53,11 @@ GraphRefiner ImportedModel::Refiner() const {
   };
 }
 
-absl::StatusOr<std::unique_ptr<ir::Graph>> ImportOnnxModel(const onnx::ModelProto& model) {
+absl::StatusOr<std::unique_ptr<ir::Graph>> ImportOnnxModel(
+    const onnx::ModelProto& model, std::vector<std::optional<absl::string_view>> main_raw_data) {
   RETURN_IF_ERROR(Initialize());
   frontend::onnx_import::ImportOptions options;
+  options.main_raw_data = std::move(main_raw_data);
   // kiln's shape functions type each converted node, where ONNX's inference
   // left a rank unknown (issue 12).
   options.infer_node_types = passes::InferNodeTypes;
@@ -74,8 +77,11 @@ absl::StatusOr<ImportedModel> ImportModelFile(const std::string& path) {
     m.import_ms = MsSince(start);
     return m;
   }
-  ASSIGN_OR_RETURN(onnx::ModelProto proto, frontend::onnx_import::LoadModelFile(path));
-  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ImportOnnxModel(proto);
+  // Parsed in place: the large weights are read from the mapped file (once,
+  // into the graph's constants), not copied into the proto first.
+  ASSIGN_OR_RETURN(frontend::onnx_import::MappedModel mapped, frontend::onnx_import::MapModelFile(path));
+  onnx::ModelProto& proto = mapped.model;
+  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ImportOnnxModel(proto, std::move(mapped.raw_data));
   if (!graph.ok()) {
     return absl::Status(graph.status().code(), absl::StrCat(path, ": ", graph.status().message()));
   }

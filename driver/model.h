@@ -33,7 +33,8 @@ struct ImportedModel {
   std::string path;
   ModelFormat format = ModelFormat::kOnnx;
   std::unique_ptr<ir::Graph> graph;
-  // The parsed ONNX model (its input and output value infos type test data).
+  // The parsed ONNX model (its input and output value infos type test data),
+  // without the raw_data of its large initializers (frontend/onnx/model_file.h).
   std::optional<onnx::ModelProto> onnx;
   // A torch.export program's inputs (with their symbolic sizes and ranges)
   // and outputs.
@@ -58,7 +59,9 @@ absl::StatusOr<ModelFormat> ModelFormatOf(const std::string& path);
 
 // frontend::onnx_import::ImportModel with kiln's shape functions typing each
 // converted node (ranks ONNX's inference left unknown). Calls Initialize().
-absl::StatusOr<std::unique_ptr<ir::Graph>> ImportOnnxModel(const onnx::ModelProto& model);
+// `main_raw_data`: frontend::onnx_import::ImportOptions::main_raw_data.
+absl::StatusOr<std::unique_ptr<ir::Graph>> ImportOnnxModel(
+    const onnx::ModelProto& model, std::vector<std::optional<absl::string_view>> main_raw_data = {});
 
 // Reads and imports a model file. Errors start with the path.
 absl::StatusOr<ImportedModel> ImportModelFile(const std::string& path);

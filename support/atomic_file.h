@@ -33,6 +33,7 @@ class MappedFile {
  public:
   // The errors of ReadFile; InvalidArgument for what is not a regular file.
   static absl::StatusOr<MappedFile> Open(absl::string_view path);
+  MappedFile() = default;  // empty
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;
   MappedFile(const MappedFile&) = delete;

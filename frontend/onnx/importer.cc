@@ -296,14 +296,19 @@ absl::StatusOr<std::vector<Value*>> Importer::ConvertGraph(const onnx::GraphProt
     return absl::InvalidArgumentError(
         absl::StrCat("graph '", g.name(), "': subgraphs nest deeper than ", kMaxDepth));
   }
+  const bool main = scopes_.empty();
   scopes_.emplace_back();
   struct PopScope {
     std::vector<absl::flat_hash_map<std::string, Value*>>* s;
     ~PopScope() { s->pop_back(); }
   } pop{&scopes_};
 
-  for (const onnx::TensorProto& init : g.initializer()) {
-    absl::StatusOr<Tensor> t = TensorFromProto(init);
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    const onnx::TensorProto& init = g.initializer(i);
+    const size_t at = static_cast<size_t>(i);
+    absl::StatusOr<Tensor> t = main && at < main_raw_data_.size() && main_raw_data_[at].has_value()
+                                   ? TensorFromProto(init, *main_raw_data_[at])
+                                   : TensorFromProto(init);
     if (!t.ok()) {
       return absl::Status(t.status().code(),
                           absl::StrCat("initializer '", init.name(), "': ", t.status().message()));
@@ -387,6 +392,7 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> ImportModel(const onnx::ModelProto& m
   auto graph = std::make_unique<ir::Graph>();
   Importer importer(graph.get(), options.converters ? options.converters : &DefaultConverters(),
                     options.infer_node_types);
+  importer.SetMainRawData(options.main_raw_data);
   if (options.shape_inference) {
     // Inference runs on a copy without the large weights (it reads only
     // small integer initializers, e.g. Reshape's shape); its facts are

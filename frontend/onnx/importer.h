@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct ImportOptions {
   // frontend cannot reach passes/ itself: the driver hands it in. Null: no
   // typing beyond ONNX's inference.
   std::function<absl::Status(ir::Node&)> infer_node_types;
+  // The raw_data of the main graph's initializers parsed in place, by
+  // position (model_file.h: MapModelFile); unset entries, and positions
+  // past the end, read the proto's own field.
+  std::vector<std::optional<absl::string_view>> main_raw_data;
 };
 
 // Parses a serialized ModelProto; InvalidArgument for corrupt or truncated

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ class Importer {
       : graph_(graph), converters_(converters), infer_node_types_(std::move(infer_node_types)) {}
 
   absl::Status ImportMain(const onnx::ModelProto& model);
+  // ImportOptions::main_raw_data.
+  void SetMainRawData(std::vector<std::optional<absl::string_view>> raw_data) { main_raw_data_ = std::move(raw_data); }
   // Facts about value types (from shape inference) for converters; the first
   // fact recorded for a name wins.
   void AddValueInfo(const onnx::GraphProto& g);
@@ -59,6 +62,7 @@ class Importer {
   absl::flat_hash_map<std::string, int64_t> opsets_;
   absl::flat_hash_map<std::string, onnx::TypeProto> types_;
   std::vector<absl::flat_hash_map<std::string, ir::Value*>> scopes_;
+  std::vector<std::optional<absl::string_view>> main_raw_data_;
 };
 
 // `model` without the data of its large initializers (they become typed

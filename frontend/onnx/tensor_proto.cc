@@ -103,7 +103,10 @@ int32_t OnnxTypeFromDType(DType dtype) {
   return TP::UNDEFINED;
 }
 
-absl::StatusOr<Tensor> TensorFromProto(const TP& p) {
+namespace {
+
+// `in_place`, when set, stands for the raw_data field.
+absl::StatusOr<Tensor> ConvertTensor(const TP& p, std::optional<absl::string_view> in_place) {
   if (p.data_location() == TP::EXTERNAL || p.external_data_size() > 0) {
     return absl::UnimplementedError(
         absl::StrCat("tensor '", p.name(), "': external data is not supported"));
@@ -123,15 +126,16 @@ absl::StatusOr<Tensor> TensorFromProto(const TP& p) {
   }
   const size_t es = DTypeSize(dtype);
   const size_t nbytes = static_cast<size_t>(numel) * es;
-  if (p.has_raw_data()) {
-    if (p.raw_data().size() != nbytes) {
-      return Corrupt(p, absl::StrCat("raw_data has ", p.raw_data().size(), " bytes, expected ",
+  if (in_place.has_value() || p.has_raw_data()) {
+    const absl::string_view raw = in_place.has_value() ? *in_place : absl::string_view(p.raw_data());
+    if (raw.size() != nbytes) {
+      return Corrupt(p, absl::StrCat("raw_data has ", raw.size(), " bytes, expected ",
                                      nbytes, " for ", numel, " elements"));
     }
     if (nbytes >= kPopulatedBytes) {
-      if (std::optional<Tensor> t = CopyIntoPopulatedMemory(dtype, sizes, p.raw_data().data(), nbytes)) return *t;
+      if (std::optional<Tensor> t = CopyIntoPopulatedMemory(dtype, sizes, raw.data(), nbytes)) return *t;
     }
-    return Tensor::FromBytes(dtype, std::move(sizes), p.raw_data().data(), nbytes);
+    return Tensor::FromBytes(dtype, std::move(sizes), raw.data(), nbytes);
   }
   int64_t present = 0;
   switch (p.data_type()) {
@@ -173,6 +177,12 @@ absl::StatusOr<Tensor> TensorFromProto(const TP& p) {
   }
   return t;
 }
+
+}  // namespace
+
+absl::StatusOr<Tensor> TensorFromProto(const TP& p) { return ConvertTensor(p, std::nullopt); }
+
+absl::StatusOr<Tensor> TensorFromProto(const TP& p, absl::string_view raw_data) { return ConvertTensor(p, raw_data); }
 
 onnx::TensorProto TensorToProto(const Tensor& t, absl::string_view name) {
   TP p;

@@ -26,6 +26,9 @@ int32_t OnnxTypeFromDType(DType dtype);
 // A contiguous CPU tensor with the proto's dims and data (raw_data or the
 // typed fields). External data and segments are Unimplemented.
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto);
+// The same with `raw_data` standing for the proto's raw_data field (the
+// bytes of a tensor parsed in place: model_file.h).
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, absl::string_view raw_data);
 // The inverse (raw_data form), for writing test data.
 onnx::TensorProto TensorToProto(const Tensor& t, absl::string_view name = "");
 
