@@ -195,9 +195,18 @@ absl::StatusOr<std::unique_ptr<CudaProgram>> CudaProgram::Create(ResolvedProgram
   ASSIGN_OR_RETURN(CUstream stream, device.CurrentCuStream(device_index));
   for (const auto& [slot, tensor] : p->resolved_.constants) {
     const Layout& l = p->resolved_.slot_layouts[static_cast<size_t>(slot)];
-    Tensor staging = Tensor::Empty(l.dtype, {Elements(l)});
-    Tensor view = Tensor::View(staging, l.sizes, l.strides, l.offset);
-    RETURN_IF_ERROR(runtime::CopyInto(tensor, view));
+    // A contiguous constant in the slot's own layout (the weights) uploads
+    // from its own memory; others through a copy in the slot's layout (a
+    // zeroed staging buffer and an element-wise copy of every weight were
+    // most of a large model's load).
+    const bool direct = tensor.has_data() && tensor.dtype() == l.dtype && l.offset == 0 && l.IsContiguous() &&
+                        tensor.sizes() == l.sizes && tensor.is_contiguous();
+    Tensor staging = tensor;
+    if (!direct) {
+      staging = Tensor::Empty(l.dtype, {Elements(l)});
+      Tensor view = Tensor::View(staging, l.sizes, l.strides, l.offset);
+      RETURN_IF_ERROR(runtime::CopyInto(tensor, view));
+    }
     ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
                      device.AllocateStorage(device_index, static_cast<size_t>(std::max<int64_t>(l.StorageBytes(), 1))));
     RETURN_IF_ERROR(UploadRange(staging, storage->ptr(), l, stream));
