@@ -29,11 +29,13 @@ absl::Status ErrnoError(absl::string_view path, absl::string_view what, int erro
 
 // Writes into a file opened with `flags` plus write-only, create and close
 // on exec; errors name `name` (the file the caller asked for).
-absl::Status WriteWithFlags(const std::string& path, absl::string_view name, absl::string_view contents,
-                            const FileWriteOptions& options, int flags, absl::string_view create_error) {
+absl::Status WriteWithFlags(const std::string& path, absl::string_view name,
+                            const std::vector<absl::string_view>& pieces, const FileWriteOptions& options, int flags,
+                            absl::string_view create_error) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | flags, options.permissions);
   if (fd < 0) return ErrnoError(name, create_error, errno);
-  absl::Status status = WriteAllTo(fd, name, contents);
+  absl::Status status = absl::OkStatus();
+  for (size_t i = 0; status.ok() && i < pieces.size(); ++i) status = WriteAllTo(fd, name, pieces[i]);
   if (status.ok() && options.sync && ::fsync(fd) != 0) status = ErrnoError(name, "fsync failed", errno);
   if (::close(fd) != 0 && status.ok()) status = ErrnoError(name, "write failed", errno);
   return status;
@@ -138,10 +140,15 @@ MappedFile::~MappedFile() {
 }
 
 absl::Status WriteFile(absl::string_view path, absl::string_view contents, const FileWriteOptions& options) {
-  return WriteWithFlags(std::string(path), path, contents, options, O_TRUNC, "cannot create");
+  return WriteWithFlags(std::string(path), path, {contents}, options, O_TRUNC, "cannot create");
 }
 
 absl::Status WriteFileAtomically(absl::string_view path, absl::string_view contents,
+                                 const FileWriteOptions& options) {
+  return WriteFileAtomically(path, std::vector<absl::string_view>{contents}, options);
+}
+
+absl::Status WriteFileAtomically(absl::string_view path, const std::vector<absl::string_view>& pieces,
                                  const FileWriteOptions& options) {
   // A fresh name per call (O_EXCL): concurrent writers never share a
   // temporary, and open() applies the umask itself (no process-wide umask
@@ -149,7 +156,7 @@ absl::Status WriteFileAtomically(absl::string_view path, absl::string_view conte
   const std::string target(path);
   const std::string temp = absl::StrCat(target, UniqueTempSuffix());
   absl::Status status =
-      WriteWithFlags(temp, path, contents, options, O_EXCL, "cannot create a temporary file next to it");
+      WriteWithFlags(temp, path, pieces, options, O_EXCL, "cannot create a temporary file next to it");
   if (status.ok() && ::rename(temp.c_str(), target.c_str()) != 0) {
     status = ErrnoError(path, "cannot replace it", errno);
   }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -61,6 +62,11 @@ absl::Status WriteFile(absl::string_view path, absl::string_view contents,
 // `path`: readers see the old file or the new one, never a part, and a failed
 // write leaves the old file alone (and no temporary behind).
 absl::Status WriteFileAtomically(absl::string_view path, absl::string_view contents,
+                                 const FileWriteOptions& options = FileWriteOptions());
+
+// The same for a file made of consecutive pieces (no concatenated copy: the
+// program cache writes hundreds of MB of constants this way).
+absl::Status WriteFileAtomically(absl::string_view path, const std::vector<absl::string_view>& pieces,
                                  const FileWriteOptions& options = FileWriteOptions());
 
 // A name suffix (".tmp.<pid>.<thread>.<n>") unique among the threads and

@@ -24,6 +24,13 @@
 #include "support/atomic_file.h"
 #include "support/status.h"
 #include "xxhash.h"
+#if defined(__x86_64__)
+// The same library's x86 dispatch entry points (the macros there replace
+// XXH3_128bits and XXH3_128bits_update): the same hashes, computed with
+// AVX2 / AVX-512 where the CPU has them. Debian builds the plain functions
+// for SSE2: checking a 415 MB program cache entry took 70 ms, 26 ms here.
+#include "xxh_x86dispatch.h"
+#endif
 
 namespace kiln {
 namespace {
@@ -155,6 +162,19 @@ std::string ChecksumSidecar(absl::string_view magic, absl::string_view contents)
   return absl::StrCat(magic, " ", contents.size(), " ", Xxh3Hex(contents), "\n");
 }
 
+std::string ChecksumSidecar(absl::string_view magic, const std::vector<absl::string_view>& pieces) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  size_t size = 0;
+  for (absl::string_view p : pieces) {
+    XXH3_128bits_update(state, p.data(), p.size());
+    size += p.size();
+  }
+  const std::string hex = Hex128(XXH3_128bits_digest(state));
+  XXH3_freeState(state);
+  return absl::StrCat(magic, " ", size, " ", hex, "\n");
+}
+
 absl::Status CheckChecksumSidecar(absl::string_view sidecar, absl::string_view magic, absl::string_view contents,
                                   absl::string_view content_prefix) {
   const std::vector<absl::string_view> fields = absl::StrSplit(absl::StripTrailingAsciiWhitespace(sidecar), ' ');
@@ -235,6 +255,18 @@ absl::Status DiskCache::Write(const std::string& key, const CacheArtifact& artif
                             FileWriteOptions{0600, false});
   }
   return s;
+}
+
+absl::Status DiskCache::Publish(const std::string& key, const std::vector<absl::string_view>& pieces) {
+  if (options_.directory.empty()) return absl::InvalidArgumentError("disk cache: no directory");
+  RETURN_IF_ERROR(MakeDirectories(options_.directory, 0700));
+  RETURN_IF_ERROR(CheckPrivateDirectory(options_.directory));
+  const FileWriteOptions file{0600, options_.sync};
+  // The artifact, then the sidecar that validates it (as Write).
+  RETURN_IF_ERROR(WriteFileAtomically(PathFor(key, options_.suffix), pieces, file));
+  RETURN_IF_ERROR(WriteFileAtomically(PathFor(key, ".sum"), ChecksumSidecar(options_.magic, pieces), file));
+  (void)Cleanup(key);
+  return absl::OkStatus();
 }
 
 absl::Status DiskCache::Publish(const std::string& key, const CacheArtifact& artifact) {

@@ -86,6 +86,8 @@ std::string Xxh3Hex(absl::string_view data);
 
 // Checksum sidecars: "<magic> <size> <Xxh3Hex(contents)>\n".
 std::string ChecksumSidecar(absl::string_view magic, absl::string_view contents);
+// The same for an artifact made of consecutive pieces.
+std::string ChecksumSidecar(absl::string_view magic, const std::vector<absl::string_view>& pieces);
 // OK when `sidecar` matches `contents` and `contents` starts with
 // `content_prefix` (e.g. the ELF magic); DataLoss saying what does not.
 absl::Status CheckChecksumSidecar(absl::string_view sidecar, absl::string_view magic, absl::string_view contents,
@@ -157,6 +159,9 @@ class DiskCache {
   // program cache builds while compiling); a concurrent Publish of the same
   // key leaves one complete entry (last rename wins, both are valid).
   absl::Status Publish(const std::string& key, const CacheArtifact& artifact);
+  // Publish for an artifact given as consecutive pieces, written and
+  // checksummed in place (no concatenated copy of hundreds of MB).
+  absl::Status Publish(const std::string& key, const std::vector<absl::string_view>& pieces);
 
   // Creates and checks the directory, then finds the entry or builds and
   // publishes it, then cleans up. A cache that cannot be written after a

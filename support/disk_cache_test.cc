@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "support/atomic_file.h"
 
@@ -142,6 +143,22 @@ TEST(DiskCache, PublishedEntriesMapInPlaceAndCorruptionIsCaught) {
   }
   ::unlink(cache.PathFor("k", ".sum").c_str());
   EXPECT_FALSE(cache.Map("k").ok());
+}
+
+// An artifact published as pieces is the same entry as their concatenation
+// (the same file, the same sidecar): the program cache's hundreds of MB are
+// written without a joined copy.
+TEST(DiskCache, PiecesPublishTheirConcatenation) {
+  DiskCache cache(Options(FreshDir("pieces")));
+  const std::string big(100000, 'p');
+  const std::vector<absl::string_view> pieces = {"ART ", "", "in ", big, "pieces"};
+  const std::string joined = absl::StrJoin(pieces, "");
+  EXPECT_EQ(ChecksumSidecar("m", pieces), ChecksumSidecar("m", joined));
+  ASSERT_TRUE(cache.Publish("k", pieces).ok());
+  absl::StatusOr<MappedArtifact> mapped = cache.Map("k");
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  EXPECT_EQ(mapped->bytes(), joined);
+  EXPECT_EQ(*ReadFile(cache.PathFor("k", ".sum")), ChecksumSidecar(cache.options().magic, joined));
 }
 
 TEST(DiskCache, FailedBuildLeavesNoEntry) {
