@@ -109,7 +109,7 @@ DiskCache Cache(const std::string& directory, const char* magic) {
 
 }  // namespace
 
-absl::StatusOr<std::string> SerializeProgramEntry(const CompiledGraph& compiled) {
+absl::StatusOr<ProgramEntryPieces> SerializeProgramEntryPieces(const CompiledGraph& compiled) {
   if (compiled.whole_graph_interpreted) {
     return absl::FailedPreconditionError("program cache: a whole-graph interpreted program is not cached");
   }
@@ -134,7 +134,8 @@ absl::StatusOr<std::string> SerializeProgramEntry(const CompiledGraph& compiled)
   // known first: lay the data out after a header whose offsets are
   // placeholders of the final width (fixed64 would do; two passes are
   // simpler and exact).
-  std::vector<Tensor> contiguous;
+  ProgramEntryPieces out;
+  std::vector<Tensor>& contiguous = out.constants;
   for (const auto& [name, tensor] : compiled.program.constants) {
     if (!tensor.defined() || !tensor.has_data()) {
       return absl::InvalidArgumentError(absl::StrCat("program cache: constant '", name, "' has no data"));
@@ -161,18 +162,31 @@ absl::StatusOr<std::string> SerializeProgramEntry(const CompiledGraph& compiled)
   }
   uint64_t total = data_start;
   for (const proto::CachedConstant& c : header.constants()) total = AlignUp(c.offset() + c.bytes());
-  std::string out;
-  out.reserve(total);
-  out.append(kProgramEntryMagic, kMagicBytes);
-  PutU64(&out, header_bytes.size());
-  out.append(header_bytes);
+  static const char kZeros[kProgramEntryAlignment] = {};
+  out.head.append(kProgramEntryMagic, kMagicBytes);
+  PutU64(&out.head, header_bytes.size());
+  out.head.append(header_bytes);
+  out.head.resize(data_start, '\0');
+  uint64_t at = data_start;
   for (size_t i = 0; i < contiguous.size(); ++i) {
     const proto::CachedConstant& c = header.constants(static_cast<int>(i));
-    out.resize(c.offset(), '\0');
-    out.append(static_cast<const char*>(contiguous[i].raw_data()), c.bytes());
+    if (c.offset() != at) out.body.emplace_back(kZeros, c.offset() - at);
+    out.body.emplace_back(static_cast<const char*>(contiguous[i].raw_data()), c.bytes());
+    at = c.offset() + c.bytes();
   }
-  out.resize(total, '\0');
+  if (total != at) out.body.emplace_back(kZeros, total - at);
   return out;
+}
+
+std::vector<absl::string_view> ProgramEntryPieces::Pieces() const {
+  std::vector<absl::string_view> pieces = {head};
+  pieces.insert(pieces.end(), body.begin(), body.end());
+  return pieces;
+}
+
+absl::StatusOr<std::string> SerializeProgramEntry(const CompiledGraph& compiled) {
+  ASSIGN_OR_RETURN(ProgramEntryPieces entry, SerializeProgramEntryPieces(compiled));
+  return absl::StrJoin(entry.Pieces(), "");
 }
 
 absl::StatusOr<CompiledGraph> ParseProgramEntry(absl::string_view bytes, std::shared_ptr<const void> owner,
@@ -515,8 +529,8 @@ absl::StatusOr<CompiledModel> CompileModelFileCached(const std::string& path, co
   m.inputs = std::move(inputs);
   if (use.used && !m.compiled.whole_graph_interpreted && m.compiled.compiled != nullptr) {
     start = Clock::now();
-    absl::StatusOr<std::string> entry = SerializeProgramEntry(m.compiled);
-    absl::Status stored = entry.ok() ? programs.Publish(use.key, CacheArtifact{*std::move(entry), {}}) : entry.status();
+    absl::StatusOr<ProgramEntryPieces> entry = SerializeProgramEntryPieces(m.compiled);
+    absl::Status stored = entry.ok() ? programs.Publish(use.key, entry->Pieces()) : entry.status();
     if (!stored.ok()) notes.push_back(stored.ToString());
     use.store_ms += MsSince(start);
   }

@@ -60,6 +60,17 @@ inline constexpr size_t kProgramEntryAlignment = 64;
 // island).
 absl::StatusOr<std::string> SerializeProgramEntry(const CompiledGraph& compiled);
 
+// The same entry as consecutive pieces over the constants' own bytes, for
+// DiskCache::Publish without a concatenated copy (a BERT-base entry is
+// 435 MB).
+struct ProgramEntryPieces {
+  std::string head;                     // magic, header size, header, padding
+  std::vector<Tensor> constants;        // contiguous; `body` points into them
+  std::vector<absl::string_view> body;  // constants and zero padding
+  std::vector<absl::string_view> Pieces() const;  // head, then body
+};
+absl::StatusOr<ProgramEntryPieces> SerializeProgramEntryPieces(const CompiledGraph& compiled);
+
 // Parses a program entry at `bytes` (kProgramEntryAlignment-aligned, kept
 // alive by `owner`, which the constants share). The result has the Wrapper
 // IR, the counts, not_compiled and the memory report (recomputed from the
