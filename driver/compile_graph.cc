@@ -259,6 +259,7 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
   RETURN_IF_ERROR(CheckPeakMemory(out.memory, options.max_peak_bytes));
   out.times.plan_ms = StageDone(options, "memory planning", t);
 
+  out.program.constants_identity = options.constants_identity;
   if (!options.generate_only) {
     t = Clock::now();
     ASSIGN_OR_RETURN(out.compiled, codegen->Compile(out.program));

@@ -44,6 +44,9 @@ struct CompileOptions {
   // e.g. the CPU's epilogue fusion). Off: the graph lowers as it is (tests
   // compare both).
   bool device_passes = true;
+  // WrapperProgram::constants_identity of the program (the program cache
+  // sets its key).
+  std::string constants_identity;
 };
 
 struct CompileTimes {

@@ -510,6 +510,7 @@ absl::StatusOr<CompiledModel> CompileModelFileCached(const std::string& path, co
       const auto t = Clock::now();
       ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen,
                        wrapper::CreateDeviceCodegen(options.compile.device));
+      cached->program.constants_identity = use.key;
       ASSIGN_OR_RETURN(cached->compiled, codegen->Compile(cached->program));
       cached->times.compile_ms = MsSince(t);
       CompiledModel m;
@@ -525,6 +526,9 @@ absl::StatusOr<CompiledModel> CompileModelFileCached(const std::string& path, co
   if (!imported.has_value()) {
     ASSIGN_OR_RETURN(imported, ImportModelFile(path));
   }
+  // The constants' identity for what the device derives from them (the
+  // CPU's packed weights): the program entry's key names them.
+  if (use.used) plain.compile.constants_identity = use.key;
   ASSIGN_OR_RETURN(CompiledModel m, CompileImportedModel(*std::move(imported), plain, call_inputs));
   m.inputs = std::move(inputs);
   if (use.used && !m.compiled.whole_graph_interpreted && m.compiled.compiled != nullptr) {

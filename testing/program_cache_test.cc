@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -71,6 +72,7 @@ class ProgramCacheTest : public ::testing::Test {
   // Compiles through the cache and runs once on the test input.
   struct Result {
     driver::ProgramCacheUse cache;
+    std::vector<std::string> report;  // the device program's ReportLines
     std::vector<Tensor> outputs;
     bool has_graph = false;
   };
@@ -81,6 +83,7 @@ class ProgramCacheTest : public ::testing::Test {
     if (!m.ok()) return r;
     r.cache = m->cache;
     r.has_graph = m->model.graph != nullptr;
+    r.report = m->compiled.compiled->ReportLines();
     std::vector<Tensor> inputs;
     for (const ir::IValue& v : m->inputs) inputs.push_back(v.toTensor());
     absl::StatusOr<std::vector<Tensor>> outs = m->compiled.compiled->Run(inputs);
@@ -222,6 +225,55 @@ TEST_F(ProgramCacheTest, DamagedEntriesAreRecompiledAndReplaced) {
   EXPECT_TRUE(r.has_graph);
   ExpectSameOutputs(r.outputs, cold.outputs);
   EXPECT_TRUE(CompileAndRun(Options()).cache.hit);
+}
+
+// The CPU's packed weights (backends/cpu/packed_cache.h): stored by the
+// cold compile, mapped by a hit (the same outputs, bit for bit), and a
+// damaged entry is packed again and replaced.
+std::string PackedCacheLine(const std::vector<std::string>& report) {
+  for (const std::string& line : report) {
+    if (absl::StartsWith(line, "packed weights")) return line;
+  }
+  return "";
+}
+
+TEST_F(ProgramCacheTest, PackedWeightsAreStoredMappedAndReplacedWhenDamaged) {
+  const Result cold = CompileAndRun(Options());
+  ASSERT_TRUE(cold.cache.used);
+  EXPECT_TRUE(absl::StrContains(PackedCacheLine(cold.report), ": stored;")) << PackedCacheLine(cold.report);
+  const Result warm = CompileAndRun(Options());
+  ASSERT_TRUE(warm.cache.hit);
+  EXPECT_TRUE(absl::StrContains(PackedCacheLine(warm.report), ": hit;")) << PackedCacheLine(warm.report);
+  ExpectSameOutputs(warm.outputs, cold.outputs);
+
+  const std::string dir = absl::StrCat(root_, "/cache/cpu_packed");
+  std::vector<std::string> entries;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".entry") entries.push_back(e.path().string());
+  }
+  ASSERT_EQ(entries.size(), 1u);
+  absl::StatusOr<std::string> good = ReadFile(entries[0]);
+  ASSERT_TRUE(good.ok()) << good.status();
+  std::string flipped = *good;
+  flipped[flipped.size() - 5] ^= 0x40;  // in the packed data
+  for (const std::string& damaged : {flipped, good->substr(0, good->size() / 2)}) {
+    ASSERT_TRUE(WriteFile(entries[0], damaged).ok());
+    const Result r = CompileAndRun(Options());
+    EXPECT_TRUE(r.cache.hit);  // the program entry is fine
+    EXPECT_TRUE(absl::StrContains(PackedCacheLine(r.report), ": replaced:")) << PackedCacheLine(r.report);
+    ExpectSameOutputs(r.outputs, cold.outputs);
+    const Result again = CompileAndRun(Options());
+    EXPECT_TRUE(absl::StrContains(PackedCacheLine(again.report), ": hit;")) << PackedCacheLine(again.report);
+    ExpectSameOutputs(again.outputs, cold.outputs);
+  }
+
+  // Compiles outside the program cache have no constants' identity: packed
+  // at load, never stored.
+  driver::ModelCompileOptions uncached = Options();
+  uncached.program_cache = false;
+  const Result plain = CompileAndRun(uncached);
+  EXPECT_TRUE(absl::StrContains(PackedCacheLine(plain.report), "not cached")) << PackedCacheLine(plain.report);
+  ExpectSameOutputs(plain.outputs, cold.outputs);
 }
 
 // The model key is remembered per file version (device, inode, size, mtime,

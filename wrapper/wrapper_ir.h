@@ -91,6 +91,12 @@ struct WrapperProgram {
   // The whole graph runs in the interpreter (lowering::LoopGraph::
   // interpreted_graph); the lines are then empty.
   std::shared_ptr<const ir::Graph> interpreted_graph;
+  // An identity of the constants' bytes (equal identities, equal bytes),
+  // where one is known without hashing them: the driver's program cache key.
+  // A device may key what it derives from the constants with it (the CPU's
+  // packed weights, backends/cpu/packed_cache.h). Empty: none. Not
+  // serialized.
+  std::string constants_identity;
 
   std::string ToString() const;  // one line per Line
 };

@@ -18,8 +18,10 @@
 #include "backends/cpu/extern_kernels.h"
 #include "backends/cpu/identifiers.h"
 #include "backends/cpu/layout_util.h"
+#include "backends/cpu/packed_cache.h"
 #include "backends/cpu/threads.h"
 #include "runtime/tensor_ops.h"
+#include "support/disk_cache.h"
 #include "support/status.h"
 #include "wrapper/host_fallback.h"
 
@@ -352,6 +354,59 @@ absl::Status CpuProgram::PrepareLibraryCalls() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The disk cache of packed constants (packed_cache.h).
+DiskCache PackedCache(const std::string& directory) {
+  DiskCacheOptions o;
+  o.directory = directory;
+  o.magic = "kiln-cpu-packed-cache";
+  o.suffix = ".entry";
+  o.content_prefix = std::string(kPackedEntryMagic, 8);
+  // No fsync, as the program cache: a torn entry fails its checksum.
+  o.sync = false;
+  return DiskCache(std::move(o));
+}
+
+// The slots of `constants` (at `offsets` in the arena), or why they cannot
+// be cached: a source outside the program's constants, a layout without a
+// fingerprint.
+absl::StatusOr<std::vector<PackedSlot>> PackedSlots(const GeneratedProgram& g,
+                                                    const std::vector<dnnl_util::PackedConstant*>& constants,
+                                                    const std::vector<size_t>& offsets) {
+  std::vector<PackedSlot> slots;
+  for (size_t i = 0; i < constants.size(); ++i) {
+    const dnnl_util::PackedConstant& c = *constants[i];
+    PackedSlot slot;
+    bool found = false;
+    for (size_t k = 0; k < g.constants.size() && !found; ++k) {
+      const Tensor& t = g.constants[k];
+      // Contiguous from its storage's start, a constant's bytes are its
+      // values alone, as the identity names them.
+      if (!t.defined() || !t.has_data() || !t.is_contiguous() || t.storage_offset() != 0) continue;
+      const char* base = static_cast<const char*>(t.storage()->data());
+      const char* source = static_cast<const char*>(c.source);
+      if (source >= base && source < base + t.storage()->nbytes()) {
+        slot.constant = static_cast<uint32_t>(k);
+        slot.source_offset = static_cast<uint64_t>(source - base);
+        found = true;
+      }
+    }
+    if (!found) return absl::FailedPreconditionError("a packed weight that is not a program constant");
+    slot.offset = offsets[i];
+    slot.bytes = c.bytes();
+    slot.user = dnnl_util::DescFingerprint(c.user);
+    slot.packed = dnnl_util::DescFingerprint(c.packed);
+    if (slot.user.empty() || slot.packed.empty()) {
+      return absl::FailedPreconditionError("a packed layout that is not blocked");
+    }
+    slots.push_back(std::move(slot));
+  }
+  return slots;
+}
+
+}  // namespace
+
 absl::Status CpuProgram::PackConstants() {
   std::vector<dnnl_util::PackedConstant*> constants;
   for (const std::unique_ptr<LibraryCall>& call : library_calls_) {
@@ -362,7 +417,46 @@ absl::Status CpuProgram::PackConstants() {
   std::vector<size_t> offsets;
   for (const dnnl_util::PackedConstant* c : constants) offsets.push_back(layout.Add(c->bytes()));
   library_stats_.packed_bytes = static_cast<int64_t>(layout.total());
+  packed_arena_.reset();
+  packed_mapping_.reset();
+  stats_.packed_cache.clear();
   if (constants.empty()) return absl::OkStatus();
+
+  // A warm load maps what an earlier load of the same constants packed.
+  std::optional<DiskCache> disk;
+  std::string key;
+  std::vector<PackedSlot> slots;
+  if (generated_.constants_identity.empty()) {
+    stats_.packed_cache = "not cached: the constants have no identity";
+  } else if (env::PackedCacheDisabled()) {
+    stats_.packed_cache = "not cached: KILN_CPU_PACKED_CACHE=0";
+  } else if (absl::StatusOr<std::string> dir = CacheDirectory("cpu_packed"); !dir.ok()) {
+    stats_.packed_cache = absl::StrCat("not cached: ", dir.status().message());
+  } else if (absl::StatusOr<std::vector<PackedSlot>> s = PackedSlots(generated_, constants, offsets); !s.ok()) {
+    stats_.packed_cache = absl::StrCat("not cached: ", s.status().message());
+  } else {
+    slots = *std::move(s);
+    key = PackedEntryKey(generated_.constants_identity, dnnl_util::LibraryVersion(), slots, layout.total());
+    disk.emplace(PackedCache(*dir));
+    absl::StatusOr<MappedArtifact> mapped = disk->Map(key);
+    absl::StatusOr<PackedEntry> entry =
+        mapped.ok() ? ParsePackedEntry(mapped->bytes(), disk->PathFor(key, ".entry"))
+                    : absl::StatusOr<PackedEntry>(mapped.status());
+    if (entry.ok() && entry->slots == slots && entry->data_bytes == layout.total()) {
+      const char* data = mapped->data + entry->data_offset;
+      for (size_t i = 0; i < constants.size(); ++i) {
+        // Read only: oneDNN reads weights, never writes them.
+        constants[i]->storage = const_cast<char*>(data + offsets[i]);
+      }
+      packed_mapping_ = mapped->owner;
+      stats_.packed_cache = "hit";
+      return absl::OkStatus();
+    }
+    stats_.packed_cache = entry.ok()                     ? "replaced: its slots differ from the program's"
+                          : absl::IsNotFound(entry.status()) ? "stored"
+                                                         : absl::StrCat("replaced: ", entry.status().message());
+  }
+
   constexpr size_t kHugePage = size_t{2} << 20;
   const bool huge = layout.total() >= kHugePage;
   const size_t alignment = huge ? kHugePage : 64;
@@ -380,6 +474,12 @@ absl::Status CpuProgram::PackConstants() {
     status[i] = constants[i]->Pack(static_cast<char*>(block) + offsets[i]);
   }
   for (const absl::Status& s : status) RETURN_IF_ERROR(s);
+  if (disk.has_value()) {
+    const std::string head = PackedEntryHead(slots, layout.total());
+    const absl::Status stored =
+        disk->Publish(key, {head, absl::string_view(static_cast<const char*>(block), layout.total())});
+    if (!stored.ok()) stats_.packed_cache = absl::StrCat("not stored: ", stored.message());
+  }
   return absl::OkStatus();
 }
 
@@ -572,8 +672,15 @@ std::map<std::string, wrapper::ExternRun> CpuProgram::ExternRuns() const {
 }
 
 std::vector<std::string> CpuProgram::ReportLines() const {
-  return {absl::StrFormat("C++ cache %s: %.2f ms; dlopen %.2f ms", stats_.cache_hit ? "hit" : "miss",
-                          stats_.cache_seconds * 1e3, stats_.load_seconds * 1e3)};
+  std::vector<std::string> lines = {absl::StrFormat("C++ cache %s: %.2f ms; dlopen %.2f ms",
+                                                    stats_.cache_hit ? "hit" : "miss", stats_.cache_seconds * 1e3,
+                                                    stats_.load_seconds * 1e3)};
+  if (!stats_.packed_cache.empty()) {
+    lines.push_back(absl::StrFormat("packed weights (%.1f MB): %s; prepare %.2f ms",
+                                    static_cast<double>(library_stats_.packed_bytes) / (1 << 20), stats_.packed_cache,
+                                    stats_.prepare_seconds * 1e3));
+  }
+  return lines;
 }
 
 }  // namespace kiln::backends::cpu

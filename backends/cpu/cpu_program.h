@@ -29,6 +29,9 @@ struct CompileStats {
   std::string library_path;
   std::string source;
   double prepare_seconds = 0;  // library calls: primitives, weights packed
+  // The packed weights' disk cache (packed_cache.h): "hit", "stored", or
+  // why it was not used ("" when nothing is packed).
+  std::string packed_cache;
 };
 
 // What the program runs in oneDNN (library_calls.h), from Load.
@@ -96,7 +99,8 @@ class CpuProgram : public wrapper::CompiledProgram {
   CpuProgram() = default;
   // Prepares the library calls and the program's layout plan.
   absl::Status PrepareLibraryCalls();
-  // Packs every call's constants into packed_arena_.
+  // Packs every call's constants into packed_arena_, or maps them from the
+  // disk cache (packed_cache.h), storing them there after packing.
   absl::Status PackConstants();
   // Run, timing each step into `step_seconds` (summed) when not null.
   absl::StatusOr<std::vector<Tensor>> RunTimed(const std::vector<Tensor>& inputs, std::vector<double>* step_seconds);
@@ -116,6 +120,8 @@ class CpuProgram : public wrapper::CompiledProgram {
     void operator()(void* p) const { std::free(p); }
   };
   std::unique_ptr<void, FreeDeleter> packed_arena_;
+  // Or the packed constants as the disk cache's mapped entry.
+  std::shared_ptr<const void> packed_mapping_;
   std::mutex run_states_mu_;  // also guards the profile below
   std::vector<double> extern_seconds_;
   double run_seconds_ = 0;

@@ -211,6 +211,24 @@ std::string PostOpsLabel(const std::vector<ir::PostOp>& post) {
   return absl::StrJoin(names, " ");
 }
 
+std::string DescFingerprint(const memory::desc& desc) {
+  const dnnl_memory_desc_t& d = desc.data;
+  if (d.format_kind != dnnl_blocked || d.ndims < 0 || d.ndims > DNNL_MAX_NDIMS) return "";
+  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+  if (b.inner_nblks < 0 || b.inner_nblks > DNNL_MAX_NDIMS) return "";
+  auto list = [](const dnnl_dim_t* v, int n) { return absl::StrJoin(v, v + n, ","); };
+  return absl::StrCat("t", static_cast<int>(d.data_type), " d", list(d.dims, d.ndims), " p",
+                      list(d.padded_dims, d.ndims), " o", list(d.padded_offsets, d.ndims), " o0 ", d.offset0, " s",
+                      list(b.strides, d.ndims), " b", list(b.inner_blks, b.inner_nblks), " i",
+                      list(b.inner_idxs, b.inner_nblks), " x", d.extra.flags, ",", d.extra.compensation_mask, ",",
+                      d.extra.scale_adjust, ",", d.extra.asymm_compensation_mask);
+}
+
+std::string LibraryVersion() {
+  const dnnl_version_t* v = dnnl_version();
+  return absl::StrCat(v->major, ".", v->minor, ".", v->patch, "+", v->hash != nullptr ? v->hash : "");
+}
+
 absl::Status PackedConstant::Pack(void* slice) {
   storage = slice;
   return Guard("packing a constant", [&] {

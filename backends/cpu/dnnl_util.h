@@ -109,6 +109,13 @@ class WorkspaceLayout {
   size_t total_ = 0;
 };
 
+// A canonical text of a memory descriptor's layout (data type, dims,
+// padding, blocking, extra flags), equal exactly when oneDNN lays the data
+// out the same; "" for layouts that are not blocked (not cached).
+std::string DescFingerprint(const memory::desc& d);
+// oneDNN's version and commit ("2.6.3+<hash>").
+std::string LibraryVersion();
+
 // A constant a call keeps in its primitive's layout (packed weights): at
 // load, the program gathers every call's packed constants into one arena
 // (PackedConstantArena) and each is reordered into its slice once.

@@ -40,4 +40,9 @@ bool Profile() {
   return b;
 }
 
+bool PackedCacheDisabled() {
+  static const bool b = Equals("KILN_CPU_PACKED_CACHE", "0");
+  return b;
+}
+
 }  // namespace kiln::backends::cpu::env

@@ -6,6 +6,8 @@
 //   KILN_CPU_LIBRARY_VERBOSE=1 print what runs each extern when a program loads
 //   KILN_CPU_PROFILE=1         time each extern call; print the sums per
 //                              extern when a program is destroyed
+//   KILN_CPU_PACKED_CACHE=0    pack weights at every load, never through the
+//                              on-disk cache (packed_cache.h)
 #ifndef KILN_BACKENDS_CPU_ENV_H_
 #define KILN_BACKENDS_CPU_ENV_H_
 
@@ -18,6 +20,7 @@ std::optional<int> NumThreads();
 bool LibraryDisabled();
 bool LibraryVerbose();
 bool Profile();
+bool PackedCacheDisabled();
 
 }  // namespace kiln::backends::cpu::env
 

@@ -44,6 +44,7 @@ class WrapperEmitter {
     }
     RETURN_IF_ERROR(ComputeRoots());
     GeneratedProgram out;
+    out.constants_identity = program_.constants_identity;
     std::string kernels;
     std::string body;
     for (size_t i = 0; i < program_.inputs.size(); ++i) {

@@ -58,6 +58,7 @@ struct GeneratedProgram {
   std::vector<std::string> generated_extern_outputs;
   std::vector<lowering::Layout> input_layouts;
   std::vector<Tensor> constants;  // in the `constants` array order
+  std::string constants_identity;  // WrapperProgram::constants_identity
   std::vector<lowering::Layout> constant_layouts;
   std::vector<lowering::Layout> output_layouts;
   // By value id: whether something other than an extern call reads or
