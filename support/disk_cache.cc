@@ -14,6 +14,8 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -190,6 +192,48 @@ absl::Status CheckChecksumSidecar(absl::string_view sidecar, absl::string_view m
   return absl::OkStatus();
 }
 
+namespace {
+
+// The background publishes in flight; the process's exit (this object's
+// destructor, a function-local static) joins them.
+class BackgroundPublishes {
+ public:
+  static BackgroundPublishes& Get() {
+    static BackgroundPublishes publishes;
+    return publishes;
+  }
+  ~BackgroundPublishes() { Wait(); }
+  void Start(std::function<void()> work) {
+    std::lock_guard<std::mutex> lock(mu_);
+    threads_.emplace_back(std::move(work));
+  }
+  void Wait() {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      threads.swap(threads_);
+    }
+    for (std::thread& t : threads) t.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+void WaitForBackgroundPublishes() { BackgroundPublishes::Get().Wait(); }
+
+void DiskCache::PublishInBackground(const std::string& key, std::vector<absl::string_view> pieces,
+                                    std::shared_ptr<const void> keep_alive) const {
+  BackgroundPublishes::Get().Start([cache = *this, key, pieces = std::move(pieces),
+                                    keep_alive = std::move(keep_alive)]() mutable {
+    (void)cache.Publish(key, pieces);
+    keep_alive.reset();
+  });
+}
+
 DiskCache::DiskCache(DiskCacheOptions options) : options_(std::move(options)) {
   options_.directory = WithoutTrailingSlashes(options_.directory);
 }
@@ -199,6 +243,7 @@ std::string DiskCache::PathFor(absl::string_view key, absl::string_view suffix) 
 }
 
 absl::StatusOr<std::string> DiskCache::Load(absl::string_view key) const {
+  WaitForBackgroundPublishes();
   ASSIGN_OR_RETURN(std::string sidecar, ReadFile(PathFor(key, ".sum")));
   ASSIGN_OR_RETURN(std::string artifact, ReadFile(PathFor(key, options_.suffix)));
   const absl::Status valid = CheckChecksumSidecar(sidecar, options_.magic, artifact, options_.content_prefix);
@@ -279,6 +324,7 @@ absl::Status DiskCache::Publish(const std::string& key, const CacheArtifact& art
 }
 
 absl::StatusOr<MappedArtifact> DiskCache::Map(absl::string_view key) const {
+  WaitForBackgroundPublishes();
   ASSIGN_OR_RETURN(std::string sidecar, ReadFile(PathFor(key, ".sum")));
   const std::string path = PathFor(key, options_.suffix);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

@@ -130,6 +130,9 @@ struct DiskCacheEntry {
   bool built = false;    // this call ran the build
 };
 
+// Waits for every DiskCache::PublishInBackground of this process.
+void WaitForBackgroundPublishes();
+
 class DiskCache {
  public:
   // Called with the key's lock held. `scratch` is a unique path prefix in
@@ -162,6 +165,15 @@ class DiskCache {
   // Publish for an artifact given as consecutive pieces, written and
   // checksummed in place (no concatenated copy of hundreds of MB).
   absl::Status Publish(const std::string& key, const std::vector<absl::string_view>& pieces);
+
+  // Publish(key, pieces) on a background thread, so that a compile does not
+  // wait while hundreds of MB are written and checksummed for the next
+  // process; `keep_alive` owns what the pieces point into until then. A
+  // failure is dropped (a later compile misses and publishes again). Load
+  // and Map first wait for every pending background publish (a process
+  // finds what it stored), and so does the process's exit.
+  void PublishInBackground(const std::string& key, std::vector<absl::string_view> pieces,
+                           std::shared_ptr<const void> keep_alive) const;
 
   // Creates and checks the directory, then finds the entry or builds and
   // publishes it, then cleans up. A cache that cannot be written after a

@@ -161,6 +161,25 @@ TEST(DiskCache, PiecesPublishTheirConcatenation) {
   EXPECT_EQ(*ReadFile(cache.PathFor("k", ".sum")), ChecksumSidecar(cache.options().magic, joined));
 }
 
+// A background publish keeps its pieces' owner alive until written, and a
+// lookup of this process waits for it.
+TEST(DiskCache, BackgroundPublishesAreFoundByLaterLookups) {
+  DiskCache cache(Options(FreshDir("background")));
+  std::weak_ptr<const std::string> watch;
+  {
+    auto owner = std::make_shared<const std::string>("ART written " + std::string(1 << 20, 'b'));
+    watch = owner;
+    cache.PublishInBackground("k", {*owner}, owner);
+  }
+  absl::StatusOr<MappedArtifact> mapped = cache.Map("k");
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  EXPECT_EQ(mapped->size, 12u + (1u << 20));
+  EXPECT_TRUE(watch.expired());
+  cache.PublishInBackground("j", {"ART j"}, nullptr);
+  WaitForBackgroundPublishes();
+  EXPECT_EQ(*ReadFile(cache.PathFor("j", ".bin")), "ART j");
+}
+
 TEST(DiskCache, FailedBuildLeavesNoEntry) {
   DiskCache cache(Options(FreshDir("fail")));
   std::string scratch;

@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "runtime/interpreter.h"
 #include "support/atomic_file.h"
+#include "support/disk_cache.h"
 #include "support/status.h"
 #include "testing/onnx_conformance.h"
 
@@ -79,6 +80,8 @@ class ProgramCacheTest : public ::testing::Test {
   Result CompileAndRun(const driver::ModelCompileOptions& options) {
     Result r;
     absl::StatusOr<driver::CompiledModel> m = driver::CompileModelFile(model_, options);
+    // The entries are written in the background; the tests read them.
+    WaitForBackgroundPublishes();
     EXPECT_TRUE(m.ok()) << m.status();
     if (!m.ok()) return r;
     r.cache = m->cache;

@@ -465,7 +465,7 @@ absl::Status CpuProgram::PackConstants() {
   if (posix_memalign(&block, alignment, bytes) != 0) {
     return absl::ResourceExhaustedError(absl::StrCat("packing constants: ", bytes, " bytes"));
   }
-  packed_arena_.reset(block);
+  packed_arena_ = std::shared_ptr<void>(block, std::free);
   // Transparent huge pages where the kernel allows them (madvise mode).
   if (huge) (void)madvise(block, bytes, MADV_HUGEPAGE);
   std::vector<absl::Status> status(constants.size());
@@ -475,10 +475,14 @@ absl::Status CpuProgram::PackConstants() {
   }
   for (const absl::Status& s : status) RETURN_IF_ERROR(s);
   if (disk.has_value()) {
-    const std::string head = PackedEntryHead(slots, layout.total());
-    const absl::Status stored =
-        disk->Publish(key, {head, absl::string_view(static_cast<const char*>(block), layout.total())});
-    if (!stored.ok()) stats_.packed_cache = absl::StrCat("not stored: ", stored.message());
+    // Written while the program runs: the next process needs it, this
+    // compile does not (BERT-base: 340 MB, 0.3-0.7 s on the 2-core machine).
+    auto head = std::make_shared<const std::string>(PackedEntryHead(slots, layout.total()));
+    std::vector<absl::string_view> pieces = {*head,
+                                             absl::string_view(static_cast<const char*>(block), layout.total())};
+    disk->PublishInBackground(key, std::move(pieces),
+                              std::make_shared<std::pair<std::shared_ptr<const std::string>, std::shared_ptr<void>>>(
+                                  head, packed_arena_));
   }
   return absl::OkStatus();
 }

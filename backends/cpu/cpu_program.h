@@ -29,8 +29,8 @@ struct CompileStats {
   std::string library_path;
   std::string source;
   double prepare_seconds = 0;  // library calls: primitives, weights packed
-  // The packed weights' disk cache (packed_cache.h): "hit", "stored", or
-  // why it was not used ("" when nothing is packed).
+  // The packed weights' disk cache (packed_cache.h): "hit", "stored" (in
+  // the background), or why it was not used ("" when nothing is packed).
   std::string packed_cache;
 };
 
@@ -115,11 +115,9 @@ class CpuProgram : public wrapper::CompiledProgram {
   int num_threads_ = 0;
   std::vector<std::unique_ptr<LibraryCall>> library_calls_;  // by extern index; null: reference
   // The library calls' packed constants, one block (huge pages when large:
-  // packing 100 MB into fresh 4 KiB pages is mostly page faults).
-  struct FreeDeleter {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::unique_ptr<void, FreeDeleter> packed_arena_;
+  // packing 100 MB into fresh 4 KiB pages is mostly page faults); shared
+  // with the disk cache's background publish of it.
+  std::shared_ptr<void> packed_arena_;
   // Or the packed constants as the disk cache's mapped entry.
   std::shared_ptr<const void> packed_mapping_;
   std::mutex run_states_mu_;  // also guards the profile below

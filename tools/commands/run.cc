@@ -444,7 +444,8 @@ absl::Status RunCompiled(const std::string& model_arg, const testing::Tolerance&
       std::printf("  program cache hit: %.1f ms to find and map it (no import, passes or lowering)\n",
                   staged->cache.lookup_ms);
     } else if (staged->cache.used) {
-      std::printf("  program cache miss: compiled, stored in %.1f ms\n", staged->cache.store_ms);
+      std::printf("  program cache miss: compiled; entry serialized in %.1f ms, written in the background\n",
+                  staged->cache.store_ms);
     }
     if (staged->cache.used && !staged->cache.note.empty()) std::printf("  program cache: %s\n", Printable(staged->cache.note).c_str());
     for (const std::string& line : compiled.compiled->ReportLines()) std::printf("  %s\n", line.c_str());
