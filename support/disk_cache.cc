@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -160,21 +161,78 @@ std::string CacheKeyBuilder::Hex() const { return Hex128(XXH3_128bits_digest(sta
 
 std::string Xxh3Hex(absl::string_view data) { return Hex128(XXH3_128bits(data.data(), data.size())); }
 
+namespace {
+
+// A sidecar's checksum: XXH3-128 of the contents up to kChecksumChunk
+// bytes; above, XXH3-128 of the chunks' XXH3-128s (canonical form), so that
+// checking a large artifact hashes its chunks on several threads (a
+// program cache hit checks a 435 MB entry and 340 MB of packed weights).
+constexpr size_t kChecksumChunk = size_t{8} << 20;
+constexpr size_t kMaxChecksumThreads = 16;
+
+std::string CombinedChunks(const std::vector<XXH128_canonical_t>& chunks) {
+  return Hex128(XXH3_128bits(chunks.data(), chunks.size() * sizeof(XXH128_canonical_t)));
+}
+
+std::string ContentChecksum(absl::string_view data) {
+  if (data.size() <= kChecksumChunk) return Xxh3Hex(data);
+  const size_t n = (data.size() + kChecksumChunk - 1) / kChecksumChunk;
+  std::vector<XXH128_canonical_t> chunks(n);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
+      const size_t at = i * kChecksumChunk;
+      XXH128_canonicalFromHash(&chunks[i], XXH3_128bits(data.data() + at, std::min(kChecksumChunk, data.size() - at)));
+    }
+  };
+  const size_t threads = std::min({n, kMaxChecksumThreads, std::max<size_t>(1, std::thread::hardware_concurrency())});
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& t : helpers) t.join();
+  return CombinedChunks(chunks);
+}
+
+// The same over consecutive pieces (one thread: publishing is not waited for).
+std::string ContentChecksum(const std::vector<absl::string_view>& pieces) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  std::vector<XXH128_canonical_t> chunks;
+  size_t in_chunk = 0;
+  size_t size = 0;
+  for (absl::string_view p : pieces) {
+    size += p.size();
+    while (!p.empty()) {
+      if (in_chunk == kChecksumChunk) {
+        chunks.emplace_back();
+        XXH128_canonicalFromHash(&chunks.back(), XXH3_128bits_digest(state));
+        XXH3_128bits_reset(state);
+        in_chunk = 0;
+      }
+      const size_t take = std::min(p.size(), kChecksumChunk - in_chunk);
+      XXH3_128bits_update(state, p.data(), take);
+      in_chunk += take;
+      p.remove_prefix(take);
+    }
+  }
+  const XXH128_hash_t last = XXH3_128bits_digest(state);
+  XXH3_freeState(state);
+  if (size <= kChecksumChunk) return Hex128(last);
+  chunks.emplace_back();
+  XXH128_canonicalFromHash(&chunks.back(), last);
+  return CombinedChunks(chunks);
+}
+
+}  // namespace
+
 std::string ChecksumSidecar(absl::string_view magic, absl::string_view contents) {
-  return absl::StrCat(magic, " ", contents.size(), " ", Xxh3Hex(contents), "\n");
+  return absl::StrCat(magic, " ", contents.size(), " ", ContentChecksum(contents), "\n");
 }
 
 std::string ChecksumSidecar(absl::string_view magic, const std::vector<absl::string_view>& pieces) {
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_128bits_reset(state);
   size_t size = 0;
-  for (absl::string_view p : pieces) {
-    XXH3_128bits_update(state, p.data(), p.size());
-    size += p.size();
-  }
-  const std::string hex = Hex128(XXH3_128bits_digest(state));
-  XXH3_freeState(state);
-  return absl::StrCat(magic, " ", size, " ", hex, "\n");
+  for (absl::string_view p : pieces) size += p.size();
+  return absl::StrCat(magic, " ", size, " ", ContentChecksum(pieces), "\n");
 }
 
 absl::Status CheckChecksumSidecar(absl::string_view sidecar, absl::string_view magic, absl::string_view contents,
@@ -188,7 +246,7 @@ absl::Status CheckChecksumSidecar(absl::string_view sidecar, absl::string_view m
     return absl::DataLossError(absl::StrCat("size ", contents.size(), " does not match the sidecar's ", size,
                                             content_prefix.empty() ? "" : " or the content is not of its kind"));
   }
-  if (Xxh3Hex(contents) != fields[2]) return absl::DataLossError("checksum mismatch");
+  if (ContentChecksum(contents) != fields[2]) return absl::DataLossError("checksum mismatch");
   return absl::OkStatus();
 }
 

@@ -84,7 +84,9 @@ class CacheKeyBuilder {
 // XXH3-128 of `data` as 32 hex digits.
 std::string Xxh3Hex(absl::string_view data);
 
-// Checksum sidecars: "<magic> <size> <Xxh3Hex(contents)>\n".
+// Checksum sidecars: "<magic> <size> <checksum>\n": Xxh3Hex(contents) up to
+// 8 MiB; above, XXH3-128 of each 8 MiB chunk's (canonical) XXH3-128, the
+// chunks checked on up to 16 threads.
 std::string ChecksumSidecar(absl::string_view magic, absl::string_view contents);
 // The same for an artifact made of consecutive pieces.
 std::string ChecksumSidecar(absl::string_view magic, const std::vector<absl::string_view>& pieces);

@@ -161,6 +161,31 @@ TEST(DiskCache, PiecesPublishTheirConcatenation) {
   EXPECT_EQ(*ReadFile(cache.PathFor("k", ".sum")), ChecksumSidecar(cache.options().magic, joined));
 }
 
+// Above 8 MiB the checksum is over chunks (checked on several threads);
+// pieces split anywhere give the same sidecar, and a byte changed in any
+// chunk is caught.
+TEST(ChecksumSidecar, ChunkedAboveEightMiBAndTheSameFromPieces) {
+  const size_t mib8 = size_t{8} << 20;
+  for (size_t size : {mib8, mib8 + 1, 3 * mib8, 3 * mib8 + 12345}) {
+    std::string data(size, '\0');
+    for (size_t i = 0; i < size; ++i) data[i] = static_cast<char>((i * 2654435761u) >> 13);
+    const std::string whole = ChecksumSidecar("m", data);
+    const absl::string_view v(data);
+    const size_t cut = size - mib8 / 2;  // pieces of 7, mib8 / 2 - 7 + ..., mib8 / 2 bytes
+    EXPECT_EQ(ChecksumSidecar("m", std::vector<absl::string_view>{v.substr(0, 7), v.substr(7, cut - 7),
+                                                                    v.substr(cut)}),
+              whole)
+        << size;
+    if (size <= mib8) {
+      EXPECT_EQ(whole, absl::StrCat("m ", size, " ", Xxh3Hex(data), "\n"));
+    }
+    std::string changed = data;
+    changed[size - 1] ^= 1;
+    EXPECT_TRUE(absl::IsDataLoss(CheckChecksumSidecar(whole, "m", changed))) << size;
+    EXPECT_TRUE(CheckChecksumSidecar(whole, "m", data).ok()) << size;
+  }
+}
+
 // A background publish keeps its pieces' owner alive until written, and a
 // lookup of this process waits for it.
 TEST(DiskCache, BackgroundPublishesAreFoundByLaterLookups) {
