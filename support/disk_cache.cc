@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -12,10 +13,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <filesystem>
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <mutex>
+#include <new>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -253,11 +255,14 @@ absl::Status CheckChecksumSidecar(absl::string_view sidecar, absl::string_view m
 namespace {
 
 // The background publishes in flight; the process's exit (this object's
-// destructor, a function-local static) joins them.
+// destructor, a function-local static) joins them. A forked child has none
+// of the parent's threads: it forgets them (never joins them at its exit).
 class BackgroundPublishes {
  public:
   static BackgroundPublishes& Get() {
     static BackgroundPublishes publishes;
+    static const int registered = ::pthread_atfork(nullptr, nullptr, [] { Get().ForgetAfterFork(); });
+    (void)registered;
     return publishes;
   }
   ~BackgroundPublishes() { Wait(); }
@@ -272,6 +277,14 @@ class BackgroundPublishes {
       threads.swap(threads_);
     }
     for (std::thread& t : threads) t.join();
+  }
+  void ForgetAfterFork() {
+    // The parent's lock may have been held by a thread the child lacks.
+    new (&mu_) std::mutex();
+    // Neither joinable nor detachable here; destroying a joinable
+    // std::thread would terminate.
+    new std::vector<std::thread>(std::move(threads_));
+    threads_.clear();
   }
 
  private:
