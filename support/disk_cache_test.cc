@@ -226,6 +226,24 @@ TEST(DiskCache, ForkedChildrenForgetTheParentsBackgroundPublishes) {
   EXPECT_TRUE(cache.Map("k").ok());
 }
 
+// A process that exits right after starting a background publish still
+// leaves the entry: its exit waits for the write.
+TEST(DiskCache, ExitWaitsForBackgroundPublishes) {
+  DiskCache cache(Options(FreshDir("exit")));
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto owner = std::make_shared<const std::string>("ART " + std::string(32 << 20, 'e'));
+    cache.PublishInBackground("k", {*owner}, owner);
+    std::exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  absl::StatusOr<MappedArtifact> mapped = cache.Map("k");
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  EXPECT_EQ(mapped->size, 4u + (32u << 20));
+}
+
 TEST(DiskCache, FailedBuildLeavesNoEntry) {
   DiskCache cache(Options(FreshDir("fail")));
   std::string scratch;
