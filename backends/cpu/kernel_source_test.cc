@@ -168,6 +168,12 @@ TEST(KernelSource, LongRowsKeepSeveralVectorAccumulators) {
   EXPECT_NE(mx.find("int l_nan_p[64];"), std::string::npos) << mx;
   EXPECT_NE(mx.find("reduction(max:l_acc) reduction(|:l_nan)"), std::string::npos) << mx;
   EXPECT_EQ(mx.find("std::"), std::string::npos) << mx;
+  // The zero-sign flag is an integer compare of the bit pattern (+0 for max,
+  // -0 for min), which gcc vectorizes; `v == 0 && signbit(v)` it did not.
+  EXPECT_NE(mx.find("l_zs_p[l_vi] |= (__builtin_bit_cast(unsigned int, l_t2) == 0);"), std::string::npos) << mx;
+  EXPECT_EQ(mx.find("signbit"), std::string::npos) << mx;
+  const std::string mn = ReductionSource({256}, {512}, lowering::ReductionType::kMin);
+  EXPECT_NE(mn.find("(__builtin_bit_cast(unsigned int, l_t2) == 0x80000000u)"), std::string::npos) << mn;
   EXPECT_EQ(mx.find("for (int64_t l_v1 = INT64_C(512)"), std::string::npos) << "no tail when blocks divide the row";
   // Welford's two passes are both blocked.
   const std::string m2 = ReductionSource({64}, {1024}, lowering::ReductionType::kWelfordM2);
