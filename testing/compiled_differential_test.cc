@@ -110,7 +110,10 @@ TEST(CompiledDifferentialTest, Regressions) {
         // Row kernels whose reduction keeps an expensive value for a later
         // member (backends/cpu/kept_values.h): softmax over each dim, of a
         // GEMM's output, log_softmax, layer_norm, a custom exp-sum-divide.
-        "kept_row_values.txt"}) {
+        "kept_row_values.txt",
+        // Divisions by a per-row value as multiplications by its reciprocal
+        // (backends/cpu/row_reciprocals.h), subnormal and zero divisors included.
+        "row_reciprocals.txt"}) {
     ReplayGraphFile(dir + name);
   }
 }

@@ -12,6 +12,8 @@
 #include "backends/cpu/identifiers.h"
 #include "backends/cpu/kept_values.h"
 #include "backends/cpu/layout_util.h"
+#include "backends/cpu/row_reciprocals.h"
+#include "lowering/expr_rewrite.h"
 #include "support/status.h"
 
 namespace kiln::backends::cpu {
@@ -181,19 +183,61 @@ absl::Status EmitPointwise(const Buffer& buf, const lowering::ExprPtr& body,
   std::string indent(2 * (shared + 1), ' ');
   absl::StrAppend(out, indent, "{\n");
   indent += "  ";
-  const int opened = OpenLoops(own, static_cast<int>(shared), outer, inner, indent, out);
-  ExprEmitter em(&refs, static_cast<int>(pw.ranges.size()), temps);
-  em.set_indent(indent);
-  ASSIGN_OR_RETURN(std::string value, em.Emit(body));
-  ASSIGN_OR_RETURN(std::string body_type, CTypeName(body->dtype));
-  absl::StrAppend(out, em.statements());
-  const std::string stored = body->dtype == buf.layout.dtype
-                                 ? value
-                                 : (buf.layout.dtype == DType::kBool
-                                        ? absl::StrCat("(", value, " != 0)")
-                                        : absl::StrCat("static_cast<", type, ">(", value, ")"));
-  absl::StrAppend(out, indent, self.identifier, "[", store, "] = ", stored, ";\n");
-  CloseLoops(opened, indent, out);
+  // The loop nest computing `b`, loads resolved through `r`.
+  auto nest = [&](const lowering::ExprPtr& b, const std::map<std::string, BufferRef>& r) -> absl::Status {
+    const int opened = OpenLoops(own, static_cast<int>(shared), outer, inner, indent, out);
+    ExprEmitter em(&r, static_cast<int>(pw.ranges.size()), temps);
+    em.set_indent(indent);
+    ASSIGN_OR_RETURN(std::string value, em.Emit(b));
+    ASSIGN_OR_RETURN(std::string body_type, CTypeName(b->dtype));
+    absl::StrAppend(out, em.statements());
+    const std::string stored = b->dtype == buf.layout.dtype
+                                   ? value
+                                   : (buf.layout.dtype == DType::kBool
+                                          ? absl::StrCat("(", value, " != 0)")
+                                          : absl::StrCat("static_cast<", type, ">(", value, ")"));
+    absl::StrAppend(out, indent, self.identifier, "[", store, "] = ", stored, ";\n");
+    CloseLoops(opened, indent, out);
+    return absl::OkStatus();
+  };
+  // Inside a shared nest, divisions by a value of the row multiply by its
+  // reciprocal, computed once (row_reciprocals.h); a row whose reciprocal
+  // overflows runs the divisions.
+  const std::vector<lowering::ExprPtr> divisions =
+      shared > 0 ? RowInvariantDivisions(body, static_cast<int>(shared)) : std::vector<lowering::ExprPtr>();
+  if (divisions.empty()) {
+    RETURN_IF_ERROR(nest(body, refs));
+  } else {
+    ExprEmitter em(&refs, static_cast<int>(pw.ranges.size()), temps);
+    em.set_indent(indent);
+    std::map<std::string, BufferRef> with_reciprocals = refs;
+    lowering::ExprPtr multiplied = body;
+    std::string reciprocals, exact;
+    for (size_t i = 0; i < divisions.size(); ++i) {
+      const lowering::ExprPtr& d = divisions[i];
+      ASSIGN_OR_RETURN(std::string divisor, em.Emit(d->args[1]));
+      ASSIGN_OR_RETURN(std::string dtype_name, CTypeName(d->dtype));
+      const std::string r = absl::StrCat("l_r", i);
+      absl::StrAppend(&reciprocals, indent, "const ", dtype_name, " ", r, " = ", FloatLiteral(1.0, d->dtype), " / ",
+                      divisor, ";\n");
+      absl::StrAppend(&exact, i == 0 ? "" : " && ", "(__builtin_isinf(", r, ") == 0 || ", divisor, " == 0)");
+      // A name no buffer has (not a C identifier): loads of it read `r`.
+      const std::string name = absl::StrCat("#", r);
+      with_reciprocals[name] = BufferRef{"", d->dtype, r, d->dtype};
+      multiplied = lowering::ReplaceNode(
+          multiplied, d.get(),
+          lowering::Binary(lowering::ExprOp::kMul, d->args[0], lowering::Load(name, d->dtype, lowering::IntConst(0))));
+    }
+    absl::StrAppend(out, em.statements(), reciprocals, indent, "if (", exact, ") {\n");
+    indent += "  ";
+    RETURN_IF_ERROR(nest(multiplied, with_reciprocals));
+    indent.resize(indent.size() - 2);
+    absl::StrAppend(out, indent, "} else {\n");
+    indent += "  ";
+    RETURN_IF_ERROR(nest(body, refs));
+    indent.resize(indent.size() - 2);
+    absl::StrAppend(out, indent, "}\n");
+  }
   indent.resize(indent.size() - 2);
   absl::StrAppend(out, indent, "}\n");
   return absl::OkStatus();

@@ -6,6 +6,7 @@
 #include "backends/cpu/identifiers.h"
 #include "backends/cpu/kept_values.h"
 #include "backends/cpu/kernel_codegen.h"
+#include "backends/cpu/row_reciprocals.h"
 #include "gtest/gtest.h"
 #include "lowering/test_graphs.h"
 
@@ -265,6 +266,13 @@ TEST(KernelSource, SoftmaxComputesEachExpOnce) {
   EXPECT_LT(keep, sum_pass) << *src;
   EXPECT_LT(src->find("expf("), keep) << *src;
   EXPECT_NE(src->find("= p3[", normalize), std::string::npos) << *src;
+  // It multiplies by the row's reciprocal, computed once per row; a row
+  // whose reciprocal overflows runs the division.
+  const size_t reciprocal = src->find("const float l_r0 = static_cast<float>(0x1p+0) / ", normalize);
+  ASSERT_NE(reciprocal, std::string::npos) << *src;
+  EXPECT_NE(src->find("if ((__builtin_isinf(l_r0) == 0 || ", reciprocal), std::string::npos) << *src;
+  EXPECT_NE(src->find(" * l_r0;", reciprocal), std::string::npos) << *src;
+  EXPECT_NE(src->find("} else {", reciprocal), std::string::npos) << *src;
 
   // Rows with a scalar tail (300 = 4 blocks of 64 + 44): the blocked loop
   // and the tail each keep their values; the normalize pass has no exp.
@@ -319,6 +327,23 @@ TEST(KeptValues, NothingIsKeptWithoutAnIdenticalExpensiveValue) {
   g4.buffers[3].pointwise->ranges = {8, 16, 16};
   g4.buffers[3].layout = Contig({8, 16, 16});
   EXPECT_TRUE(PlanKeptValues(g4, k4).empty());
+}
+
+TEST(RowReciprocals, OnlyDivisionsOfRowVaryingValuesByRowValues) {
+  // Over [rows, cols] with the row index v0 shared (inner variables from 1).
+  ExprPtr x = Ld("x", Flat2(0, 64));
+  ExprPtr by_sum = Bin(ExprOp::kDiv, x, Ld("sum", V(0)));
+  ExprPtr by_three = Bin(ExprOp::kDiv, by_sum, F(3.0));
+  std::vector<ExprPtr> both = RowInvariantDivisions(by_three, 1);
+  EXPECT_EQ(both.size(), 2u);
+  // A divisor that varies along the row, a dividend that does not, and
+  // integer division are left alone.
+  EXPECT_TRUE(RowInvariantDivisions(Bin(ExprOp::kDiv, Ld("sum", V(0)), x), 1).empty());
+  EXPECT_TRUE(RowInvariantDivisions(Bin(ExprOp::kDiv, Ld("sum", V(0)), F(300.0)), 1).empty());
+  EXPECT_TRUE(RowInvariantDivisions(Bin(ExprOp::kDiv, V(1), I(3)), 1).empty());
+  // With no shared dims (first inner variable 0) nothing is row-invariant
+  // but constants.
+  EXPECT_EQ(RowInvariantDivisions(by_three, 0).size(), 1u);
 }
 
 }  // namespace
