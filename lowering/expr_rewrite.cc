@@ -83,4 +83,10 @@ ExprPtr ReplaceLoads(const ExprPtr& e, const std::string& buffer,
       &memo);
 }
 
+ExprPtr ReplaceNode(const ExprPtr& e, const Expr* target, const ExprPtr& replacement) {
+  Memo memo;
+  return Rewrite(
+      e, [&](const ExprPtr& x) -> ExprPtr { return x.get() == target ? replacement : nullptr; }, &memo);
+}
+
 }  // namespace kiln::lowering

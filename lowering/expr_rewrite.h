@@ -32,6 +32,10 @@ ExprPtr SubstituteVars(const ExprPtr& e, absl::Span<const ExprPtr> values,
 ExprPtr ReplaceLoads(const ExprPtr& e, const std::string& buffer,
                      const std::function<ExprPtr(const Expr& load)>& replace);
 
+// `e` with every use of the node `target` (compared by address) replaced
+// by `replacement`.
+ExprPtr ReplaceNode(const ExprPtr& e, const Expr* target, const ExprPtr& replacement);
+
 }  // namespace kiln::lowering
 
 #endif  // KILN_LOWERING_EXPR_REWRITE_H_

@@ -215,6 +215,18 @@ ExprPtr IndexOf(const Layout& layout, int first_var) {
   return sum;
 }
 
+bool IsExpensiveOp(ExprOp op) {
+  switch (op) {
+    case ExprOp::kExp: case ExprOp::kLog: case ExprOp::kSqrt: case ExprOp::kRsqrt:
+    case ExprOp::kSin: case ExprOp::kCos: case ExprOp::kTan: case ExprOp::kTanh:
+    case ExprOp::kSigmoid: case ExprOp::kErf: case ExprOp::kLog1p: case ExprOp::kExpm1:
+    case ExprOp::kPow:
+      return true;
+    default:
+      return false;
+  }
+}
+
 int64_t ExprTreeSize(const ExprPtr& e, int64_t cap) {
   // Iterative: trees built from hostile graphs may be deep.
   int64_t count = 0;

@@ -80,6 +80,11 @@ enum class ExprOp : uint8_t {
   kCast,   // args[0] converted to `dtype`
 };
 const char* ExprOpName(ExprOp op);  // "add", "tanh", "load", ...
+// Ops that cost many cycles per element (exp, log, tanh, pow, ...: library
+// calls or long instruction sequences), against a few for arithmetic. The
+// scheduler recomputes such a node in at most two places, and the CPU
+// backend keeps its values rather than computing them twice in one kernel.
+bool IsExpensiveOp(ExprOp op);
 
 struct Expr;
 using ExprPtr = std::shared_ptr<const Expr>;

@@ -21,30 +21,20 @@ constexpr int64_t kMaxTreeSize = 1024;
 // A cheap producer may be recomputed in up to this many places.
 constexpr int64_t kMaxCheapReads = 4;
 // An expensive one (exp, tanh...) in two, when it is small: softmax's
-// exp(x - max) feeds both its sum and the division, and recomputing it in
+// exp(x - max) feeds both its sum and the division, and inlining it into
 // the one fused kernel beats a round trip through memory (Inductor inlines
-// up to 4 reads; BM_Softmax measures this case).
+// up to 4 reads; BM_Softmax measures this case). A device need not compute
+// it twice: the CPU keeps the sum pass's values for the division
+// (backends/cpu/kept_values.h).
 constexpr int64_t kMaxExpensiveReads = 2;
 constexpr int64_t kMaxRecomputedTreeSize = 32;
-
-bool IsExpensive(ExprOp op) {
-  switch (op) {
-    case ExprOp::kExp: case ExprOp::kLog: case ExprOp::kSqrt: case ExprOp::kRsqrt:
-    case ExprOp::kSin: case ExprOp::kCos: case ExprOp::kTan: case ExprOp::kTanh:
-    case ExprOp::kSigmoid: case ExprOp::kErf: case ExprOp::kLog1p: case ExprOp::kExpm1:
-    case ExprOp::kPow:
-      return true;
-    default:
-      return false;
-  }
-}
 
 bool IsCheap(const ExprPtr& e) {
   std::vector<const Expr*> stack = {e.get()};
   while (!stack.empty()) {
     const Expr* x = stack.back();
     stack.pop_back();
-    if (IsExpensive(x->op)) return false;
+    if (IsExpensiveOp(x->op)) return false;
     for (const ExprPtr& a : x->args) stack.push_back(a.get());
   }
   return true;

@@ -68,6 +68,10 @@ struct Chain {
   std::vector<Node*> consumed;  // steps, in order
   Value* result = nullptr;      // the running value
   bool folded = false;
+  // A GEMM's result reshaped before its elementwise tail (the ONNX
+  // exporters' [M, N] -> [B, S, N] around transformer MLPs): the fused op
+  // keeps the GEMM's shape and this reshape moves after it.
+  Node* reshape = nullptr;
 };
 
 // Reads the convolution parameters of `n` (x, w, b, then per-dim lists).
@@ -223,7 +227,7 @@ bool ReadLinear(Node* n, Chain* c) {
     c->b = n->input(0);
     c->x = n->input(1);
     if (!LinearWeightOf(n->input(2), c)) return false;
-  } else if (kind == "aten::matmul") {
+  } else if (kind == "aten::matmul" || kind == "aten::mm") {
     if (in != 2) return false;
     c->x = n->input(0);
     // Only a constant weight: a GEMM by activations stays a matmul.
@@ -381,6 +385,169 @@ Node* MatchTwoUsePattern(Value* v, PostOpKind* kind, std::vector<Node*>* nodes) 
   return nullptr;
 }
 
+// ------------------------------------------------------ gelu, tanh form
+
+// The element count of static sizes; -1 when it overflows.
+int64_t Elements(const std::vector<int64_t>& sizes) {
+  int64_t n = 1;
+  for (int64_t d : sizes) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
+  }
+  return n;
+}
+
+// The operands of a binary node of `kind` (add only with alpha 1), or
+// {null, null}.
+std::pair<Value*, Value*> Operands(Node* n, const char* kind) {
+  if (n == nullptr || n->kind().qualString() != kind || n->outputs().size() != 1) return {nullptr, nullptr};
+  const size_t in = n->inputs().size();
+  if (in != 2 && !(in == 3 && std::string(kind) == "aten::add" && Number(n->input(2)) == std::optional<double>(1.0))) {
+    return {nullptr, nullptr};
+  }
+  return {n->input(0), n->input(1)};
+}
+
+bool IsNumber(const Value* v, double want) {
+  std::optional<double> x = Number(v);
+  // The exporters store the constants as float32 (sqrt(2/pi) = 0.7978846).
+  return x && std::fabs(*x - want) <= 1e-6 * std::max(1.0, std::fabs(want));
+}
+
+// `x` (a node output) is `kind`(v, number) or `kind`(number, v) with the
+// number `want`, for a commutative `kind`.
+bool IsScaled(Value* x, Value* v, const char* kind, double want, std::vector<Node*>* nodes) {
+  auto [a, b] = Operands(x->node(), kind);
+  if (a == nullptr || !((a == v && IsNumber(b, want)) || (b == v && IsNumber(a, want)))) return false;
+  nodes->push_back(x->node());
+  return true;
+}
+
+// v^3: pow(v, 3), v * (v * v) or (v * v) * v.
+bool IsCube(Value* x, Value* v, std::vector<Node*>* nodes) {
+  Node* n = x->node();
+  if (n == nullptr) return false;
+  if (n->kind().qualString() == "aten::pow" && n->inputs().size() == 2 && n->input(0) == v &&
+      IsNumber(n->input(1), 3.0)) {
+    nodes->push_back(n);
+    return true;
+  }
+  auto [a, b] = Operands(n, "aten::mul");
+  if (a == nullptr) return false;
+  Value* square = a == v ? b : (b == v ? a : nullptr);
+  if (square == nullptr) return false;
+  auto [s0, s1] = Operands(square->node(), "aten::mul");
+  if (s0 != v || s1 != v) return false;
+  nodes->push_back(square->node());
+  nodes->push_back(n);
+  return true;
+}
+
+// sqrt(2/pi) * (v + 0.044715 * v^3), factors in any order.
+bool IsTanhArgument(Value* z, Value* v, std::vector<Node*>* nodes) {
+  auto [z0, z1] = Operands(z->node(), "aten::mul");
+  if (z0 == nullptr) return false;
+  const double k = std::sqrt(2.0 / M_PI);
+  Value* inner = IsNumber(z1, k) ? z0 : (IsNumber(z0, k) ? z1 : nullptr);
+  if (inner == nullptr) return false;
+  auto [y0, y1] = Operands(inner->node(), "aten::add");
+  if (y0 == nullptr) return false;
+  Value* w = y0 == v ? y1 : (y1 == v ? y0 : nullptr);
+  if (w == nullptr) return false;
+  auto [w0, w1] = Operands(w->node(), "aten::mul");
+  if (w0 == nullptr) return false;
+  Value* cube = IsNumber(w1, 0.044715) ? w0 : (IsNumber(w0, 0.044715) ? w1 : nullptr);
+  if (cube == nullptr || !IsCube(cube, v, nodes)) return false;
+  nodes->insert(nodes->end(), {w->node(), inner->node(), z->node()});
+  return true;
+}
+
+// 1 + tanh(sqrt(2/pi) * (v + 0.044715 * v^3)).
+bool IsOnePlusTanh(Value* p, Value* v, std::vector<Node*>* nodes) {
+  auto [p0, p1] = Operands(p->node(), "aten::add");
+  if (p0 == nullptr) return false;
+  Value* t = IsNumber(p1, 1.0) ? p0 : (IsNumber(p0, 1.0) ? p1 : nullptr);
+  if (t == nullptr || t->node() == nullptr || t->node()->kind().qualString() != "aten::tanh" ||
+      t->node()->inputs().size() != 1 ||
+      !IsTanhArgument(t->node()->input(0), v, nodes)) {
+    return false;
+  }
+  nodes->insert(nodes->end(), {t->node(), p->node()});
+  return true;
+}
+
+// GELU's tanh form over `v` ending at `last`, as the ONNX exporters write it
+// out: (0.5 * v) * (1 + tanh(...)) or (v * (1 + tanh(...))) * 0.5, with
+// v^3 as pow(v, 3) or products, commutative operands in either order.
+// Fills *nodes (producers before users) on a match.
+bool IsGeluTanh(Node* last, Value* v, std::vector<Node*>* nodes) {
+  auto [a, b] = Operands(last, "aten::mul");
+  if (a == nullptr) return false;
+  for (int order = 0; order < 2; ++order) {
+    Value* x = order == 0 ? a : b;
+    Value* y = order == 0 ? b : a;
+    std::vector<Node*> found;
+    // (0.5 * v) * (1 + tanh(...)) or (v / 2) * (1 + tanh(...)).
+    bool half = IsScaled(x, v, "aten::mul", 0.5, &found);
+    if (!half) {
+      auto [d0, d1] = Operands(x->node(), "aten::div");
+      if (d0 == v && IsNumber(d1, 2.0)) {
+        found.push_back(x->node());
+        half = true;
+      }
+    }
+    if (half && IsOnePlusTanh(y, v, &found)) {
+      found.push_back(last);
+      *nodes = std::move(found);
+      return true;
+    }
+    // (v * (1 + tanh(...))) * 0.5.
+    found.clear();
+    if (IsNumber(y, 0.5)) {
+      auto [m0, m1] = Operands(x->node(), "aten::mul");
+      Value* p = m0 == v ? m1 : (m1 == v ? m0 : nullptr);
+      if (p != nullptr && IsOnePlusTanh(p, v, &found)) {
+        found.insert(found.end(), {x->node(), last});
+        *nodes = std::move(found);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// The tanh-form GELU of the running value `v`: its pattern's last node, or
+// null. Every node of the pattern but the last is used only inside it, and
+// so is `v`.
+Node* MatchGeluTanh(Value* v, std::vector<Node*>* nodes) {
+  // The last node is a user of v or at most two single-use steps after one.
+  std::vector<Node*> candidates;
+  for (const ir::Use& u : v->uses()) {
+    Node* n = u.user;
+    for (int depth = 0; depth < 3 && n != nullptr; ++depth) {
+      if (std::find(candidates.begin(), candidates.end(), n) == candidates.end()) candidates.push_back(n);
+      n = n->outputs().size() == 1 && n->output()->uses().size() == 1 ? n->output()->uses()[0].user : nullptr;
+    }
+  }
+  for (Node* last : candidates) {
+    std::vector<Node*> found;
+    if (!IsGeluTanh(last, v, &found)) continue;
+    auto inside = [&](const Value* x) {
+      for (const ir::Use& u : x->uses()) {
+        if (std::find(found.begin(), found.end(), u.user) == found.end()) return false;
+      }
+      return true;
+    };
+    bool closed = inside(v);
+    for (Node* n : found) {
+      if (n != last) closed = closed && inside(n->output());
+    }
+    if (!closed) continue;
+    *nodes = std::move(found);
+    return last;
+  }
+  return nullptr;
+}
+
 // Tries to fuse the node that consumes the running value; returns whether
 // the chain grew.
 bool Extend(Chain& c) {
@@ -392,8 +559,34 @@ bool Extend(Chain& c) {
     const ir::TensorInfo* oi = StaticFloat(out);
     return oi != nullptr && oi->ConcreteSizes() == sizes;
   };
-  PostOpKind two_use_kind;
+  // A GEMM's result reshaped (same elements, another shape) before an
+  // elementwise step: the step applies before the reshape just the same.
+  if (c.kind == AnchorKind::kLinear && c.reshape == nullptr && v->uses().size() == 1) {
+    Node* r = v->uses()[0].user;
+    const std::string rk(r->kind().qualString());
+    const ir::TensorInfo* ri = r->outputs().size() == 1 ? StaticFloat(r->output()) : nullptr;
+    if ((rk == "aten::reshape" || rk == "aten::view") && r->input(0) == v && ri != nullptr &&
+        ri->ConcreteSizes() != sizes && Elements(sizes) >= 0 &&
+        Elements(ri->ConcreteSizes()) == Elements(sizes)) {
+      Chain trial = c;
+      trial.reshape = r;
+      trial.consumed.push_back(r);
+      trial.result = r->output();
+      if (Extend(trial)) {
+        c = std::move(trial);
+        return true;
+      }
+    }
+  }
   std::vector<Node*> nodes;
+  if (Node* last = MatchGeluTanh(v, &nodes)) {
+    if (!same_type(last->output())) return false;
+    c.post.push_back(Op(PostOpKind::kGeluTanh));
+    c.consumed.insert(c.consumed.end(), nodes.begin(), nodes.end());
+    c.result = last->output();
+    return true;
+  }
+  PostOpKind two_use_kind;
   if (Node* last = MatchTwoUsePattern(v, &two_use_kind, &nodes)) {
     if (!same_type(last->output())) return false;
     c.post.push_back(Op(two_use_kind));
@@ -475,7 +668,7 @@ bool Extend(Chain& c) {
       if (!bound) return false;
       return accept(Op(k == "aten::clamp_min" ? PostOpKind::kClampMin : PostOpKind::kClampMax, {*bound}));
     }
-    if (k == "aten::batch_norm") return FoldBatchNorm(c, u, sizes) && accept(std::nullopt);
+    if (k == "aten::batch_norm") return c.reshape == nullptr && FoldBatchNorm(c, u, sizes) && accept(std::nullopt);
   }
   // Binary steps: add / sub / mul / div.
   if ((k != "aten::add" && k != "aten::sub" && k != "aten::mul" && k != "aten::div") || in < 2 || in > 3) {
@@ -497,6 +690,8 @@ bool Extend(Chain& c) {
     return false;
   }
   if (k != "aten::add" && k != "aten::mul") return false;
+  // A tensor operand broadcasts against the reshaped value, not the GEMM's.
+  if (c.reshape != nullptr) return false;
   if (*alpha != 1.0 || !other->type() || !other->type()->is_tensor()) return false;
   const ir::TensorInfo& oi = other->type()->tensor();
   if (!oi.dtype || *oi.dtype != DType::kFloat32 || !BroadcastsTo(oi, sizes)) return false;
@@ -548,22 +743,32 @@ absl::Status Rewrite(ir::Graph& g, Chain& c) {
   const char* kind = c.kind == AnchorKind::kConv ? "kiln::conv_post_ops" : "kiln::linear_post_ops";
   Node* fused = g.create(ir::Symbol::FromQualString(kind), inputs, 1);
   g.insertNode(fused);
-  fused->output()->setType(c.result->type());
+  Value* out = fused->output();
+  if (c.reshape != nullptr) {
+    // The fused op has the GEMM's shape; the reshape follows it.
+    fused->output()->setType(c.anchor->output()->type());
+    ASSIGN_OR_RETURN(Value * sizes,
+                     ir::InsertConstant(g, IValue::IntList(c.result->type()->tensor().ConcreteSizes())));
+    Node* reshape = g.create(ir::Symbol::FromQualString("aten::reshape"), {fused->output(), sizes}, 1);
+    g.insertNode(reshape);
+    out = reshape->output();
+  }
+  out->setType(c.result->type());
   const std::string name = c.result->hasDebugName() ? c.result->debugName() : "";
-  c.result->replaceAllUsesWith(fused->output());
+  c.result->replaceAllUsesWith(out);
   // The steps (last first), then the anchor; their constants if now unused.
   std::vector<Node*> doomed(c.consumed.rbegin(), c.consumed.rend());
   doomed.push_back(c.anchor);
   DestroyWithUnusedConstants(doomed);
   // The fused value takes the chain's last name (its value is gone).
-  if (!name.empty()) fused->output()->setDebugName(name);
+  if (!name.empty()) out->setDebugName(name);
   return absl::OkStatus();
 }
 
 bool IsAnchorKind(absl::string_view k) {
   return k == "aten::convolution" || k == "aten::conv1d" || k == "aten::conv2d" || k == "aten::conv3d" ||
          k == "kiln::conv_nd" || k == "kiln::conv_post_ops" || k == "aten::linear" || k == "aten::addmm" ||
-         k == "aten::matmul" || k == "kiln::linear_post_ops";
+         k == "aten::matmul" || k == "aten::mm" || k == "kiln::linear_post_ops";
 }
 
 absl::StatusOr<bool> FuseBlock(ir::Graph& g, ir::Block* block, PassStatistics& stats) {

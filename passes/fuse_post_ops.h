@@ -14,7 +14,8 @@
 // Anchors (float32 results with static shapes): aten::convolution (not
 // transposed), aten::conv1d/2d/3d with int padding, kiln::conv_nd ->
 // kiln::conv_post_ops; aten::linear, aten::addmm (beta = alpha = 1, a 1-D
-// bias) and aten::matmul by a constant 2-D weight -> kiln::linear_post_ops.
+// bias) and aten::matmul / aten::mm by a constant 2-D weight ->
+// kiln::linear_post_ops.
 // A fused op already made is an anchor too (the pass is idempotent and
 // extends chains).
 //
@@ -25,6 +26,15 @@
 //   clamp / clamp_min / clamp_max / hardtanh / relu6 with constant bounds;
 //   x * sigmoid(x) (silu) and x * (erf(x / c) + 1) * 0.5 with c = sqrt(2)
 //   (gelu, the ONNX exporter's form), whatever their operand order;
+//   0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))) (gelu_tanh, as
+//   both ONNX exporters write GPT-2's: x^3 as pow(x, 3) or x * x * x, the
+//   0.5 on x or on the product, commutative operands in any order; every
+//   intermediate used only inside the pattern);
+//   first, for a GEMM, a reshape of its result (the exporters' [M, N] ->
+//   [B, S, N] before the MLP's activation): the steps after it apply to the
+//   GEMM's [M, N] result and the reshape moves after the fused op (only
+//   when a step follows, and no tensor-operand step, which would broadcast
+//   against the other shape);
 //   add / sub / mul / div by a constant number (or a one-element constant
 //   tensor): linear steps;
 //   add / mul by a tensor that broadcasts to the value (alpha 1): add / mul

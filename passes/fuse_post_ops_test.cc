@@ -142,6 +142,119 @@ TEST(FusePostOpsTest, LinearWithGeluAsOnnxWritesIt) {
             "kiln::linear_post_ops[gelu]/0");
 }
 
+// GPT-2's MLP as torch.onnx.export (opset 17) writes it: Gemm -> Reshape
+// to [B, S, N] -> the tanh GELU spelled out, x^3 as Pow.
+constexpr char kGeluTanhOpset17[] = R"IR(graph(%x : Float(4, 8), %wt : Float(16, 8), %b : Float(16)):
+  %one : int = prim::Constant[value=1]()
+  %shape : int[] = prim::Constant[value=[2, 2, 16]]()
+  %half : Float() = prim::Constant[value={0.5}]()
+  %three : Float() = prim::Constant[value={3}]()
+  %c : Float() = prim::Constant[value={0.044715}]()
+  %k : Float() = prim::Constant[value={0.797885}]()
+  %onef : Float() = prim::Constant[value={1}]()
+  %w : Float(8, 16) = aten::t(%wt)
+  %g : Float(4, 16) = aten::addmm(%b, %x, %w, %one, %one)
+  %v : Float(2, 2, 16) = aten::reshape(%g, %shape)
+  %h : Float(2, 2, 16) = aten::mul(%v, %half)
+  %p : Float(2, 2, 16) = aten::pow(%v, %three)
+  %q : Float(2, 2, 16) = aten::mul(%p, %c)
+  %a : Float(2, 2, 16) = aten::add(%v, %q)
+  %z : Float(2, 2, 16) = aten::mul(%a, %k)
+  %t : Float(2, 2, 16) = aten::tanh(%z)
+  %e : Float(2, 2, 16) = aten::add(%t, %onef)
+  %o : Float(2, 2, 16) = aten::mul(%h, %e)
+  return (%o))IR";
+
+TEST(FusePostOpsTest, GeluTanhAfterAReshapedGemm) {
+  // The GEMM runs the GELU as oneDNN's gelu_tanh post-op, in its own
+  // [4, 16] shape; the reshape moves after the fused op.
+  EXPECT_EQ(Fused(kGeluTanhOpset17), R"IR(graph(%x : Float(4, 8),
+      %wt : Float(16, 8),
+      %b : Float(16)):
+  %w : Float(8, 16) = aten::t(%wt)
+  %0 : str[] = prim::Constant[value=["gelu_tanh"]]()
+  %1 : float[] = prim::Constant[value=[]]()
+  %2 : Tensor[] = prim::ListConstruct()
+  %3 : Float(4, 16) = kiln::linear_post_ops(%x, %wt, %b, %0, %1, %2)
+  %4 : int[] = prim::Constant[value=[2, 2, 16]]()
+  %o : Float(2, 2, 16) = aten::reshape(%3, %4)
+  return (%o)
+)IR");
+}
+
+// The text of kGeluTanhOpset17 with `from` replaced by `to`.
+std::string Opset17With(const std::string& from, const std::string& to) {
+  std::string text = kGeluTanhOpset17;
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
+TEST(FusePostOpsTest, GeluTanhNeedsTheExactFormulaAndNoOtherUses) {
+  // Another cubic coefficient is not GELU.
+  EXPECT_EQ(FusedOps(Opset17With("{0.044715}", "{0.04}")).find("linear_post_ops"), std::string::npos);
+  // x^2 instead of x^3.
+  EXPECT_EQ(FusedOps(Opset17With("value={3}", "value={2}")).find("linear_post_ops"), std::string::npos);
+  // An intermediate value used outside the pattern.
+  EXPECT_EQ(FusedOps(Opset17With("return (%o)", "return (%o, %t)")).find("linear_post_ops"), std::string::npos);
+  // The GEMM's value itself used outside (through the reshape).
+  EXPECT_EQ(FusedOps(Opset17With("return (%o)", "return (%o, %v)")).find("linear_post_ops"), std::string::npos);
+  // Other steps move before a reshape too; a tensor operand (it broadcasts
+  // against the reshaped shape) does not.
+  const std::string head = R"IR(graph(%x : Float(4, 8), %wt : Float(16, 8), %b : Float(16), %r : Float(2, 2, 16)):
+  %one : int = prim::Constant[value=1]()
+  %shape : int[] = prim::Constant[value=[2, 2, 16]]()
+  %w : Float(8, 16) = aten::t(%wt)
+  %g : Float(4, 16) = aten::addmm(%b, %x, %w, %one, %one)
+  %v : Float(2, 2, 16) = aten::reshape(%g, %shape)
+)IR";
+  EXPECT_EQ(FusedOps(head + "  %o : Float(2, 2, 16) = aten::relu(%v)\n  return (%o)"),
+            "aten::t kiln::linear_post_ops[relu]/0 aten::reshape");
+  EXPECT_EQ(FusedOps(head + "  %o : Float(2, 2, 16) = aten::add(%v, %r, %one)\n  return (%o)"),
+            "aten::t aten::addmm aten::reshape aten::add");
+}
+
+TEST(FusePostOpsTest, GeluTanhAsTheDynamoExporterWritesIt) {
+  // torch.onnx.dynamo_export: a bias-free Gemm (aten::mm by a constant
+  // weight), x^3 as products, the 0.5 applied last, operands swapped.
+  auto g = Parse(R"IR(graph(%x : Float(4, 8), %wi : Float(8, 16)):
+  %shape : int[] = prim::Constant[value=[2, 2, 16]]()
+  %half : Float() = prim::Constant[value={0.5}]()
+  %c : Float() = prim::Constant[value={0.044715}]()
+  %k : Float() = prim::Constant[value={0.797885}]()
+  %onef : Float() = prim::Constant[value={1}]()
+  %g : Float(4, 16) = aten::mm(%x, %wi)
+  %v : Float(2, 2, 16) = aten::reshape(%g, %shape)
+  %s : Float(2, 2, 16) = aten::mul(%v, %v)
+  %cube : Float(2, 2, 16) = aten::mul(%v, %s)
+  %q : Float(2, 2, 16) = aten::mul(%c, %cube)
+  %a : Float(2, 2, 16) = aten::add(%q, %v)
+  %z : Float(2, 2, 16) = aten::mul(%k, %a)
+  %t : Float(2, 2, 16) = aten::tanh(%z)
+  %e : Float(2, 2, 16) = aten::add(%onef, %t)
+  %m : Float(2, 2, 16) = aten::mul(%e, %v)
+  %o : Float(2, 2, 16) = aten::mul(%m, %half)
+  return (%o))IR");
+  ASSERT_NE(g, nullptr);
+  Tensor w = Tensor::Empty(DType::kFloat32, {8, 16});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = static_cast<float>(i % 7) - 3.0f;
+  {
+    ir::WithInsertPoint at(*g->nodes().begin());
+    ir::Value* constant = *ir::InsertConstant(*g, ir::IValue::FromTensor(w));
+    g->inputs()[1]->replaceAllUsesWith(constant);
+  }
+  PassStatistics stats;
+  ASSERT_TRUE(FusePostOps(*g, stats).ok());
+  std::vector<std::string> kinds;
+  for (const ir::Node* n : g->nodes()) {
+    const std::string k(n->kind().qualString());
+    if (k != "prim::Constant" && k != "prim::ListConstruct") kinds.push_back(k);
+  }
+  EXPECT_EQ(absl::StrJoin(kinds, " "), "kiln::linear_post_ops aten::reshape") << ir::PrintGraph(*g);
+  EXPECT_NE(ir::PrintGraph(*g).find(R"(prim::Constant[value=["gelu_tanh"]]())"), std::string::npos)
+      << ir::PrintGraph(*g);
+}
+
 TEST(FusePostOpsTest, AddmmOfTransposedWeight) {
   EXPECT_EQ(FusedOps(R"IR(graph(%x : Float(1, 8), %w : Float(4, 8), %b : Float(4)):
   %t : Float(8, 4) = aten::t(%w)

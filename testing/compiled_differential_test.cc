@@ -106,15 +106,23 @@ TEST(CompiledDifferentialTest, Regressions) {
         "onnx_einsum_and_ranges.txt", "onnx_matmuls.txt",
         // torch 2.x core ATen spellings (_softmax, _to_copy, copy, squeeze.dims,
         // any.dims...) and log_sigmoid through their op rows.
-        "core_aten_spellings.txt"}) {
+        "core_aten_spellings.txt",
+        // Row kernels whose reduction keeps an expensive value for a later
+        // member (backends/cpu/kept_values.h): softmax over each dim, of a
+        // GEMM's output, log_softmax, layer_norm, a custom exp-sum-divide.
+        "kept_row_values.txt",
+        // Divisions by a per-row value as multiplications by its reciprocal
+        // (backends/cpu/row_reciprocals.h), subnormal and zero divisors included.
+        "row_reciprocals.txt"}) {
     ReplayGraphFile(dir + name);
   }
 }
 
 // amax/amin/max/min (full and .dim) over zeros of both signs in every order,
-// through the scalar, vectorized, blocked and threaded reduction loops: -0
-// orders below +0 on both paths (runtime/kernels_reduce.cc), and the
-// reciprocals turn a wrong sign into inf against -inf.
+// through the scalar, vectorized, blocked and threaded reduction loops, in
+// float32 and float64 (the zero-sign flag compares bit patterns of each
+// width): -0 orders below +0 on both paths (runtime/kernels_reduce.cc), and
+// the reciprocals turn a wrong sign into inf against -inf.
 TEST(CompiledDifferentialTest, SignedZeroExtremesAgree) {
   SetCacheDir();
   std::ifstream in("testing/testdata/compiled_regressions/signed_zero_extremes.txt");
@@ -135,10 +143,18 @@ TEST(CompiledDifferentialTest, SignedZeroExtremesAgree) {
   std::vector<Tensor> inputs;
   for (const InputSpec& spec : graph->inputs) {
     ASSERT_EQ(spec.sizes.size(), 2u);
-    Tensor t = Tensor::Empty(DType::kFloat32, spec.sizes);
+    ASSERT_TRUE(spec.dtype == DType::kFloat32 || spec.dtype == DType::kFloat64);
+    Tensor t = Tensor::Empty(spec.dtype, spec.sizes);
     const int64_t rows = spec.sizes[0], cols = spec.sizes[1];
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) t.data<float>()[r * cols + c] = 0.5f * sign_of(r, c, cols);
+      for (int64_t c = 0; c < cols; ++c) {
+        const float v = 0.5f * sign_of(r, c, cols);
+        if (spec.dtype == DType::kFloat32) {
+          t.data<float>()[r * cols + c] = v;
+        } else {
+          t.data<double>()[r * cols + c] = v;
+        }
+      }
     }
     inputs.push_back(t);
   }

@@ -10,7 +10,10 @@
 #include "absl/strings/str_join.h"
 #include "backends/cpu/expr_emitter.h"
 #include "backends/cpu/identifiers.h"
+#include "backends/cpu/kept_values.h"
 #include "backends/cpu/layout_util.h"
+#include "backends/cpu/row_reciprocals.h"
+#include "lowering/expr_rewrite.h"
 #include "support/status.h"
 
 namespace kiln::backends::cpu {
@@ -157,8 +160,10 @@ int64_t InnermostRange(const std::vector<int64_t>& r) {
 
 // `shared`: the number of leading dims whose loops the kernel already opened
 // (a shared outer nest, see CpuKernelSource); those loops own the threads.
-absl::Status EmitPointwise(const Buffer& buf, const std::map<std::string, BufferRef>& refs,
-                           int* temps, size_t shared, std::string* out) {
+// `body`: the pointwise's body, or its rewrite that reads back a kept value.
+absl::Status EmitPointwise(const Buffer& buf, const lowering::ExprPtr& body,
+                           const std::map<std::string, BufferRef>& refs, int* temps, size_t shared,
+                           std::string* out) {
   const lowering::Pointwise& pw = *buf.pointwise;
   ASSIGN_OR_RETURN(int64_t numel, SpaceSize(pw.ranges, "pointwise ranges"));
   if (numel == 0) return absl::OkStatus();
@@ -178,19 +183,61 @@ absl::Status EmitPointwise(const Buffer& buf, const std::map<std::string, Buffer
   std::string indent(2 * (shared + 1), ' ');
   absl::StrAppend(out, indent, "{\n");
   indent += "  ";
-  const int opened = OpenLoops(own, static_cast<int>(shared), outer, inner, indent, out);
-  ExprEmitter em(&refs, static_cast<int>(pw.ranges.size()), temps);
-  em.set_indent(indent);
-  ASSIGN_OR_RETURN(std::string value, em.Emit(pw.body));
-  ASSIGN_OR_RETURN(std::string body_type, CTypeName(pw.body->dtype));
-  absl::StrAppend(out, em.statements());
-  const std::string stored = pw.body->dtype == buf.layout.dtype
-                                 ? value
-                                 : (buf.layout.dtype == DType::kBool
-                                        ? absl::StrCat("(", value, " != 0)")
-                                        : absl::StrCat("static_cast<", type, ">(", value, ")"));
-  absl::StrAppend(out, indent, self.identifier, "[", store, "] = ", stored, ";\n");
-  CloseLoops(opened, indent, out);
+  // The loop nest computing `b`, loads resolved through `r`.
+  auto nest = [&](const lowering::ExprPtr& b, const std::map<std::string, BufferRef>& r) -> absl::Status {
+    const int opened = OpenLoops(own, static_cast<int>(shared), outer, inner, indent, out);
+    ExprEmitter em(&r, static_cast<int>(pw.ranges.size()), temps);
+    em.set_indent(indent);
+    ASSIGN_OR_RETURN(std::string value, em.Emit(b));
+    ASSIGN_OR_RETURN(std::string body_type, CTypeName(b->dtype));
+    absl::StrAppend(out, em.statements());
+    const std::string stored = b->dtype == buf.layout.dtype
+                                   ? value
+                                   : (buf.layout.dtype == DType::kBool
+                                          ? absl::StrCat("(", value, " != 0)")
+                                          : absl::StrCat("static_cast<", type, ">(", value, ")"));
+    absl::StrAppend(out, indent, self.identifier, "[", store, "] = ", stored, ";\n");
+    CloseLoops(opened, indent, out);
+    return absl::OkStatus();
+  };
+  // Inside a shared nest, divisions by a value of the row multiply by its
+  // reciprocal, computed once (row_reciprocals.h); a row whose reciprocal
+  // overflows runs the divisions.
+  const std::vector<lowering::ExprPtr> divisions =
+      shared > 0 ? RowInvariantDivisions(body, static_cast<int>(shared)) : std::vector<lowering::ExprPtr>();
+  if (divisions.empty()) {
+    RETURN_IF_ERROR(nest(body, refs));
+  } else {
+    ExprEmitter em(&refs, static_cast<int>(pw.ranges.size()), temps);
+    em.set_indent(indent);
+    std::map<std::string, BufferRef> with_reciprocals = refs;
+    lowering::ExprPtr multiplied = body;
+    std::string reciprocals, exact;
+    for (size_t i = 0; i < divisions.size(); ++i) {
+      const lowering::ExprPtr& d = divisions[i];
+      ASSIGN_OR_RETURN(std::string divisor, em.Emit(d->args[1]));
+      ASSIGN_OR_RETURN(std::string dtype_name, CTypeName(d->dtype));
+      const std::string r = absl::StrCat("l_r", i);
+      absl::StrAppend(&reciprocals, indent, "const ", dtype_name, " ", r, " = ", FloatLiteral(1.0, d->dtype), " / ",
+                      divisor, ";\n");
+      absl::StrAppend(&exact, i == 0 ? "" : " && ", "(__builtin_isinf(", r, ") == 0 || ", divisor, " == 0)");
+      // A name no buffer has (not a C identifier): loads of it read `r`.
+      const std::string name = absl::StrCat("#", r);
+      with_reciprocals[name] = BufferRef{"", d->dtype, r, d->dtype};
+      multiplied = lowering::ReplaceNode(
+          multiplied, d.get(),
+          lowering::Binary(lowering::ExprOp::kMul, d->args[0], lowering::Load(name, d->dtype, lowering::IntConst(0))));
+    }
+    absl::StrAppend(out, em.statements(), reciprocals, indent, "if (", exact, ") {\n");
+    indent += "  ";
+    RETURN_IF_ERROR(nest(multiplied, with_reciprocals));
+    indent.resize(indent.size() - 2);
+    absl::StrAppend(out, indent, "} else {\n");
+    indent += "  ";
+    RETURN_IF_ERROR(nest(body, refs));
+    indent.resize(indent.size() - 2);
+    absl::StrAppend(out, indent, "}\n");
+  }
   indent.resize(indent.size() - 2);
   absl::StrAppend(out, indent, "}\n");
   return absl::OkStatus();
@@ -226,14 +273,30 @@ std::string FoldPartial(const Accumulator& a) {
 // where accumulator `x` is spelled `x` + sfx ("" or "_p[l_vi]").
 using UpdateFn = std::function<std::string(const std::string&, const std::string&, const std::string&)>;
 
-// Emits the loops and body of `red`'s reduced space and the update.
+// A value of a reduction's body that a later member reads back (kept_values.h):
+// stored as `target`[`index`] = `value` for every element of the reduced space.
+struct KeptStore {
+  lowering::ExprPtr value;  // a node of the reduction's body
+  lowering::ExprPtr index;  // over the reduction's index variables
+  std::string target;       // the C identifier of the member's buffer
+};
+
+// Emits the body of `red` for one element of its reduced space, the stores
+// of its kept values, and the update.
 absl::Status EmitReducedBody(const lowering::Reduction& red, const std::map<std::string, BufferRef>& refs,
                              int* temps, int num_vars, const std::string& indent, const std::string& sfx,
-                             const UpdateFn& update, std::string* out) {
+                             const std::vector<KeptStore>& kept, const UpdateFn& update, std::string* out) {
   ExprEmitter em(&refs, num_vars, temps);
   em.set_indent(indent);
   ASSIGN_OR_RETURN(std::string value, em.Emit(red.body));
-  absl::StrAppend(out, em.statements());
+  std::string stores;
+  for (const KeptStore& k : kept) {
+    // `value` is a node of the body: the emitter returns the body's temporary.
+    ASSIGN_OR_RETURN(std::string v, em.Emit(k.value));
+    ASSIGN_OR_RETURN(std::string index, em.Emit(k.index));
+    absl::StrAppend(&stores, indent, k.target, "[", index, "] = ", v, ";\n");
+  }
+  absl::StrAppend(out, em.statements(), stores);
   absl::StrAppend(out, update(indent, value, sfx));
   return absl::OkStatus();
 }
@@ -247,8 +310,9 @@ absl::Status EmitReducedBody(const lowering::Reduction& red, const std::map<std:
 // the accumulators.
 absl::Status EmitReductionPass(const lowering::Reduction& red, const std::map<std::string, BufferRef>& refs,
                                int* temps, const std::string& pragma_outer, const std::string& pragma_inner,
-                               const std::vector<Accumulator>& accs, bool blocked, std::string& indent,
-                               std::string* out, const UpdateFn& update) {
+                               const std::vector<Accumulator>& accs, bool blocked,
+                               const std::vector<KeptStore>& kept, std::string& indent, std::string* out,
+                               const UpdateFn& update) {
   const int k = static_cast<int>(red.ranges.size());
   const int num_vars = k + static_cast<int>(red.reduction_ranges.size());
   // Each pass in its own scope: a two-pass reduction (Welford's mean then M2)
@@ -258,7 +322,7 @@ absl::Status EmitReductionPass(const lowering::Reduction& red, const std::map<st
   indent += "  ";
   if (!blocked) {
     const int opened = OpenLoops(red.reduction_ranges, k, pragma_outer, pragma_inner, indent, out);
-    RETURN_IF_ERROR(EmitReducedBody(red, refs, temps, num_vars, indent, "", update, out));
+    RETURN_IF_ERROR(EmitReducedBody(red, refs, temps, num_vars, indent, "", kept, update, out));
     CloseLoops(opened, indent, out);
     indent = outer_indent;
     absl::StrAppend(out, indent, "}\n");
@@ -286,12 +350,12 @@ absl::Status EmitReductionPass(const lowering::Reduction& red, const std::map<st
   absl::StrAppend(out, indent, "for (int64_t l_vb = 0; l_vb < ", IntLiteral(full), "; l_vb += ", block, ") {\n");
   absl::StrAppend(out, indent, "  #pragma omp simd\n", indent, "  for (int64_t l_vi = 0; l_vi < ", block,
                   "; ++l_vi) {\n", indent, "    const int64_t ", var, " = l_vb + l_vi;\n");
-  RETURN_IF_ERROR(EmitReducedBody(red, refs, temps, num_vars, indent + "    ", "_p[l_vi]", update, out));
+  RETURN_IF_ERROR(EmitReducedBody(red, refs, temps, num_vars, indent + "    ", "_p[l_vi]", kept, update, out));
   absl::StrAppend(out, indent, "  }\n", indent, "}\n");
   if (full < n) {
     absl::StrAppend(out, indent, "for (int64_t ", var, " = ", IntLiteral(full), "; ", var, " < ", IntLiteral(n),
                     "; ++", var, ") {\n");
-    RETURN_IF_ERROR(EmitReducedBody(red, refs, temps, num_vars, indent + "  ", "", update, out));
+    RETURN_IF_ERROR(EmitReducedBody(red, refs, temps, num_vars, indent + "  ", "", kept, update, out));
     absl::StrAppend(out, indent, "}\n");
   }
   CloseLoops(opened, indent, out);
@@ -308,8 +372,10 @@ absl::Status EmitReductionPass(const lowering::Reduction& red, const std::map<st
   return absl::OkStatus();
 }
 
+// `kept`: values of the body that later members read back (stored in the
+// first pass over the reduced space).
 absl::Status EmitReduction(const Buffer& buf, const std::map<std::string, BufferRef>& refs, int* temps,
-                           size_t shared, std::string* out) {
+                           size_t shared, const std::vector<KeptStore>& kept, std::string* out) {
   const lowering::Reduction& red = *buf.reduction;
   if (red.body == nullptr) return absl::InvalidArgumentError("cpu codegen: reduction without a body");
   ASSIGN_OR_RETURN(int64_t numel, SpaceSize(red.ranges, "reduction output ranges"));
@@ -372,7 +438,7 @@ absl::Status EmitReduction(const Buffer& buf, const std::map<std::string, Buffer
       absl::StrAppend(out, indent, atype, " l_acc = ", init, ";\n");
       auto [po, pi] = red_pragmas(sum ? "reduction(+:l_acc)" : "reduction(*:l_acc)");
       RETURN_IF_ERROR(EmitReductionPass(
-          red, refs, temps, po, pi, {{"l_acc", atype, init, sum ? "+" : "*"}}, blocked, indent, out,
+          red, refs, temps, po, pi, {{"l_acc", atype, init, sum ? "+" : "*"}}, blocked, kept, indent, out,
           [&](const std::string& ind, const std::string& v, const std::string& sfx) {
             return absl::StrCat(ind, "l_acc", sfx, sum ? " += " : " *= ", "static_cast<", atype, ">(", v, ");\n");
           }));
@@ -402,14 +468,20 @@ absl::Status EmitReduction(const Buffer& buf, const std::map<std::string, Buffer
       for (const Accumulator& a : accs) absl::StrAppend(&clauses, " reduction(", a.op, ":", a.name, ")");
       auto [po, pi] = red_pragmas(clauses.substr(1));
       RETURN_IF_ERROR(EmitReductionPass(
-          red, refs, temps, po, pi, accs, blocked, indent, out,
+          red, refs, temps, po, pi, accs, blocked, kept, indent, out,
           [&](const std::string& ind, const std::string& v, const std::string& sfx) {
             const std::string acc = absl::StrCat("l_acc", sfx);
             std::string s = absl::StrCat(ind, acc, " = ", v, mx ? " > " : " < ", acc, " ? ", v, " : ", acc, ";\n");
             if (fp) {
               absl::StrAppend(&s, ind, "l_nan", sfx, " |= (", v, " != ", v, ");\n");
-              absl::StrAppend(&s, ind, "l_zs", sfx, " |= (", v, " == 0 && __builtin_signbit(", v, ")",
-                              mx ? " == 0" : " != 0", ");\n");
+              // The preferred zero's exact bit pattern (+0: all clear; -0:
+              // the sign bit only): one integer compare, which vectorizes
+              // (`v == 0 && signbit(v)` made gcc 12 leave the loop scalar,
+              // ~60% of softmax's time).
+              const bool f32 = vt == DType::kFloat32;
+              absl::StrAppend(&s, ind, "l_zs", sfx, " |= (__builtin_bit_cast(",
+                              f32 ? "unsigned int" : "unsigned long long", ", ", v, ") == ",
+                              mx ? "0" : (f32 ? "0x80000000u" : "0x8000000000000000ull"), ");\n");
             }
             return s;
           }));
@@ -430,7 +502,7 @@ absl::Status EmitReduction(const Buffer& buf, const std::map<std::string, Buffer
       absl::StrAppend(out, indent, vtype, " l_best = ", init, ";\n");
       absl::StrAppend(out, indent, "int64_t l_arg = 0, l_pos = 0;\n");
       RETURN_IF_ERROR(EmitReductionPass(
-          red, refs, temps, "", "", {}, false, indent, out,
+          red, refs, temps, "", "", {}, false, kept, indent, out,
           [&](const std::string& ind, const std::string& v, const std::string&) {
             std::string better = absl::StrCat(v, mx ? " > " : " < ", "l_best");
             if (fp) better = absl::StrCat("l_best == l_best && (", better, " || ", v, " != ", v, ")");
@@ -448,8 +520,8 @@ absl::Status EmitReduction(const Buffer& buf, const std::map<std::string, Buffer
       const std::string zero = FloatLiteral(0.0, vt);
       absl::StrAppend(out, indent, vtype, " l_acc = ", zero, ";\n");
       auto [po, pi] = red_pragmas("reduction(+:l_acc)");
-      RETURN_IF_ERROR(EmitReductionPass(red, refs, temps, po, pi, {{"l_acc", vtype, zero, "+"}}, blocked, indent,
-                                        out, [&](const std::string& ind, const std::string& v, const std::string& sfx) {
+      RETURN_IF_ERROR(EmitReductionPass(red, refs, temps, po, pi, {{"l_acc", vtype, zero, "+"}}, blocked, kept,
+                                        indent, out, [&](const std::string& ind, const std::string& v, const std::string& sfx) {
                                           return absl::StrCat(ind, "l_acc", sfx, " += ", v, ";\n");
                                         }));
       absl::StrAppend(out, indent, "const ", vtype, " l_mean = l_acc / ", n_literal, ";\n");
@@ -460,7 +532,7 @@ absl::Status EmitReduction(const Buffer& buf, const std::map<std::string, Buffer
       absl::StrAppend(out, indent, vtype, " l_m2 = ", zero, ";\n");
       auto [po2, pi2] = red_pragmas("reduction(+:l_m2)");
       RETURN_IF_ERROR(EmitReductionPass(
-          red, refs, temps, po2, pi2, {{"l_m2", vtype, zero, "+"}}, blocked, indent, out,
+          red, refs, temps, po2, pi2, {{"l_m2", vtype, zero, "+"}}, blocked, {}, indent, out,
           [&](const std::string& ind, const std::string& v, const std::string& sfx) {
             return absl::StrCat(ind, "{ const ", vtype, " l_d = ", v, " - l_mean; l_m2", sfx, " += l_d * l_d; }\n");
           }));
@@ -570,14 +642,24 @@ absl::StatusOr<std::string> CpuKernelSource(const lowering::LoopGraph& graph,
               : "";
       std::string indent = "  ";
       const int opened = OpenLoops(kernel.outer_ranges, 0, pragma, "", indent, &out);
+      // Expensive values a reduction's pass computes that a later member
+      // needs again (softmax's exp(x - max)) are kept, not recomputed.
+      std::map<std::string, std::vector<KeptStore>> stores;   // reduction -> its stores
+      std::map<std::string, lowering::ExprPtr> kept_bodies;  // pointwise -> its body reading them
+      for (KeptValue& k : PlanKeptValues(graph, kernel)) {
+        stores[k.reduction].push_back({k.value, k.store_index, refs.at(k.target).identifier});
+        kept_bodies[k.target] = std::move(k.target_body);
+      }
       std::string body;
       int temps = 0;
       for (const std::string& name : kernel.buffers) {
         const Buffer& buf = *FindBuffer(graph, name);
         if (buf.pointwise.has_value()) {
-          RETURN_IF_ERROR(EmitPointwise(buf, refs, &temps, shared, &body));
+          auto kb = kept_bodies.find(name);
+          RETURN_IF_ERROR(EmitPointwise(buf, kb != kept_bodies.end() ? kb->second : buf.pointwise->body, refs,
+                                        &temps, shared, &body));
         } else {
-          RETURN_IF_ERROR(EmitReduction(buf, refs, &temps, shared, &body));
+          RETURN_IF_ERROR(EmitReduction(buf, refs, &temps, shared, stores[name], &body));
         }
       }
       absl::StrAppend(&out, body);
@@ -594,9 +676,9 @@ absl::StatusOr<std::string> CpuKernelSource(const lowering::LoopGraph& graph,
   for (const std::string& name : kernel.buffers) {
     const Buffer& buf = *FindBuffer(graph, name);
     if (buf.pointwise.has_value()) {
-      RETURN_IF_ERROR(EmitPointwise(buf, refs, &temps, 0, &out));
+      RETURN_IF_ERROR(EmitPointwise(buf, buf.pointwise->body, refs, &temps, 0, &out));
     } else {
-      RETURN_IF_ERROR(EmitReduction(buf, refs, &temps, 0, &out));
+      RETURN_IF_ERROR(EmitReduction(buf, refs, &temps, 0, {}, &out));
     }
   }
   absl::StrAppend(&out, "}\n");
