@@ -3,21 +3,18 @@
 // results as the host path. GPU only (skipped here, run by
 // //testing:cuda_gpu_check on the GPU machine).
 #include <memory>
-#include <random>
 
-#include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/cuda_program.h"
+#include "backends/cuda/cuda_test_util.h"
 #include "driver/compile_graph.h"
 #include "gtest/gtest.h"
-#include "ir/op_registry.h"
-#include "ir/text_parser.h"
-#include "passes/shape_functions.h"
-#include "runtime/register_kernels.h"
 
 namespace kiln::backends::cuda {
 namespace {
+
+using test::Random;
 
 // A matmul (cuBLAS), pointwise kernels, a row sum, and an output that is a
 // view of an input.
@@ -35,27 +32,13 @@ constexpr char kGraph[] = R"(graph(%x : Float(8, 16), %w : Float(16, 4)):
 class DeviceRunTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(passes::RegisterShapeFunctions().ok());
-    ASSERT_TRUE(runtime::RegisterReferenceKernels(ir::BuiltinOps()).ok());
-    ASSERT_TRUE(RegisterCudaBackend().ok());
+    test::RegisterAll();
     if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
-    absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(kGraph);
-    ASSERT_TRUE(graph.ok()) << graph.status();
-    driver::CompileOptions options;
-    options.device = "cuda";
-    absl::StatusOr<driver::CompiledGraph> c = driver::CompileGraph(**graph, options);
+    absl::StatusOr<driver::CompiledGraph> c = test::CompileForCuda(kGraph);
     ASSERT_TRUE(c.ok()) << c.status();
     compiled_ = std::move(c->compiled);
     program_ = dynamic_cast<CudaProgram*>(compiled_.get());
     ASSERT_NE(program_, nullptr);
-  }
-
-  static Tensor Random(std::vector<int64_t> sizes, uint32_t seed) {
-    Tensor t = Tensor::Empty(DType::kFloat32, std::move(sizes));
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-    return t;
   }
 
   // A borrowed DeviceBuffer over an uploaded tensor.

@@ -3,7 +3,6 @@
 // against the interpreter.
 #include <cmath>
 #include <limits>
-#include <random>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -13,6 +12,7 @@
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/cuda_program.h"
 #include "backends/cuda/cuda_session.h"
+#include "backends/cuda/cuda_test_util.h"
 #include "backends/cuda/kernel_prelude.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "gtest/gtest.h"
@@ -28,11 +28,9 @@
 namespace kiln::backends::cuda {
 namespace {
 
-void RegisterAll() {
-  ASSERT_TRUE(passes::RegisterShapeFunctions().ok());
-  ASSERT_TRUE(runtime::RegisterReferenceKernels(ir::BuiltinOps()).ok());
-  ASSERT_TRUE(RegisterCudaBackend().ok());
-}
+using test::CompileForCuda;
+using test::Random;
+using test::RegisterAll;
 
 std::string CacheDir() {
   const char* t = std::getenv("TEST_TMPDIR");
@@ -52,17 +50,9 @@ constexpr char kMixed[] = R"(graph(%x : Float(8, 16), %w : Float(16, 4)):
   %s : Tensor = aten::sum(%mt, %d, %f, %n)
   return (%s, %m))";
 
-absl::StatusOr<driver::CompiledGraph> CompileText(const std::string& text, bool generate_only) {
-  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, ir::ParseGraph(text));
-  driver::CompileOptions options;
-  options.device = "cuda";
-  options.generate_only = generate_only;
-  return driver::CompileGraph(*graph, options);
-}
-
 TEST(ResolveProgramTest, StepsFollowTheLines) {
   RegisterAll();
-  absl::StatusOr<driver::CompiledGraph> c = CompileText(kMixed, /*generate_only=*/true);
+  absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(kMixed, nullptr, /*generate_only=*/true);
   ASSERT_TRUE(c.ok()) << c.status();
   absl::StatusOr<ResolvedProgram> r = ResolveProgram(c->program);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -88,7 +78,7 @@ TEST(ResolveProgramTest, StepsFollowTheLines) {
 
 TEST(ResolveProgramTest, RejectsUndefinedKernelsAndUnknownBuffers) {
   RegisterAll();
-  absl::StatusOr<driver::CompiledGraph> c = CompileText(kMixed, true);
+  absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(kMixed, nullptr, /*generate_only=*/true);
   ASSERT_TRUE(c.ok());
   wrapper::WrapperProgram p = c->program;
   p.lines.push_back(wrapper::KernelCallLine{"no_such_kernel", "cuda", {}});
@@ -210,7 +200,7 @@ std::string NarrowGraphText(const std::string& type) {
 TEST(CudaCodegenTest, NarrowFloatGraphsLowerIntoKernels) {
   RegisterAll();
   for (const char* type : {"BFloat16", "Half"}) {
-    absl::StatusOr<driver::CompiledGraph> c = CompileText(NarrowGraphText(type), /*generate_only=*/true);
+    absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(NarrowGraphText(type), nullptr, /*generate_only=*/true);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(c->num_islands, 0);
     EXPECT_EQ(c->num_externs, 2) << "linear and mm";
@@ -233,15 +223,6 @@ TEST(CudaCodegenTest, RuntimeKernelsCompileWithNvrtc) {
 
 // ---------------------------------------------------------------- GPU
 
-// Parses `text` into *graph (shape-propagated: the interpreter's input too)
-// and compiles it for cuda.
-absl::StatusOr<driver::CompiledGraph> CompileForGpu(const std::string& text, std::unique_ptr<ir::Graph>* graph) {
-  ASSIGN_OR_RETURN(*graph, ir::ParseGraph(text));
-  driver::CompileOptions options;
-  options.device = "cuda";
-  return driver::CompileGraph(**graph, options);
-}
-
 // Expects `got` to match the interpreter's outputs of `graph` on `inputs`.
 void ExpectMatchesInterpreter(const ir::Graph& graph, const std::vector<Tensor>& inputs,
                               const std::vector<Tensor>& got, double tol) {
@@ -260,19 +241,11 @@ void ExpectMatchesInterpreter(const ir::Graph& graph, const std::vector<Tensor>&
 }
 
 
-Tensor Random(std::vector<int64_t> sizes, uint32_t seed) {
-  Tensor t = Tensor::Empty(DType::kFloat32, std::move(sizes));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-  return t;
-}
-
 TEST(CudaProgramGpuTest, MixedGraphMatchesTheInterpreter) {
   RegisterAll();
   if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
   std::unique_ptr<ir::Graph> graph;
-  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kMixed, &graph);
+  absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(kMixed, &graph);
   ASSERT_TRUE(c.ok()) << c.status();
   std::vector<Tensor> inputs = {Random({8, 16}, 1), Random({16, 4}, 2)};
   for (int run = 0; run < 2; ++run) {  // the second run reuses cached blocks
@@ -293,7 +266,7 @@ TEST(CudaProgramGpuTest, SessionCapturesAGraphAndReplaysIt) {
   RegisterAll();
   if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
   std::unique_ptr<ir::Graph> graph;
-  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kMixed, &graph);
+  absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(kMixed, &graph);
   ASSERT_TRUE(c.ok()) << c.status();
   auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
   ASSERT_NE(program, nullptr);
@@ -340,7 +313,7 @@ TEST(CudaProgramGpuTest, SessionWithAHostFallbackStaysEager) {
   %t : Tensor = aten::tanh(%c)
   return (%t))";
   std::unique_ptr<ir::Graph> graph;
-  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
+  absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(kText, &graph);
   ASSERT_TRUE(c.ok()) << c.status();
   auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
   ASSERT_NE(program, nullptr);
@@ -400,7 +373,7 @@ TEST(CudaProgramGpuTest, ConvolutionsMatchTheInterpreter) {
         "]()\n", c.bias ? "" : "  %b : NoneType = prim::Constant()\n", "  %y : Tensor = aten::", one_d ? "conv1d" : "conv2d",
         "(%x, %w, %b, %s, %p, %d, %g)\n  %r : Tensor = aten::relu(%y)\n  return (%r)\n");
     std::unique_ptr<ir::Graph> graph;
-    absl::StatusOr<driver::CompiledGraph> compiled = CompileForGpu(text, &graph);
+    absl::StatusOr<driver::CompiledGraph> compiled = CompileForCuda(text, &graph);
     ASSERT_TRUE(compiled.ok()) << compiled.status() << "\n" << text;
     EXPECT_EQ(compiled->num_reference_externs, 0) << "the report names the convolution a library call";
     std::vector<Tensor> inputs = {Random(c.x, 11), Random(c.w, 12)};
@@ -429,7 +402,7 @@ TEST(CudaProgramGpuTest, NarrowFloatGraphsRunOnTheGpu) {
     SCOPED_TRACE(type);
     const std::string text = NarrowGraphText(type);
     std::unique_ptr<ir::Graph> graph;
-    absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(text, &graph);
+    absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(text, &graph);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(c->num_islands, 0);
     const DType dtype = std::string(type) == "Half" ? DType::kFloat16 : DType::kBFloat16;
@@ -479,7 +452,7 @@ TEST(CudaProgramGpuTest, GathersRunOnTheGpu) {
   %t : Tensor = aten::tanh(%g)
   return (%e, %t))";
   std::unique_ptr<ir::Graph> graph;
-  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
+  absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(kText, &graph);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->num_reference_externs, 0) << "gathers run in kiln's runtime kernels";
   Tensor ids = Tensor::Empty(DType::kInt64, {3, 7});
@@ -517,7 +490,7 @@ TEST(CudaProgramGpuTest, BatchedMatmulsRunOnTheGpu) {
   %b : Tensor = aten::matmul(%m, %p)
   return (%o, %b))";
   std::unique_ptr<ir::Graph> graph;
-  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
+  absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(kText, &graph);
   ASSERT_TRUE(c.ok()) << c.status();
   std::vector<Tensor> inputs = {Random({2, 5, 3, 4}, 41), Random({1, 3, 5, 5}, 42)};
   absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
@@ -548,7 +521,7 @@ TEST(CudaProgramGpuTest, PoolingRunsOnTheGpu) {
   %b : Tensor = aten::avg_pool2d(%x, %k, %s, %p, %f, %t, %six)
   return (%m, %a, %b))";
   std::unique_ptr<ir::Graph> graph;
-  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
+  absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(kText, &graph);
   ASSERT_TRUE(c.ok()) << c.status();
   Tensor x = Random({2, 3, 11, 9}, 51);
   x.data<float>()[17] = std::numeric_limits<float>::quiet_NaN();
@@ -587,7 +560,7 @@ TEST(CudaProgramGpuTest, ShapeOfAStaticTensorStaysOnTheGpu) {
   %t : Tensor = aten::tanh(%x)
   return (%s, %t))";
   std::unique_ptr<ir::Graph> graph;
-  absl::StatusOr<driver::CompiledGraph> c = CompileForGpu(kText, &graph);
+  absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(kText, &graph);
   ASSERT_TRUE(c.ok()) << c.status();
   std::vector<Tensor> inputs = {Random({4, 6, 5}, 61)};
   for (int call = 0; call < 2; ++call) {
