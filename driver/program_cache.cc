@@ -2,8 +2,6 @@
 
 #include <dlfcn.h>
 #include <link.h>
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -73,25 +71,8 @@ std::string Shape(const std::vector<int64_t>& s) { return absl::StrCat("[", absl
 
 // The model file's bytes, mapped for hashing (no copy).
 absl::Status HashFile(const std::string& path, CacheKeyBuilder& key) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  if (size == 0) {
-    ::close(fd);
-    key.Add("");
-    return absl::OkStatus();
-  }
-  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (p == MAP_FAILED) return absl::InternalError(absl::StrCat(path, ": cannot map: ", std::strerror(errno)));
-  ::madvise(p, size, MADV_SEQUENTIAL);
-  key.Add(absl::string_view(static_cast<const char*>(p), size));
-  ::munmap(p, size);
+  ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+  key.Add(file.bytes());
   return absl::OkStatus();
 }
 
