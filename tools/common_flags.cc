@@ -15,6 +15,10 @@ ABSL_FLAG(std::string, dump_dir, "",
 ABSL_FLAG(std::string, device, "cpu",
           "Device to compile for and run on: cpu, cuda or cuda:N (cuda on a machine with an "
           "NVIDIA GPU and its driver)");
+ABSL_FLAG(std::string, precision, "",
+          "Compiled backend: bf16 or fp16 (the float32 model cast as torch.autocast does; weights "
+          "converted once), tf32 (TF32 matmuls) or fp32; run's check against the float32 "
+          "interpreter then reports its error instead of failing");
 // An element matches when |actual - expected| <= atol + rtol * |expected|
 // (ONNX's backend-test runner's rule and defaults).
 ABSL_FLAG(double, rtol, 1e-3, "Relative tolerance of output comparisons");

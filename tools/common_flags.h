@@ -20,6 +20,8 @@ ABSL_DECLARE_FLAG(bool, json);
 ABSL_DECLARE_FLAG(std::string, dump_dir);
 // The device to compile for (compile, conformance).
 ABSL_DECLARE_FLAG(std::string, device);
+// Compiled precision (run, compile): bf16, fp16, tf32, fp32; empty = the model's.
+ABSL_DECLARE_FLAG(std::string, precision);
 // Tolerances of output comparisons (run, conformance).
 ABSL_DECLARE_FLAG(double, rtol);
 ABSL_DECLARE_FLAG(double, atol);

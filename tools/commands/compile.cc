@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "backends/cpu/cpu_program.h"
 #include "deploy/artifact_writer.h"
+#include "driver/precision.h"
 #include "ir/ir.h"
 #include "ir/text_printer.h"
 #include "support/atomic_file.h"
@@ -281,6 +282,9 @@ absl::Status RunCompile(const std::vector<std::string>& args) {
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
   options.device = absl::GetFlag(FLAGS_device);
   ASSIGN_OR_RETURN(options.stop_after, ParseCompileStage(absl::GetFlag(FLAGS_compile_to)));
+  if (const std::string p = absl::GetFlag(FLAGS_precision); !p.empty()) {
+    ASSIGN_OR_RETURN(options.precision, driver::ParsePrecision(p));
+  }
   if (options.device != "cpu" && options.stop_after == CompileStage::kSource) {
     return absl::InvalidArgumentError(absl::StrCat(
         "compile: --compile-to=source writes the CPU's C++ without compiling it; for --device ",
@@ -389,6 +393,7 @@ Command CompileCommand() {
       "Compile a model (ONNX or .pt2): generated C++, Python wrapper, Wrapper IR proto, report.";
   command.usage =
       "MODEL.onnx|MODEL.pt2 -o DIR [--device=cpu|cuda[:N]] [--pipeline -O2]\n"
+      "           [--precision bf16|fp16|tf32|fp32]\n"
       "           [--compile-to=graph|optimized|loops|wrapper|source|program]\n"
       "           [--dump-dir=DIR] [--dot] [--trace FILE] [--max_memory SIZE] [--json]";
   command.details =
@@ -408,9 +413,11 @@ Command CompileCommand() {
       "Chrome trace of the compile. Files an earlier compile wrote into DIR and this\n"
       "one does not are removed. A program whose planned peak memory exceeds\n"
       "--max_memory is refused (exit 2) before the C++ compiler runs. A .pt2 program\n"
-      "with symbolic sizes is compiled at the sizes torch traced it with.";
-  command.flags = {"device", "o",   "pipeline", "compile_to", "dump_dir",
-                   "dot",    "trace", "max_memory", "json"};
+      "with symbolic sizes is compiled at the sizes torch traced it with.\n"
+      "--precision casts a float32 model as `kiln run --precision` does (bf16/fp16 as\n"
+      "torch.autocast, weights converted once), so the 16-bit kernels can be read.";
+  command.flags = {"device", "o",     "pipeline",   "precision", "compile_to",
+                   "dump_dir", "dot", "trace", "max_memory", "json"};
   command.run = RunCompile;
   return command;
 }

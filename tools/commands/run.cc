@@ -44,10 +44,6 @@ ABSL_FLAG(bool, check, true,
 ABSL_FLAG(int, profile, 0,
           "Compiled backend: time every kernel and extern over N more calls and print the table "
           "(cpu: host clock around each step; cuda: CUDA events, eager launches)");
-ABSL_FLAG(std::string, precision, "",
-          "Compiled backend: bf16 or fp16 (the float32 model cast as torch.autocast does; weights "
-          "converted once), tf32 (TF32 matmuls) or fp32; the check against the float32 interpreter "
-          "then reports its error instead of failing");
 ABSL_FLAG(std::string, save_outputs, "",
           "Write the outputs to DIR/output_K.pb (ONNX TensorProto, the backend-test layout)");
 ABSL_DECLARE_FLAG(std::string, backend);
