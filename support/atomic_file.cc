@@ -87,9 +87,12 @@ absl::StatusOr<std::string> ReadFile(absl::string_view path) {
   return contents;
 }
 
-absl::StatusOr<MappedFile> MappedFile::Open(absl::string_view path) {
+absl::StatusOr<MappedFile> MappedFile::Open(absl::string_view path, const MapOptions& options) {
   const std::string p(path);
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | (options.no_follow ? O_NOFOLLOW : 0));
+  if (fd < 0 && errno == ELOOP && options.no_follow) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": a symbolic link (refused)"));
+  }
   if (fd < 0) return ErrnoError(path, "", errno);
   struct stat st;
   if (::fstat(fd, &st) != 0) {

@@ -30,10 +30,17 @@ absl::StatusOr<std::string> ReadFile(absl::string_view path);
 // A whole file mapped read-only (MAP_PRIVATE), for large inputs parsed in
 // place: no copy into the heap, whose fresh pages cost more than the page
 // cache's. Regular files only; an empty file maps to an empty view.
+struct MapOptions {
+  // Refuse a path whose last component is a symbolic link (O_NOFOLLOW; the
+  // caches, whose directories others could have planted links in).
+  bool no_follow = false;
+};
+
 class MappedFile {
  public:
-  // The errors of ReadFile; InvalidArgument for what is not a regular file.
-  static absl::StatusOr<MappedFile> Open(absl::string_view path);
+  // The errors of ReadFile; InvalidArgument for what is not a regular file
+  // (or, with no_follow, a symbolic link).
+  static absl::StatusOr<MappedFile> Open(absl::string_view path, const MapOptions& options = MapOptions());
   MappedFile() = default;  // empty
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;

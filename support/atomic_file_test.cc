@@ -90,6 +90,16 @@ TEST(AtomicFile, MappedFileViewsTheWholeFileAndSaysWhyNot) {
   EXPECT_TRUE(absl::StrContains(is_dir.message(), dir)) << is_dir;
   // Not a regular file (a character device): InvalidArgument, callers read it instead.
   EXPECT_TRUE(absl::IsInvalidArgument(MappedFile::Open("/dev/null").status()));
+  // A symbolic link is followed unless the caller refuses links (the caches).
+  ASSERT_EQ(::symlink((dir + "/data").c_str(), (dir + "/link").c_str()), 0);
+  absl::StatusOr<MappedFile> followed = MappedFile::Open(dir + "/link");
+  ASSERT_TRUE(followed.ok()) << followed.status();
+  EXPECT_EQ(followed->bytes().size(), 7u);
+  MapOptions no_links;
+  no_links.no_follow = true;
+  const absl::Status refused = MappedFile::Open(dir + "/link", no_links).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(refused)) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "symbolic link")) << refused;
 }
 
 TEST(AtomicFile, MakeDirectoriesCreatesParentsAndRejectsFiles) {

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <pwd.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -398,30 +397,19 @@ absl::StatusOr<MappedArtifact> DiskCache::Map(absl::string_view key) const {
   WaitForBackgroundPublishes();
   ASSIGN_OR_RETURN(std::string sidecar, ReadFile(PathFor(key, ".sum")));
   const std::string path = PathFor(key, options_.suffix);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
-    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
-    return ErrnoStatus(absl::StrCat("cannot open ", path));
+  MapOptions no_links;
+  no_links.no_follow = true;
+  absl::StatusOr<MappedFile> file = MappedFile::Open(path, no_links);
+  if (absl::IsInvalidArgument(file.status())) {  // a link or not a regular file: not an entry of ours
+    return absl::DataLossError(absl::StrCat("cache entry ", file.status().message()));
   }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::DataLossError(absl::StrCat("cache entry ", path, ": not a regular file"));
-  }
+  if (!file.ok()) return file.status();
+  // Shared: the artifact's users keep the mapping alive.
+  auto owner = std::make_shared<const MappedFile>(*std::move(file));
   MappedArtifact mapped;
-  mapped.size = static_cast<size_t>(st.st_size);
-  if (mapped.size > 0) {
-    // Prefaulted: every byte is read at once (checksum, then constants).
-    void* p = ::mmap(nullptr, mapped.size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-    if (p == MAP_FAILED) {
-      ::close(fd);
-      return ErrnoStatus(absl::StrCat("cannot map ", path));
-    }
-    const size_t size = mapped.size;
-    mapped.owner = std::shared_ptr<const void>(p, [size](const void* q) { ::munmap(const_cast<void*>(q), size); });
-    mapped.data = static_cast<const char*>(p);
-  }
-  ::close(fd);
+  mapped.data = owner->bytes().data();
+  mapped.size = owner->bytes().size();
+  mapped.owner = std::move(owner);
   const absl::Status valid = CheckChecksumSidecar(sidecar, options_.magic, mapped.bytes(), options_.content_prefix);
   if (!valid.ok()) return absl::DataLossError(absl::StrCat("cache entry ", path, ": ", valid.message()));
   const struct timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};

@@ -142,6 +142,14 @@ TEST(DiskCache, PublishedEntriesMapInPlaceAndCorruptionIsCaught) {
     ASSERT_TRUE(WriteFile(cache.PathFor("k", ".bin"), bad).ok());
     EXPECT_TRUE(absl::IsDataLoss(cache.Map("k").status())) << bad;
   }
+  // An entry replaced by a symbolic link (to a valid artifact elsewhere) is
+  // not followed: DataLoss, rebuilt by the caller.
+  const std::string elsewhere = cache.directory() + "/elsewhere";
+  ASSERT_TRUE(WriteFile(elsewhere, "ART other").ok());
+  ::unlink(cache.PathFor("k", ".bin").c_str());
+  ASSERT_EQ(::symlink(elsewhere.c_str(), cache.PathFor("k", ".bin").c_str()), 0);
+  const absl::Status linked = cache.Map("k").status();
+  EXPECT_TRUE(absl::IsDataLoss(linked)) << linked;
   ::unlink(cache.PathFor("k", ".sum").c_str());
   EXPECT_FALSE(cache.Map("k").ok());
 }
