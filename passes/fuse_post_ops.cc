@@ -51,10 +51,25 @@ int64_t VaryingDim(const Tensor& t, const std::vector<int64_t>& sizes) {
 
 // ------------------------------------------------------------------ chains
 
+bool AcceptedDType(DType t, const FusePostOpsOptions& o) {
+  return t == DType::kFloat32 || (o.narrow_floats && (t == DType::kBFloat16 || t == DType::kFloat16));
+}
+
+// A tensor value with static sizes and a dtype the options accept (float32
+// only by default: the CPU's library calls run float32 epilogues).
+const ir::TensorInfo* StaticAccepted(const ir::Value* v, const FusePostOpsOptions& o) {
+  const ir::TypePtr& t = v->type();
+  if (!t || !t->is_tensor()) return nullptr;
+  const ir::TensorInfo& info = t->tensor();
+  if (!info.dtype || !AcceptedDType(*info.dtype, o) || !info.HasCompleteSizes()) return nullptr;
+  return &info;
+}
+
 enum class AnchorKind { kConv, kLinear };
 
 // An anchor and the steps fused into it so far.
 struct Chain {
+  const FusePostOpsOptions* options = nullptr;
   AnchorKind kind = AnchorKind::kConv;
   Node* anchor = nullptr;
   Value* x = nullptr;
@@ -81,7 +96,7 @@ bool ReadConv(Node* n, Chain* c) {
   if (in < 2) return false;
   c->x = n->input(0);
   c->w = n->input(1);
-  const ir::TensorInfo* w = StaticFloat(c->w);
+  const ir::TensorInfo* w = StaticAccepted(c->w, *c->options);
   if (w == nullptr || w->sizes->size() < 3) return false;
   const size_t k = w->sizes->size() - 2;
   if (in > 2 && !IsNone(n->input(2))) c->b = n->input(2);
@@ -552,12 +567,14 @@ Node* MatchGeluTanh(Value* v, std::vector<Node*>* nodes) {
 // the chain grew.
 bool Extend(Chain& c) {
   Value* v = c.result;
-  const ir::TensorInfo* vi = StaticFloat(v);
+  const ir::TensorInfo* vi = StaticAccepted(v, *c.options);
   if (vi == nullptr) return false;
   const std::vector<int64_t> sizes = vi->ConcreteSizes();
+  // A step keeps the running value's dtype (a narrow value added to a
+  // float32 one would promote) and shape.
   auto same_type = [&](const Value* out) {
-    const ir::TensorInfo* oi = StaticFloat(out);
-    return oi != nullptr && oi->ConcreteSizes() == sizes;
+    const ir::TensorInfo* oi = StaticAccepted(out, *c.options);
+    return oi != nullptr && oi->dtype == vi->dtype && oi->ConcreteSizes() == sizes;
   };
   // A GEMM's result reshaped (same elements, another shape) before an
   // elementwise step: the step applies before the reshape just the same.
@@ -694,7 +711,7 @@ bool Extend(Chain& c) {
   if (c.reshape != nullptr) return false;
   if (*alpha != 1.0 || !other->type() || !other->type()->is_tensor()) return false;
   const ir::TensorInfo& oi = other->type()->tensor();
-  if (!oi.dtype || *oi.dtype != DType::kFloat32 || !BroadcastsTo(oi, sizes)) return false;
+  if (!oi.dtype || *oi.dtype != *vi->dtype || !BroadcastsTo(oi, sizes)) return false;
   if (std::optional<Tensor> t = FloatConstant(other)) {
     if (FoldChannelConstant(c, k == "aten::mul", *t, sizes)) return accept(std::nullopt);
   }
@@ -771,23 +788,28 @@ bool IsAnchorKind(absl::string_view k) {
          k == "aten::matmul" || k == "aten::mm" || k == "kiln::linear_post_ops";
 }
 
-absl::StatusOr<bool> FuseBlock(ir::Graph& g, ir::Block* block, PassStatistics& stats) {
+absl::StatusOr<bool> FuseBlock(ir::Graph& g, ir::Block* block, const FusePostOpsOptions& options,
+                               PassStatistics& stats) {
   std::vector<Node*> anchors;
   for (Node* n : block->nodes()) {
     for (ir::Block* sub : n->blocks()) {
-      ASSIGN_OR_RETURN(bool changed, FuseBlock(g, sub, stats));
+      ASSIGN_OR_RETURN(bool changed, FuseBlock(g, sub, options, stats));
       (void)changed;
     }
     if (n->outputs().size() == 1 && IsAnchorKind(n->kind().qualString())) anchors.push_back(n);
   }
   bool changed = false;
   for (Node* n : anchors) {
-    if (!StaticFloat(n->output())) continue;
+    if (!StaticAccepted(n->output(), options)) continue;
     Chain c;
+    c.options = &options;
     c.anchor = n;
     c.result = n->output();
     const std::string k(n->kind().qualString());
     const bool conv = k.find("conv") != std::string::npos;
+    if (!conv && !options.gemms) continue;
+    // GEMMs stay float32-only: their weight transposes and reshapes are float32 code.
+    if (!conv && *n->output()->type()->tensor().dtype != DType::kFloat32) continue;
     if (conv ? !ReadConv(n, &c) : !ReadLinear(n, &c)) continue;
     if (k == "kiln::conv_post_ops" && !ReadExistingPostOps(n, 7, &c)) continue;
     if (k == "kiln::linear_post_ops" && !ReadExistingPostOps(n, 3, &c)) continue;
@@ -806,16 +828,25 @@ absl::StatusOr<bool> FuseBlock(ir::Graph& g, ir::Block* block, PassStatistics& s
 
 }  // namespace
 
-absl::StatusOr<bool> FusePostOps(ir::Graph& graph, PassStatistics& stats) {
-  return FuseBlock(graph, graph.block(), stats);
+absl::StatusOr<bool> FusePostOps(ir::Graph& graph, PassStatistics& stats, const FusePostOpsOptions& options) {
+  return FuseBlock(graph, graph.block(), options, stats);
 }
 
 absl::Status RegisterFusePostOpsPass(PassRegistry& registry) {
-  return registry.RegisterFunction(
+  absl::Status s = registry.RegisterFunction(
       "fuse_post_ops", {},
       "Fuses the elementwise tail of a convolution or GEMM (bias, batch norm, activations, residual "
       "adds) into kiln::conv_post_ops / kiln::linear_post_ops for a device's library",
-      FusePostOps);
+      [](ir::Graph& g, PassStatistics& stats) { return FusePostOps(g, stats); });
+  RETURN_IF_ERROR(s);
+  FusePostOpsOptions conv_only;
+  conv_only.gemms = false;
+  conv_only.narrow_floats = true;
+  return registry.RegisterFunction(
+      "fuse_conv_post_ops", {},
+      "fuse_post_ops for convolutions only, float32/float16/bfloat16 (a device whose convolution library "
+      "runs the epilogue and whose GEMMs stay plain ops)",
+      [conv_only](ir::Graph& g, PassStatistics& stats) { return FusePostOps(g, stats, conv_only); });
 }
 
 }  // namespace kiln::passes

@@ -11,7 +11,8 @@
 //   %z = kiln::conv_post_ops(%x, %w, %b, [1, 1], [1, 1, 1, 1], [1, 1], 1,
 //                            ["add", "relu"], [], [%skip])
 //
-// Anchors (float32 results with static shapes): aten::convolution (not
+// Anchors (float32 results with static shapes; FusePostOpsOptions below
+// widens this to float16/bfloat16 convolutions): aten::convolution (not
 // transposed), aten::conv1d/2d/3d with int padding, kiln::conv_nd ->
 // kiln::conv_post_ops; aten::linear, aten::addmm (beta = alpha = 1, a 1-D
 // bias) and aten::matmul / aten::mm by a constant 2-D weight ->
@@ -60,11 +61,23 @@
 
 namespace kiln::passes {
 
-absl::StatusOr<bool> FusePostOps(ir::Graph& graph, PassStatistics& stats);
+struct FusePostOpsOptions {
+  // GEMM anchors (kiln::linear_post_ops); false: convolutions only.
+  bool gemms = true;
+  // Convolution chains whose values are float16/bfloat16 too (every step
+  // keeps the anchor's dtype; folding into weights stays float32-only).
+  bool narrow_floats = false;
+};
 
-// Registers "fuse_post_ops". Not part of -O1/-O2: a device whose library
-// runs the fused ops asks for it (wrapper::DeviceCodegen::
-// PreLoweringPipeline); other devices would run them on the host.
+absl::StatusOr<bool> FusePostOps(ir::Graph& graph, PassStatistics& stats,
+                                 const FusePostOpsOptions& options = FusePostOpsOptions());
+
+// Registers "fuse_post_ops" (default options) and "fuse_conv_post_ops"
+// (convolutions only, narrow floats too: the CUDA device, whose cuDNN
+// convolutions take an epilogue kernel and whose GEMMs stay cuBLAS calls).
+// Not part of -O1/-O2: a device whose library runs the fused ops asks for
+// it (wrapper::DeviceCodegen::PreLoweringPipeline); other devices would
+// run them on the host.
 absl::Status RegisterFusePostOpsPass(PassRegistry& registry);
 
 }  // namespace kiln::passes

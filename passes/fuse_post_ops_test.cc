@@ -23,10 +23,11 @@ std::unique_ptr<ir::Graph> Parse(const std::string& text) {
   return g.ok() ? *std::move(g) : nullptr;
 }
 
-absl::StatusOr<bool> RunPass(ir::Graph& g, PassStatistics* stats_out = nullptr) {
+absl::StatusOr<bool> RunPass(ir::Graph& g, PassStatistics* stats_out = nullptr,
+                             const FusePostOpsOptions& options = FusePostOpsOptions()) {
   const uint64_t before = GraphFingerprint(g);
   PassStatistics stats;
-  absl::StatusOr<bool> changed = FusePostOps(g, stats);
+  absl::StatusOr<bool> changed = FusePostOps(g, stats, options);
   if (changed.ok()) {
     EXPECT_EQ(*changed, before != GraphFingerprint(g));
   }
@@ -78,10 +79,10 @@ TEST(FusePostOpsTest, ResidualAddThenRelu) {
 )IR");
 }
 
-std::string FusedOps(const std::string& text) {
+std::string FusedOps(const std::string& text, const FusePostOpsOptions& options = FusePostOpsOptions()) {
   auto g = Parse(text);
   if (!g) return "<parse error>";
-  absl::StatusOr<bool> changed = RunPass(*g);
+  absl::StatusOr<bool> changed = RunPass(*g, nullptr, options);
   if (!changed.ok()) return std::string(changed.status().message());
   std::vector<std::string> out;
   for (const ir::Node* n : g->nodes()) {
@@ -263,6 +264,34 @@ TEST(FusePostOpsTest, AddmmOfTransposedWeight) {
   %o : Float(1, 4) = aten::relu(%y)
   return (%o))IR"),
             "aten::t kiln::linear_post_ops[relu]/0");
+}
+
+// fuse_conv_post_ops (CUDA): bfloat16/float16 convolution chains fuse, a
+// step that would promote to float32 stops the chain, GEMMs stay as they are.
+TEST(FusePostOpsTest, ConvolutionsOnlyWithNarrowFloats) {
+  FusePostOpsOptions conv_only;
+  conv_only.gemms = false;
+  conv_only.narrow_floats = true;
+  constexpr char kBf16[] = R"IR(graph(%x : BFloat16(1, 4, 8, 8), %w : BFloat16(4, 4, 3, 3), %b : BFloat16(4), %skip : BFloat16(1, 4, 8, 8), %f32 : Float(1, 4, 8, 8)):
+  %s : int[] = prim::Constant[value=[1, 1]]()
+  %z2 : int[] = prim::Constant[value=[0, 0]]()
+  %f : bool = prim::Constant[value=0]()
+  %g : int = prim::Constant[value=1]()
+  %one : int = prim::Constant[value=1]()
+  %y : BFloat16(1, 4, 8, 8) = aten::convolution(%x, %w, %b, %s, %s, %s, %f, %z2, %g)
+  %r : BFloat16(1, 4, 8, 8) = aten::add(%y, %skip, %one)
+  %h : BFloat16(1, 4, 8, 8) = aten::hardswish(%r)
+  %p : Float(1, 4, 8, 8) = aten::add(%h, %f32, %one)
+  return (%p))IR";
+  EXPECT_EQ(FusedOps(kBf16, conv_only), "kiln::conv_post_ops[add,hardswish]/1 aten::add");
+  // The default options keep narrow chains as they are (the CPU's library is float32).
+  EXPECT_EQ(FusedOps(kBf16), "aten::convolution aten::add aten::hardswish aten::add");
+  constexpr char kGemm[] = R"IR(graph(%x : Float(1, 8), %w : Float(4, 8), %b : Float(4)):
+  %y : Float(1, 4) = aten::linear(%x, %w, %b)
+  %o : Float(1, 4) = aten::relu(%y)
+  return (%o))IR";
+  EXPECT_EQ(FusedOps(kGemm, conv_only), "aten::linear aten::relu");
+  EXPECT_EQ(FusedOps(kGemm), "kiln::linear_post_ops[relu]/0");
 }
 
 TEST(FusePostOpsTest, StopsWhereTheChainBranchesOrLeaves) {
