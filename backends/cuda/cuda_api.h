@@ -128,6 +128,7 @@ inline constexpr int kCudnnDataFloat = 0;
 inline constexpr int kCudnnDataHalf = 2;
 inline constexpr int kCudnnDataBfloat16 = 9;
 inline constexpr int kCudnnTensorNchw = 0;          // cudnnTensorFormat_t
+inline constexpr int kCudnnTensorNhwc = 1;
 inline constexpr int kCudnnCrossCorrelation = 1;    // cudnnConvolutionMode_t
 // cudnnMathType_t: DEFAULT permits tensor cores (TF32 for float data on
 // Ampere and later); FMA forbids them (full float32).

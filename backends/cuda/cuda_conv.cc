@@ -51,7 +51,7 @@ absl::Status Launch(CUfunction f, int64_t total, CUstream stream, std::vector<vo
 
 bool IsConvOp(const std::string& op) {
   return op == "aten::convolution" || op == "aten::_convolution" || op == "aten::_convolution.deprecated" ||
-         op == "aten::conv1d" || op == "aten::conv2d" || op == "kiln::conv_nd";
+         op == "aten::conv1d" || op == "aten::conv2d" || op == "kiln::conv_nd" || op == "kiln::conv_post_ops";
 }
 
 std::optional<ConvProblem> ParseConv(const std::string& op, const std::vector<lowering::ExternArg>& args,
@@ -59,15 +59,19 @@ std::optional<ConvProblem> ParseConv(const std::string& op, const std::vector<lo
                                      const std::vector<DeviceView>& outputs) {
   if (!IsConvOp(op) || outputs.size() != 1 || args.size() < 7) return std::nullopt;
   const bool torch_conv = op.rfind("aten::convolution", 0) == 0 || op.rfind("aten::_convolution", 0) == 0;
-  const bool onnx_conv = op == "kiln::conv_nd";
-  // Buffer arguments in order: x, w, [bias].
+  const bool fused = op == "kiln::conv_post_ops";
+  const bool onnx_conv = op == "kiln::conv_nd" || fused;
+  // Buffer arguments in order: x, w, [bias], then a fused op's operands.
   if (args[0].buffer.empty() || args[1].buffer.empty()) return std::nullopt;
   const bool has_bias = !args[2].buffer.empty();
   if (!has_bias && args[2].constant && !args[2].constant->isNone()) return std::nullopt;
-  for (size_t i = 3; i < args.size(); ++i) {
+  const size_t scalar_args = fused ? 9 : args.size();  // conv_post_ops' arg 9 is the operand list
+  if (fused && (args.size() != 10 || !args[9].is_buffer_list)) return std::nullopt;
+  for (size_t i = 3; i < scalar_args; ++i) {
     if (!args[i].buffer.empty() || args[i].is_buffer_list) return std::nullopt;
   }
-  if (buffer_args.size() != (has_bias ? 3u : 2u)) return std::nullopt;
+  const size_t operands = fused ? args[9].buffer_list.size() : 0;
+  if (buffer_args.size() != (has_bias ? 3u : 2u) + operands) return std::nullopt;
   const DeviceView& x = buffer_args[0];
   const DeviceView& w = buffer_args[1];
   const DeviceView& y = outputs[0];
@@ -120,6 +124,33 @@ std::optional<ConvProblem> ParseConv(const std::string& op, const std::vector<lo
   if (y.layout.sizes != expect) return std::nullopt;
   if (x.layout.dtype != w.layout.dtype || y.layout.dtype != x.layout.dtype) return std::nullopt;
   if (has_bias && buffer_args[2].layout.sizes != std::vector<int64_t>{c.cout}) return std::nullopt;
+  if (fused) {
+    std::vector<std::string> names;
+    std::vector<double> scalars;
+    const std::optional<ir::IValue>& nv = args[7].constant;
+    const std::optional<ir::IValue>& sv = args[8].constant;
+    if (!nv || !sv || !nv->isList() || !sv->isList()) return std::nullopt;
+    for (const ir::IValue& e : nv->elements()) {
+      if (!e.isString()) return std::nullopt;
+      names.push_back(e.toString());
+    }
+    for (const ir::IValue& e : sv->elements()) {
+      if (!e.isNumber()) return std::nullopt;
+      scalars.push_back(e.toNumberAsDouble());
+    }
+    absl::StatusOr<std::vector<ir::PostOp>> post = ir::ParsePostOps(names, scalars, operands);
+    if (!post.ok()) return std::nullopt;
+    c.post = *std::move(post);
+    std::vector<lowering::Layout> layouts;
+    for (size_t i = buffer_args.size() - operands; i < buffer_args.size(); ++i) {
+      c.post_operands.push_back(buffer_args[i]);
+      layouts.push_back(buffer_args[i].layout);
+    }
+    // The bias joins the epilogue (one pass over y instead of cuDNN's add).
+    if (has_bias && buffer_args[2].layout.dtype != y.layout.dtype) return std::nullopt;
+    c.epilogue = MakeEpilogueArgs(y.layout, has_bias, c.post, layouts);
+    if (!c.epilogue) return std::nullopt;
+  }
   return c;
 }
 
@@ -130,13 +161,29 @@ std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector
   if (!problem) return std::nullopt;
   ConvProblem c = *problem;  // own kernels take its fields by address
   if (c.n == 0 || c.cout == 0 || c.oh * c.ow == 0) return absl::OkStatus();
+  if (c.epilogue) {
+    // The convolution without its bias, then bias + chain in one pass.
+    ConvProblem bare = c;
+    bare.bias.reset();
+    bare.epilogue.reset();
+    std::optional<absl::Status> done = TryCudaConv(bare, ctx);
+    if (!done || !done->ok()) return done;
+    return LaunchEpilogue(c.y, c.bias, c.post_operands, *c.epilogue, ctx.device_index, ctx.stream);
+  }
+  return TryCudaConv(c, ctx);
+}
+
+std::optional<absl::Status> TryCudaConv(ConvProblem c, const ConvContext& ctx) {
   if (ctx.cudnn != nullptr) {
     if (std::optional<absl::Status> done = CudnnConvolution(c, ctx)) {
       if (done->ok() && ctx.used_cudnn != nullptr) *ctx.used_cudnn = true;
       return done;
     }
   }
+  // kiln's own kernels take [K, C, R, S] weights only.
+  if (!c.weight.layout.IsContiguous()) return std::nullopt;
   // kiln's own kernels: float32, contiguous.
+  if (c.n == 0 || c.cout == 0 || c.oh * c.ow == 0) return absl::OkStatus();
   const DeviceView& x = c.x;
   const DeviceView& w = c.weight;
   const DeviceView& y = c.y;

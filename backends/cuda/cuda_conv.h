@@ -7,8 +7,10 @@
 // direct kernel, 1x1/stride-1/unpadded ones as one strided-batched sgemm
 // over the images, the rest as im2col + sgemm per group (runtime_kernels.h).
 // Ops: aten::convolution/_convolution (not transposed), aten::conv1d/conv2d,
-// kiln::conv_nd (symmetric pads). Anything else returns nullopt and runs on
-// the host.
+// kiln::conv_nd (symmetric pads) and kiln::conv_post_ops (kiln::conv_nd plus
+// the epilogue of ir/post_ops.h: the bias and the chain run in place over y
+// by one runtime kernel, conv_epilogue.h). Anything else returns nullopt and
+// runs on the host.
 #ifndef KILN_BACKENDS_CUDA_CUDA_CONV_H_
 #define KILN_BACKENDS_CUDA_CUDA_CONV_H_
 
@@ -19,7 +21,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "backends/cuda/conv_epilogue.h"
 #include "backends/cuda/cublas_matmul.h"
+#include "ir/post_ops.h"
 
 namespace kiln::backends::cuda {
 
@@ -46,8 +50,15 @@ struct ConvProblem {
   int64_t n = 0, cin = 0, h = 1, w = 0, cout = 0, kh = 1, kw = 0, oh = 1, ow = 0;
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
   size_t spatial_dims = 2;  // 1 or 2
+  // x and y in any strides (NCHW or channels-last); the weight contiguous
+  // [K, C, R, S] or, for cuDNN, channels-last (KRSC: strides {RSC, 1, SC, C}).
   DeviceView x, weight, y;
   std::optional<DeviceView> bias;
+  // kiln::conv_post_ops: the epilogue after the convolution (with the bias
+  // when there is one), its operands and the kernel's arguments.
+  std::vector<ir::PostOp> post;
+  std::vector<DeviceView> post_operands;
+  std::optional<EpilogueArgs> epilogue;
 };
 
 bool IsConvOp(const std::string& op);
@@ -61,6 +72,9 @@ std::optional<ConvProblem> ParseConv(const std::string& op, const std::vector<lo
 std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector<lowering::ExternArg>& args,
                                         const std::vector<DeviceView>& buffer_args,
                                         const std::vector<DeviceView>& outputs, const ConvContext& context);
+// A parsed problem without an epilogue (cuDNN, else kiln's own kernels);
+// nullopt when neither takes it.
+std::optional<absl::Status> TryCudaConv(ConvProblem problem, const ConvContext& context);
 
 }  // namespace kiln::backends::cuda
 

@@ -6,6 +6,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/cuda/cublas_matmul.h"
+#include "backends/cuda/channels_last_conv.h"
+#include "backends/cuda/channels_last_plan.h"
 #include "backends/cuda/cuda_conv.h"
 #include "backends/cuda/cuda_gather.h"
 #include "backends/cuda/cuda_pool.h"
@@ -171,7 +173,33 @@ std::vector<std::string> CudaProgram::ReportLines() const {
   std::string cudnn = libs.cudnn_status.ok()
                           ? absl::StrCat("cuDNN ", libs.cudnn_version, " (", libs.cudnn_path, ")")
                           : absl::StrCat("no cuDNN (", libs.cudnn_status.message(), "): kiln's own convolutions");
-  return {cudnn, absl::StrFormat("NVRTC: %d kernels (%d distinct) in %d translation units, %d cubin cache hits; "
+  // Which convolutions run channels-last (NHWC) and which fuse their epilogue.
+  std::vector<std::string> nhwc_fused, nhwc_plain, fused_nchw;
+  int convs = 0;
+  for (const ExternStep& e : resolved_.externs) {
+    if (e.island || !IsConvOp(e.op) || e.output_slots.empty()) continue;
+    ++convs;
+    const std::string& name = resolved_.slot_names[static_cast<size_t>(e.output_slots[0])];
+    const bool fused = e.op == "kiln::conv_post_ops";
+    if (e.channels_last) {
+      (fused ? nhwc_fused : nhwc_plain).push_back(name);
+    } else if (fused) {
+      fused_nchw.push_back(name);
+    }
+  }
+  std::string layout = absl::StrCat(
+      "channels-last: ", nhwc_fused.size() + nhwc_plain.size(), " of ", convs, " convolutions NHWC (",
+      resolved_.channels_last_slots.size(), " values NHWC, ", resolved_.boundary_transposes,
+      " boundary transposes per call", ChannelsLastEnabled() ? "" : "; off: KILN_CUDA_CHANNELS_LAST=0",
+      "); fused epilogues ", nhwc_fused.size() + fused_nchw.size(), "; NHWC+fused [", absl::StrJoin(nhwc_fused, " "),
+      "] NHWC [", absl::StrJoin(nhwc_plain, " "), "] NCHW+fused [", absl::StrJoin(fused_nchw, " "), "]");
+  if (s.runs.load() > 0) {
+    absl::StrAppend(&layout, "; ran ", s.nhwc_convolutions.load(), " NHWC, ", s.fused_epilogues.load(),
+                    " fused epilogues");
+    // The refusal's reason: CudaProgramStats::nhwc_error.
+    if (s.nhwc_refusals.load() > 0) absl::StrAppend(&layout, ", ", s.nhwc_refusals.load(), " refused by cuDNN");
+  }
+  return {cudnn, layout, absl::StrFormat("NVRTC: %d kernels (%d distinct) in %d translation units, %d cubin cache hits; "
                           "codegen %.2f ms, NVRTC + cache %.2f ms (inside NVRTC %.2f ms summed over units), "
                           "module load %.2f ms",
                           s.kernels, s.distinct_kernels, s.translation_units, s.cache_hits, s.codegen_seconds * 1e3,
@@ -211,6 +239,19 @@ absl::StatusOr<std::unique_ptr<CudaProgram>> CudaProgram::Create(ResolvedProgram
                      device.AllocateStorage(device_index, static_cast<size_t>(std::max<int64_t>(l.StorageBytes(), 1))));
     RETURN_IF_ERROR(UploadRange(staging, storage->ptr(), l, stream));
     p->constant_slots_.push_back(Slot{std::move(storage), 0});
+  }
+  // Channels-last convolutions' weights, permuted to KRSC once.
+  p->krsc_weights_.resize(p->resolved_.externs.size());
+  p->nhwc_refused_.reset(new std::atomic<bool>[p->resolved_.externs.size()]());
+  for (size_t i = 0; i < p->resolved_.externs.size(); ++i) {
+    const ExternStep& e = p->resolved_.externs[i];
+    if (!e.channels_last || e.weight_constant < 0) continue;
+    ASSIGN_OR_RETURN(Tensor krsc, PermuteToKrsc(p->resolved_.constants[static_cast<size_t>(e.weight_constant)].second));
+    const Layout l = Layout::Contiguous(krsc.dtype(), krsc.sizes(), "cuda");
+    ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
+                     device.AllocateStorage(device_index, static_cast<size_t>(std::max<int64_t>(l.StorageBytes(), 1))));
+    RETURN_IF_ERROR(UploadRange(krsc, storage->ptr(), l, stream));
+    p->krsc_weights_[i] = std::move(storage);
   }
   RETURN_IF_ERROR(CuCheck(Driver().cuStreamSynchronize(stream), "cuStreamSynchronize"));
   p->stats_.kernels = static_cast<int>(p->kernels_.size());
@@ -391,10 +432,40 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
       ASSIGN_OR_RETURN(scratch, Allocate(bytes, hooks));
       return scratch->ptr();
     };
+    const size_t index = static_cast<size_t>(&e - resolved_.externs.data());
+    const bool fused = e.op == "kiln::conv_post_ops";
+    if (index < krsc_weights_.size() && krsc_weights_[index] && !nhwc_refused_[index].load() && ctx.cudnn != nullptr &&
+        outs.size() == 1) {
+      // The boundary transposes' scratch lives to the end of the call.
+      std::vector<std::shared_ptr<DeviceStorage>> staged;
+      absl::Status s = RunChannelsLastConv(e.op, e.args, args, outs[0], krsc_weights_[index]->ptr(), ctx,
+                                           [&](int64_t bytes) -> absl::StatusOr<CUdeviceptr> {
+                                             ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> st, Allocate(bytes, hooks));
+                                             staged.push_back(st);
+                                             return st->ptr();
+                                           });
+      if (s.ok()) {
+        stats_.gpu_convolutions.fetch_add(1);
+        stats_.cudnn_convolutions.fetch_add(1);
+        stats_.nhwc_convolutions.fetch_add(1);
+        if (fused) stats_.fused_epilogues.fetch_add(1);
+        *path = ExternPath::kCudnn;
+        return absl::OkStatus();
+      }
+      // cuDNN refused it: the plain path below from now on (its NCHW
+      // weight, the same strided buffers); said once in the report.
+      stats_.nhwc_refusals.fetch_add(1);
+      {
+        std::lock_guard<std::mutex> lock(stats_.mu);
+        if (stats_.nhwc_error.empty()) stats_.nhwc_error = std::string(s.message());
+      }
+      nhwc_refused_[index].store(true);
+    }
     if (std::optional<absl::Status> done = TryCudaConv(e.op, e.args, args, outs, ctx)) {
       RETURN_IF_ERROR(*done);
       stats_.gpu_convolutions.fetch_add(1);
       if (used_cudnn) stats_.cudnn_convolutions.fetch_add(1);
+      if (fused) stats_.fused_epilogues.fetch_add(1);
       *path = used_cudnn ? ExternPath::kCudnn : ExternPath::kConv;
       return absl::OkStatus();
     }

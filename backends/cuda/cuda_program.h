@@ -68,6 +68,7 @@ struct ProgramStep {
   int src = -1;
   bool release_src = false;
   bool only_if_empty = false;  // kAlias of a multi-output element
+  bool view = false;           // kAlias of a view (reinterpret, multi-output): another layout of the same data
   int64_t bytes = 0;
   int index = -1;
   std::vector<int> args;
@@ -80,6 +81,11 @@ struct ExternStep {
   std::vector<int> output_slots;
   std::vector<int64_t> alloc_bytes;  // per output; empty for an out= extern
   std::shared_ptr<const ir::Graph> island;
+  // A convolution computing channels-last (channels_last_plan.h): its
+  // weight is `weight_constant` (index into ResolvedProgram::constants),
+  // permuted to KRSC at load.
+  bool channels_last = false;
+  int weight_constant = -1;
 };
 
 // The lines resolved into steps; independent of the GPU (tested on the CPU).
@@ -92,8 +98,13 @@ struct ResolvedProgram {
   std::vector<std::string> kernel_names;          // in definition order
   std::vector<ProgramStep> steps;
   std::vector<ExternStep> externs;
+  // The layout plan applied (empty when off).
+  std::vector<int> channels_last_slots;
+  int boundary_transposes = 0;
 };
-absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program);
+// `channels_last`: apply the layout plan (channels_last_plan.h).
+absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program, bool channels_last);
+absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program);  // the environment's choice
 
 // How an extern step ran.
 enum class ExternPath { kCublas, kCudnn, kConv, kGather, kPool, kMetadata, kHost };
@@ -125,10 +136,14 @@ struct CudaProgramStats {
   std::atomic<int64_t> cublas_calls{0};
   std::atomic<int64_t> gpu_convolutions{0};
   std::atomic<int64_t> cudnn_convolutions{0};  // of gpu_convolutions
+  std::atomic<int64_t> nhwc_convolutions{0};   // of cudnn_convolutions: channels-last (channels_last_plan.h)
+  std::atomic<int64_t> fused_epilogues{0};     // kiln::conv_post_ops run on the GPU
+  std::atomic<int64_t> nhwc_refusals{0};       // channels-last convolutions cuDNN refused (then run plain)
   std::atomic<int64_t> host_fallbacks{0};
   std::mutex mu;
   std::map<std::string, int64_t> fallback_ops;  // op -> calls (islands as kiln::interpret)
   std::string cudnn_error;  // why cuDNN could not start, if it could not
+  std::string nhwc_error;   // the first channels-last refusal's reason
 };
 
 class CudaProgram : public wrapper::CompiledProgram {
@@ -221,6 +236,11 @@ class CudaProgram : public wrapper::CompiledProgram {
   std::vector<LoadedKernel> kernels_;  // by ProgramStep::index
   std::vector<CUmodule> modules_;
   std::vector<Slot> constant_slots_;  // uploaded once, parallel to resolved_.constants
+  // Per extern: the KRSC copy of a channels-last convolution's weight
+  // (uploaded once), null for others; a convolution cuDNN refused
+  // channels-last is not tried again (a failed plan is not cached).
+  std::vector<std::shared_ptr<DeviceStorage>> krsc_weights_;
+  std::unique_ptr<std::atomic<bool>[]> nhwc_refused_;
   std::mutex ones_mu_;
   struct OnesVector {
     std::shared_ptr<DeviceStorage> storage;

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backends/cuda/channels_last_plan.h"
 #include "backends/cuda/cuda_loader.h"
 #include "support/status.h"
 
@@ -109,7 +110,9 @@ absl::StatusOr<std::unique_ptr<ConvPlan>> MakePlan(const ConvProblem& p, int dty
                      static_cast<int>(p.kw)};
   RETURN_IF_ERROR(CudnnCheck(c.cudnnCreateFilterDescriptor(&plan->w), "cudnnCreateFilterDescriptor"));
   RETURN_IF_ERROR(
-      CudnnCheck(c.cudnnSetFilterNdDescriptor(plan->w, dtype, kCudnnTensorNchw, 4, wd), "cudnnSetFilterNdDescriptor"));
+      CudnnCheck(c.cudnnSetFilterNdDescriptor(plan->w, dtype, IsChannelsLastLayout(p.weight.layout) ? kCudnnTensorNhwc : kCudnnTensorNchw,
+                                              4, wd),
+                 "cudnnSetFilterNdDescriptor"));
   if (p.bias) {
     const int bd[4] = {1, static_cast<int>(p.cout), 1, 1};
     const int bs[4] = {static_cast<int>(p.cout), 1, 1, 1};
@@ -179,7 +182,9 @@ bool SearchEnabled() {
 std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvContext& ctx) {
   if (ctx.cudnn == nullptr || p.spatial_dims < 1 || p.spatial_dims > 2) return std::nullopt;
   const std::optional<int> dtype = CudnnDataType(p.x.layout.dtype);
-  if (!dtype || !p.weight.layout.IsContiguous()) return std::nullopt;
+  // The filter is packed NCHW (KCRS) or, for channels-last convolutions, NHWC (KRSC).
+  const bool krsc = p.spatial_dims == 2 && IsChannelsLastLayout(p.weight.layout);
+  if (!dtype || (!p.weight.layout.IsContiguous() && !krsc)) return std::nullopt;
   if (p.bias && (p.bias->layout.dtype != p.x.layout.dtype || !p.bias->layout.IsContiguous())) return std::nullopt;
   for (int64_t v : {p.n, p.cin, p.cout, p.kh, p.kw, p.ph, p.pw, p.sh, p.sw, p.dh, p.dw, p.groups}) {
     if (!FitsInt(v)) return std::nullopt;

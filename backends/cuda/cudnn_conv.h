@@ -6,7 +6,9 @@
 // (cudnnFindConvolutionForwardAlgorithmEx timing the candidates on the
 // call's own buffers; under a CUDA graph capture, where that cannot run,
 // cuDNN's heuristics) and kept with the shape's descriptors for the life of
-// the process. A bias is added by cuDNN (cudnnAddTensor).
+// the process. A bias is added by cuDNN (cudnnAddTensor). Channels-last
+// convolutions (x and y in NHWC strides, the weight KRSC) use the NHWC
+// filter format, as PyTorch describes channels-last convolutions.
 #ifndef KILN_BACKENDS_CUDA_CUDNN_CONV_H_
 #define KILN_BACKENDS_CUDA_CUDNN_CONV_H_
 

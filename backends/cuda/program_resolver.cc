@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/channels_last_plan.h"
 #include "backends/cuda/cuda_program.h"
 #include "support/status.h"
 
@@ -132,9 +133,11 @@ class Resolver {
     return absl::OkStatus();
   }
 
-  absl::Status Alias(const std::string& dst, const std::string& src, bool release_src, bool only_if_empty) {
+  absl::Status Alias(const std::string& dst, const std::string& src, bool release_src, bool only_if_empty,
+                     bool view) {
     ProgramStep step;
     step.kind = ProgramStep::Kind::kAlias;
+    step.view = view;
     ASSIGN_OR_RETURN(step.dst, Existing(dst));
     ASSIGN_OR_RETURN(step.src, Existing(src));
     step.release_src = release_src;
@@ -168,12 +171,12 @@ class Resolver {
             },
             [&](const w::ReuseLine& l) -> absl::Status {
               RETURN_IF_ERROR(Declare(l.new_buffer, l.layout));
-              return Alias(l.new_buffer, l.old_buffer, l.delete_old, false);
+              return Alias(l.new_buffer, l.old_buffer, l.delete_old, false, false);
             },
             [&](const w::FreeLine& l) -> absl::Status { return Release(l.buffer); },
             [&](const w::ReinterpretLine& l) -> absl::Status {
               RETURN_IF_ERROR(Declare(l.buffer, l.layout));
-              return Alias(l.buffer, l.base, false, false);
+              return Alias(l.buffer, l.base, false, false, true);
             },
             [&](const w::KernelDefinitionLine& l) -> absl::Status {
               if (!kernels_.emplace(l.kernel_name, static_cast<int>(out_.kernel_names.size())).second) {
@@ -203,7 +206,7 @@ class Resolver {
             },
             [&](const w::MultiOutputLine& l) -> absl::Status {
               if (l.result == l.source) return absl::OkStatus();
-              return Alias(l.result, l.source, false, true);
+              return Alias(l.result, l.source, false, true, true);
             },
             [&](const w::CommentLine&) -> absl::Status { return absl::OkStatus(); },
             [&](const w::EnterDeviceContextManagerLine& l) -> absl::Status {
@@ -227,9 +230,19 @@ class Resolver {
 
 }  // namespace
 
-absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program) {
+absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program, bool channels_last) {
   if (program.interpreted_graph) return Error("a whole-graph island has no lines to resolve");
-  return Resolver(program).Run();
+  ASSIGN_OR_RETURN(ResolvedProgram resolved, Resolver(program).Run());
+  if (channels_last) {
+    ChannelsLastPlan plan = PlanChannelsLast(resolved);
+    resolved.channels_last_slots = plan.slots;
+    resolved.boundary_transposes = plan.input_transposes + plan.output_transposes;
+  }
+  return resolved;
+}
+
+absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program) {
+  return ResolveProgram(program, ChannelsLastEnabled());
 }
 
 }  // namespace kiln::backends::cuda

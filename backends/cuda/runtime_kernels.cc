@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/conv_epilogue.h"
 #include "backends/cuda/cubin_cache.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_loader.h"
@@ -230,7 +231,11 @@ struct Loaded {
 
 }  // namespace
 
-const char* RuntimeKernelSource() { return kSource; }
+const std::string& RuntimeKernelSource() {
+  // The convolution epilogue (conv_epilogue.h) shares the unit's storage helpers.
+  static const std::string* source = new std::string(absl::StrCat(kSource, EpilogueKernelSource()));
+  return *source;
+}
 
 absl::StatusOr<CUdeviceptr> CopyToContiguous(const DeviceView& view, int device_index, CUstream stream,
                                              const std::function<absl::StatusOr<CUdeviceptr>(int64_t)>& allocate) {
@@ -275,7 +280,7 @@ absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
       ASSIGN_OR_RETURN(std::string cache_dir, CacheDirectory("cuda"));
       CubinCache cache(std::move(cache_dir), identity, CompileWithNvrtc);
       ASSIGN_OR_RETURN(CubinEntry entry,
-                       cache.GetOrCompile(kSource, {absl::StrCat("--gpu-architecture=sm_", p.major, p.minor), "-std=c++17"}));
+                       cache.GetOrCompile(RuntimeKernelSource(), {absl::StrCat("--gpu-architecture=sm_", p.major, p.minor), "-std=c++17"}));
       RETURN_IF_ERROR(device.MakeCurrent(index));
       const CudaDriverApi& d = LoadCudaLibraries().driver;
       CUmodule module = nullptr;  // kept for the life of the process
@@ -288,6 +293,10 @@ absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
       for (int t = 0; t < 3; ++t) {
         RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.max_pool2d[t], module, pools[0][t]), pools[0][t]));
         RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.avg_pool2d[t], module, pools[1][t]), pools[1][t]));
+      }
+      const char* const epilogues[3] = {"kiln_rt_epilogue_f32", "kiln_rt_epilogue_f16", "kiln_rt_epilogue_bf16"};
+      for (int t = 0; t < 3; ++t) {
+        RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.epilogue[t], module, epilogues[t]), epilogues[t]));
       }
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[0], module, "kiln_rt_copy_u16"), "copy"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[1], module, "kiln_rt_copy_u32"), "copy"));

@@ -7,6 +7,7 @@
 #define KILN_BACKENDS_CUDA_RUNTIME_KERNELS_H_
 
 #include <functional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "backends/cuda/cuda_api.h"
@@ -33,6 +34,9 @@ struct RuntimeKernels {
   // (x, y, PoolArgs).
   CUfunction max_pool2d[3] = {};
   CUfunction avg_pool2d[3] = {};
+  // A convolution's epilogue in place (conv_epilogue.h) per storage type;
+  // arguments (y, bias, operand 0..3, EpilogueArgs).
+  CUfunction epilogue[3] = {};
 };
 
 // The pooling kernels' parameters (passed by value; the kernel's own
@@ -58,7 +62,7 @@ absl::StatusOr<CUdeviceptr> CopyToContiguous(const DeviceView& view, int device_
                                              const std::function<absl::StatusOr<CUdeviceptr>(int64_t)>& allocate);
 
 // Their CUDA source (one NVRTC translation unit).
-const char* RuntimeKernelSource();
+const std::string& RuntimeKernelSource();
 
 // The kernels on device `index` (compiled and loaded on first use).
 absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index);

@@ -1,0 +1,204 @@
+#include "backends/cuda/conv_epilogue.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_loader.h"
+#include "backends/cuda/runtime_kernels.h"
+#include "support/status.h"
+
+namespace kiln::backends::cuda {
+namespace {
+
+using ir::PostOpKind;
+
+// The kernel; its storage helpers (kiln_rt_f32, kiln_rt_f16) come earlier
+// in the runtime kernels' unit. Unfused ops round to the narrow type after
+// each op; here the chain runs in float and rounds once (closer to exact).
+constexpr char kKernel[] = R"CUDA(
+struct kiln_rt_epilogue_args {
+  i64 sizes[4];
+  i64 y_strides[4];
+  i64 operand_strides[4][4];
+  i64 bias_dim;
+  int steps;
+  int kinds[16];
+  int first_scalar[16];
+  int operand[16];
+  float scalars[32];
+};
+__device__ __forceinline__ float kiln_rt_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+template <typename IO, typename T>
+__device__ void kiln_rt_epilogue(T* __restrict__ y, const T* __restrict__ bias, const T* __restrict__ o0,
+                                 const T* __restrict__ o1, const T* __restrict__ o2, const T* __restrict__ o3,
+                                 const kiln_rt_epilogue_args& a) {
+  const T* ops[4] = {o0, o1, o2, o3};
+  const i64 total = a.sizes[0] * a.sizes[1] * a.sizes[2] * a.sizes[3];
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
+    i64 idx[4];
+    i64 rem = i;
+    for (int d = 3; d >= 0; --d) {
+      idx[d] = rem % a.sizes[d];
+      rem /= a.sizes[d];
+    }
+    i64 at = 0;
+    for (int d = 0; d < 4; ++d) at += idx[d] * a.y_strides[d];
+    float v = IO::load(y + at);
+    if (a.bias_dim >= 0) v += IO::load(bias + idx[a.bias_dim]);
+    for (int s = 0; s < a.steps; ++s) {
+      const float* sc = a.scalars + a.first_scalar[s];
+      switch (a.kinds[s]) {
+        case KILN_PO_RELU: v = v < 0.0f ? 0.0f : v; break;
+        case KILN_PO_LEAKY_RELU: v = v > 0.0f ? v : sc[0] * v; break;
+        case KILN_PO_ELU: v = v > 0.0f ? v : sc[0] * expm1f(v); break;
+        case KILN_PO_SIGMOID: v = kiln_rt_sigmoid(v); break;
+        case KILN_PO_TANH: v = tanhf(v); break;
+        case KILN_PO_HARDSWISH: v = v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f; break;
+        case KILN_PO_HARDSIGMOID: v = fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f; break;
+        case KILN_PO_SILU: v = v * kiln_rt_sigmoid(v); break;
+        case KILN_PO_GELU: v = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); break;
+        case KILN_PO_GELU_TANH:
+          v = 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+          break;
+        // NaN passes through the clamps, as PyTorch's.
+        case KILN_PO_CLAMP: v = v < sc[0] ? sc[0] : (v > sc[1] ? sc[1] : v); break;
+        case KILN_PO_CLAMP_MIN: v = v < sc[0] ? sc[0] : v; break;
+        case KILN_PO_CLAMP_MAX: v = v > sc[0] ? sc[0] : v; break;
+        case KILN_PO_LINEAR: v = sc[0] * v + sc[1]; break;
+        case KILN_PO_ADD:
+        case KILN_PO_MUL: {
+          const int k = a.operand[s];
+          i64 o = 0;
+          for (int d = 0; d < 4; ++d) o += idx[d] * a.operand_strides[k][d];
+          const float t = IO::load(ops[k] + o);
+          v = a.kinds[s] == KILN_PO_ADD ? v + t : v * t;
+          break;
+        }
+        default: break;
+      }
+    }
+    IO::store(y + at, v);
+  }
+}
+#define KILN_RT_EPILOGUE(name, IO, T) \
+  extern "C" __global__ void __launch_bounds__(256) name(T* __restrict__ y, const T* __restrict__ bias, \
+      const T* __restrict__ o0, const T* __restrict__ o1, const T* __restrict__ o2, const T* __restrict__ o3, \
+      kiln_rt_epilogue_args a) { \
+    kiln_rt_epilogue<IO>(y, bias, o0, o1, o2, o3, a); \
+  }
+KILN_RT_EPILOGUE(kiln_rt_epilogue_f32, kiln_rt_f32, float)
+KILN_RT_EPILOGUE(kiln_rt_epilogue_f16, kiln_rt_f16<0>, unsigned short)
+KILN_RT_EPILOGUE(kiln_rt_epilogue_bf16, kiln_rt_f16<1>, unsigned short)
+)CUDA";
+
+struct KindName {
+  PostOpKind kind;
+  const char* macro;
+};
+constexpr KindName kKinds[] = {
+    {PostOpKind::kRelu, "KILN_PO_RELU"},           {PostOpKind::kLeakyRelu, "KILN_PO_LEAKY_RELU"},
+    {PostOpKind::kElu, "KILN_PO_ELU"},             {PostOpKind::kSigmoid, "KILN_PO_SIGMOID"},
+    {PostOpKind::kTanh, "KILN_PO_TANH"},           {PostOpKind::kHardswish, "KILN_PO_HARDSWISH"},
+    {PostOpKind::kHardsigmoid, "KILN_PO_HARDSIGMOID"}, {PostOpKind::kSilu, "KILN_PO_SILU"},
+    {PostOpKind::kGelu, "KILN_PO_GELU"},           {PostOpKind::kGeluTanh, "KILN_PO_GELU_TANH"},
+    {PostOpKind::kClamp, "KILN_PO_CLAMP"},         {PostOpKind::kClampMin, "KILN_PO_CLAMP_MIN"},
+    {PostOpKind::kClampMax, "KILN_PO_CLAMP_MAX"},  {PostOpKind::kLinear, "KILN_PO_LINEAR"},
+    {PostOpKind::kAdd, "KILN_PO_ADD"},             {PostOpKind::kMul, "KILN_PO_MUL"},
+};
+
+bool FloatStorage(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
+
+}  // namespace
+
+std::string EpilogueKernelSource() {
+  std::string s = "\n";
+  for (const KindName& k : kKinds) absl::StrAppend(&s, "#define ", k.macro, " ", static_cast<int>(k.kind), "\n");
+  return absl::StrCat(s, kKernel);
+}
+
+std::optional<EpilogueArgs> MakeEpilogueArgs(const lowering::Layout& y, bool has_bias,
+                                             const std::vector<ir::PostOp>& post,
+                                             const std::vector<lowering::Layout>& operand_layouts) {
+  const size_t rank = y.sizes.size();
+  if ((rank != 3 && rank != 4) || y.strides.size() != rank || !FloatStorage(y.dtype)) return std::nullopt;
+  if (post.size() > static_cast<size_t>(kEpilogueMaxSteps) ||
+      operand_layouts.size() > static_cast<size_t>(kEpilogueMaxOperands)) {
+    return std::nullopt;
+  }
+  // y as 4-D (a 1-D convolution's [N, C, W] gets H = 1 at dim 2).
+  std::vector<int64_t> sizes = y.sizes, strides = y.strides;
+  if (rank == 3) {
+    sizes.insert(sizes.begin() + 2, 1);
+    strides.insert(strides.begin() + 2, 0);
+  }
+  // Operands right-aligned against y's logical dims, broadcast at stride 0.
+  std::vector<std::vector<int64_t>> op_strides;
+  for (const lowering::Layout& l : operand_layouts) {
+    if (l.dtype != y.dtype || l.sizes.size() > rank || l.strides.size() != l.sizes.size()) return std::nullopt;
+    std::vector<int64_t> s(rank, 0);
+    const size_t shift = rank - l.sizes.size();
+    for (size_t d = 0; d < l.sizes.size(); ++d) {
+      if (l.sizes[d] == 1) continue;
+      if (l.sizes[d] != y.sizes[d + shift]) return std::nullopt;
+      s[d + shift] = l.strides[d];
+    }
+    if (rank == 3) s.insert(s.begin() + 2, 0);
+    op_strides.push_back(std::move(s));
+  }
+  // Iteration order: y's dims by decreasing stride (stable: NCHW stays NCHW,
+  // channels-last iterates N, H, W, C).
+  std::vector<int> order(4);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return strides[a] > strides[b]; });
+  EpilogueArgs a = {};
+  for (int d = 0; d < 4; ++d) {
+    a.sizes[d] = sizes[static_cast<size_t>(order[d])];
+    a.y_strides[d] = strides[static_cast<size_t>(order[d])];
+    for (size_t k = 0; k < op_strides.size(); ++k) a.operand_strides[k][d] = op_strides[k][static_cast<size_t>(order[d])];
+  }
+  a.bias_dim = -1;
+  if (has_bias) {
+    for (int d = 0; d < 4; ++d) {
+      if (order[d] == 1) a.bias_dim = d;
+    }
+  }
+  int scalar = 0;
+  a.steps = static_cast<int>(post.size());
+  for (size_t s = 0; s < post.size(); ++s) {
+    const ir::PostOp& p = post[s];
+    if (scalar + static_cast<int>(p.scalars.size()) > kEpilogueMaxScalars) return std::nullopt;
+    if (ir::IsBinaryPostOp(p.kind) && (p.operand < 0 || static_cast<size_t>(p.operand) >= operand_layouts.size())) {
+      return std::nullopt;
+    }
+    a.kinds[s] = static_cast<int>(p.kind);
+    a.first_scalar[s] = scalar;
+    a.operand[s] = ir::IsBinaryPostOp(p.kind) ? p.operand : -1;
+    for (double v : p.scalars) a.scalars[scalar++] = static_cast<float>(v);
+  }
+  return a;
+}
+
+absl::Status LaunchEpilogue(const DeviceView& y, const std::optional<DeviceView>& bias,
+                            const std::vector<DeviceView>& operands, const EpilogueArgs& args, int device_index,
+                            CUstream stream) {
+  const int64_t total = args.sizes[0] * args.sizes[1] * args.sizes[2] * args.sizes[3];
+  if (total <= 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const RuntimeKernels* k, GetRuntimeKernels(device_index));
+  const DType t = y.layout.dtype;
+  const size_t elem = DTypeSize(t);
+  auto address = [&](const DeviceView& v) { return v.base + static_cast<CUdeviceptr>(v.layout.offset) * elem; };
+  CUdeviceptr yp = address(y), bp = bias ? address(*bias) : 0;
+  CUdeviceptr op[kEpilogueMaxOperands] = {};
+  for (size_t i = 0; i < operands.size() && i < static_cast<size_t>(kEpilogueMaxOperands); ++i) {
+    op[i] = address(operands[i]);
+  }
+  EpilogueArgs a = args;
+  std::vector<void*> params = {&yp, &bp, &op[0], &op[1], &op[2], &op[3], &a};
+  const CUfunction f = t == DType::kFloat32 ? k->epilogue[0] : t == DType::kFloat16 ? k->epilogue[1] : k->epilogue[2];
+  const unsigned blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((total + 255) / 256, 132 * 64)));
+  return CuCheck(LoadCudaLibraries().driver.cuLaunchKernel(f, blocks, 1, 1, 256, 1, 1, 0, stream, params.data(), nullptr),
+                 "cuLaunchKernel (conv epilogue)");
+}
+
+}  // namespace kiln::backends::cuda
