@@ -58,8 +58,13 @@ class CudaCodegen : public wrapper::DeviceCodegen {
   // Returns a CudaProgram (cuda_program.h). Without a GPU the kernels still
   // compile (NVRTC needs no GPU) and the result is Unavailable.
   absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> Compile(const wrapper::WrapperProgram& program) override;
-  // float16/bfloat16 buffers as 16-bit words computed in float; convolution
-  // biases fused into the kernel after cuDNN's convolution.
+  // Convolution epilogues (bias, activations, residual adds, in float32,
+  // float16 and bfloat16) fused into kiln::conv_post_ops, which cuDNN + one
+  // epilogue kernel run (cuda_conv.h) and whose values may stay
+  // channels-last (channels_last_plan.h). GEMMs stay plain ops (cuBLAS).
+  std::string PreLoweringPipeline() const override { return "fuse_conv_post_ops,dce"; }
+  // float16/bfloat16 buffers as 16-bit words computed in float; the biases
+  // of convolutions left unfused go into the kernel after cuDNN's.
   lowering::LowerOptions LoweringOptions() const override {
     lowering::LowerOptions o;
     o.narrow_float_kernels = true;

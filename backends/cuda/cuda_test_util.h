@@ -4,6 +4,7 @@
 #ifndef KILN_BACKENDS_CUDA_CUDA_TEST_UTIL_H_
 #define KILN_BACKENDS_CUDA_CUDA_TEST_UTIL_H_
 
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -11,8 +12,10 @@
 #include <vector>
 
 #include "backends/cuda/cuda_backend.h"
+#include "absl/strings/str_cat.h"
 #include "driver/compile_graph.h"
 #include "gtest/gtest.h"
+#include "ir/constants.h"
 #include "ir/op_registry.h"
 #include "ir/text_parser.h"
 #include "passes/shape_functions.h"
@@ -43,6 +46,31 @@ inline absl::StatusOr<driver::CompiledGraph> CompileForCuda(const std::string& t
   return compiled;
 }
 
+// Parses `text` and turns its inputs named in `constants` (in order of
+// the map) into tensor constants (weights a layout plan may permute).
+inline absl::StatusOr<std::unique_ptr<ir::Graph>> ParseWithConstants(const std::string& text,
+                                                                      const std::map<std::string, Tensor>& constants) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));
+  for (size_t i = g->inputs().size(); i-- > 0;) {
+    ir::Value* in = g->inputs()[i];
+    auto it = constants.find(in->debugName());
+    if (it == constants.end()) continue;
+    ir::WithInsertPoint guard(*g->nodes().begin());
+    ASSIGN_OR_RETURN(ir::Value * c, ir::InsertConstant(*g, ir::IValue::FromTensor(it->second)));
+    in->replaceAllUsesWith(c);
+    g->eraseInput(i);
+  }
+  return g;
+}
+
+// Compiles an already parsed graph for cuda (see CompileForCuda).
+inline absl::StatusOr<driver::CompiledGraph> CompileGraphForCuda(ir::Graph& graph, bool generate_only = false) {
+  driver::CompileOptions options;
+  options.device = "cuda";
+  options.generate_only = generate_only;
+  return driver::CompileGraph(graph, options);
+}
+
 // float32, uniform in [-1, 1), the same values for the same seed.
 inline Tensor Random(std::vector<int64_t> sizes, uint32_t seed) {
   Tensor t = Tensor::Empty(DType::kFloat32, std::move(sizes));
@@ -50,6 +78,28 @@ inline Tensor Random(std::vector<int64_t> sizes, uint32_t seed) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
   return t;
+}
+
+// A resnet-like chain over `type` ("Float", "BFloat16"): conv -> relu ->
+// conv -> add(the first result) -> relu -> 1x1 conv -> `activation`
+// (an aten op name), weights w1..w3 and biases b1..b3 as inputs (make them
+// constants with ParseWithConstants), x [2, 8, 10, 10].
+inline std::string ConvChainText(const std::string& type, const std::string& activation) {
+  return absl::StrCat(
+      "graph(%x : ", type, "(2, 8, 10, 10), %w1 : ", type, "(8, 8, 3, 3), %b1 : ", type, "(8), %w2 : ", type,
+      "(8, 8, 3, 3), %b2 : ", type, "(8), %w3 : ", type, "(16, 8, 1, 1), %b3 : ", type, "(16)):\n"
+      "  %s : int[] = prim::Constant[value=[1, 1]]()\n"
+      "  %p1 : int[] = prim::Constant[value=[1, 1]]()\n"
+      "  %p0 : int[] = prim::Constant[value=[0, 0]]()\n"
+      "  %g : int = prim::Constant[value=1]()\n"
+      "  %y1 : ", type, "(2, 8, 10, 10) = aten::conv2d(%x, %w1, %b1, %s, %p1, %s, %g)\n"
+      "  %r1 : ", type, "(2, 8, 10, 10) = aten::relu(%y1)\n"
+      "  %y2 : ", type, "(2, 8, 10, 10) = aten::conv2d(%r1, %w2, %b2, %s, %p1, %s, %g)\n"
+      "  %a2 : ", type, "(2, 8, 10, 10) = aten::add(%y2, %r1, %g)\n"
+      "  %r2 : ", type, "(2, 8, 10, 10) = aten::relu(%a2)\n"
+      "  %y3 : ", type, "(2, 16, 10, 10) = aten::conv2d(%r2, %w3, %b3, %s, %p0, %s, %g)\n"
+      "  %o : ", type, "(2, 16, 10, 10) = aten::", activation, "(%y3)\n"
+      "  return (%o)\n");
 }
 
 }  // namespace kiln::backends::cuda::test
