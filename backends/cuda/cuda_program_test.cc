@@ -2,7 +2,9 @@
 // backend's NVRTC units (NVRTC needs no GPU), and, on a GPU, compiled graphs
 // against the interpreter.
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <map>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -387,6 +389,73 @@ TEST(CudaProgramGpuTest, ConvolutionsMatchTheInterpreter) {
     EXPECT_EQ(program->stats().gpu_convolutions.load(), 1);
     if (LoadCudaLibraries().cudnn_status.ok()) {
       EXPECT_EQ(program->stats().cudnn_convolutions.load(), 1) << program->stats().cudnn_error;
+    }
+  }
+  CudaDevice::SetConvTf32(tf32);
+}
+
+// A resnet-like chain (conv+relu, conv+residual add+relu, 1x1 conv + a
+// non-relu activation) with constant weights, float32 and bfloat16: with the
+// channels-last plan (NHWC values between the convolutions, KRSC weights,
+// fused epilogues) and without it (KILN_CUDA_CHANNELS_LAST=0), against the
+// interpreter running the unfused graph.
+TEST(CudaProgramGpuTest, ConvolutionChainsRunChannelsLastWithFusedEpilogues) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  const bool tf32 = CudaDevice::ConvTf32();
+  CudaDevice::SetConvTf32(false);
+  for (const char* type : {"Float", "BFloat16"}) {
+    for (const char* activation : {"hardswish", "silu", "sigmoid"}) {
+      for (const bool channels_last : {true, false}) {
+        SCOPED_TRACE(absl::StrCat(type, " ", activation, channels_last ? " NHWC" : " NCHW"));
+        const DType dtype = std::string(type) == "Float" ? DType::kFloat32 : DType::kBFloat16;
+        std::map<std::string, Tensor> weights = {{"w1", Random({8, 8, 3, 3}, 1)}, {"b1", Random({8}, 2)},
+                                                 {"w2", Random({8, 8, 3, 3}, 3)}, {"b2", Random({8}, 4)},
+                                                 {"w3", Random({16, 8, 1, 1}, 5)}, {"b3", Random({16}, 6)}};
+        for (auto& [name, t] : weights) t = *runtime::CastTo(t, dtype);
+        const std::string text = test::ConvChainText(type, activation);
+        absl::StatusOr<std::unique_ptr<ir::Graph>> graph = test::ParseWithConstants(text, weights);
+        absl::StatusOr<std::unique_ptr<ir::Graph>> oracle = test::ParseWithConstants(text, weights);
+        ASSERT_TRUE(graph.ok() && oracle.ok());
+        ASSERT_EQ(setenv("KILN_CUDA_CHANNELS_LAST", channels_last ? "1" : "0", 1), 0);
+        absl::StatusOr<driver::CompiledGraph> c = test::CompileGraphForCuda(**graph);
+        unsetenv("KILN_CUDA_CHANNELS_LAST");
+        ASSERT_TRUE(c.ok()) << c.status();
+        std::vector<Tensor> inputs = {*runtime::CastTo(Random({2, 8, 10, 10}, 7), dtype)};
+        absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
+        ASSERT_TRUE(got.ok()) << got.status();
+        std::vector<ir::IValue> args = {ir::IValue::FromTensor(inputs[0])};
+        absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(**oracle, args);
+        ASSERT_TRUE(want.ok()) << want.status();
+        const Tensor& w = (*want)[0].toTensor();
+        ASSERT_EQ((*got)[0].sizes(), w.sizes());
+        double num = 0, den = 0, worst = 0;
+        for (int64_t i = 0; i < w.numel(); ++i) {
+          const double d = (*got)[0].GetDouble(i) - w.GetDouble(i);
+          num += d * d;
+          den += w.GetDouble(i) * w.GetDouble(i);
+          worst = std::max(worst, std::fabs(d));
+        }
+        if (dtype == DType::kFloat32) {
+          EXPECT_LE(worst, 1e-4);
+        } else {
+          EXPECT_LE(std::sqrt(num / den), 1e-2);
+        }
+        auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+        ASSERT_NE(program, nullptr);
+        const CudaProgramStats& st = program->stats();
+        EXPECT_EQ(st.host_fallbacks.load(), 0);
+        EXPECT_EQ(st.gpu_convolutions.load(), 3);
+        EXPECT_EQ(st.fused_epilogues.load(), 3) << "conv+relu, conv+add+relu, conv+" << activation;
+        if (LoadCudaLibraries().cudnn_status.ok()) {
+          EXPECT_EQ(st.nhwc_convolutions.load(), channels_last ? 3 : 0) << st.nhwc_error;
+          EXPECT_EQ(st.nhwc_refusals.load(), 0) << st.nhwc_error;
+        }
+        std::string report;
+        for (const std::string& line : program->ReportLines()) absl::StrAppend(&report, line, "\n");
+        EXPECT_TRUE(absl::StrContains(report, channels_last ? "3 of 3 convolutions NHWC" : "0 of 3 convolutions NHWC"))
+            << report;
+      }
     }
   }
   CudaDevice::SetConvTf32(tf32);
