@@ -728,7 +728,7 @@ absl::StatusOr<Value*> ConstantOrValue(ir::Graph& g, const std::optional<Tensor>
 }
 
 absl::Status Rewrite(ir::Graph& g, Chain& c) {
-  Node* last = c.consumed.back();
+  Node* last = c.consumed.empty() ? c.anchor : c.consumed.back();
   ir::WithInsertPoint guard(last);
   std::vector<Value*> inputs;
   inputs.push_back(c.x);
@@ -788,6 +788,28 @@ bool IsAnchorKind(absl::string_view k) {
          k == "aten::matmul" || k == "aten::mm" || k == "kiln::linear_post_ops";
 }
 
+// FusePostOpsOptions::bias_only_convs: a convolution with a bias and no
+// step, whose result only convolutions or the adds / muls that become their
+// residual / gate operands read.
+bool BiasOnly(const Chain& c, const FusePostOpsOptions& options) {
+  if (!options.bias_only_convs || c.kind != AnchorKind::kConv || (c.b == nullptr && !c.b_tensor)) return false;
+  const std::string k(c.anchor->kind().qualString());
+  if (k == "kiln::conv_post_ops") return false;
+  for (const ir::Use& u : c.anchor->output()->uses()) {
+    const std::string uk(u.user->kind().qualString());
+    bool conv_reader = uk.find("conv") != std::string::npos && IsAnchorKind(uk);
+    if (u.user->kind() == ir::sym::kListConstruct) {
+      // A fused op's operand list.
+      conv_reader = !u.user->output()->uses().empty();
+      for (const ir::Use& lu : u.user->output()->uses()) {
+        conv_reader = conv_reader && lu.user->kind().qualString() == std::string("kiln::conv_post_ops");
+      }
+    }
+    if (!conv_reader && uk != "aten::add" && uk != "aten::mul") return false;
+  }
+  return !c.anchor->output()->uses().empty();
+}
+
 absl::StatusOr<bool> FuseBlock(ir::Graph& g, ir::Block* block, const FusePostOpsOptions& options,
                                PassStatistics& stats) {
   std::vector<Node*> anchors;
@@ -816,7 +838,7 @@ absl::StatusOr<bool> FuseBlock(ir::Graph& g, ir::Block* block, const FusePostOps
     const size_t before = c.post.size();
     while (Extend(c)) {
     }
-    if (c.consumed.empty()) continue;
+    if (c.consumed.empty() && !BiasOnly(c, options)) continue;
     stats.Add("ops_fused");
     stats.Add("post_ops_fused", static_cast<int64_t>(c.post.size() - before));
     if (c.folded) stats.Add("constants_folded");
@@ -842,6 +864,7 @@ absl::Status RegisterFusePostOpsPass(PassRegistry& registry) {
   FusePostOpsOptions conv_only;
   conv_only.gemms = false;
   conv_only.narrow_floats = true;
+  conv_only.bias_only_convs = true;
   return registry.RegisterFunction(
       "fuse_conv_post_ops", {},
       "fuse_post_ops for convolutions only, float32/float16/bfloat16 (a device whose convolution library "

@@ -67,13 +67,21 @@ struct FusePostOpsOptions {
   // Convolution chains whose values are float16/bfloat16 too (every step
   // keeps the anchor's dtype; folding into weights stays float32-only).
   bool narrow_floats = false;
+  // A convolution with a bias and no step becomes kiln::conv_post_ops with
+  // an empty chain (the bias in the library call's epilogue) when only
+  // convolutions, or adds / muls (residual / gate operands of another
+  // convolution's epilogue), read its result: its value can then stay in
+  // the library's layout (CUDA's channels-last plan: resnet's downsample
+  // convolutions). Other readers (a transpose, a norm) keep the plain op,
+  // whose bias the generated consumer kernel can absorb.
+  bool bias_only_convs = false;
 };
 
 absl::StatusOr<bool> FusePostOps(ir::Graph& graph, PassStatistics& stats,
                                  const FusePostOpsOptions& options = FusePostOpsOptions());
 
 // Registers "fuse_post_ops" (default options) and "fuse_conv_post_ops"
-// (convolutions only, narrow floats too: the CUDA device, whose cuDNN
+// (convolutions only, narrow floats and bias-only convolutions too: the CUDA device, whose cuDNN
 // convolutions take an epilogue kernel and whose GEMMs stay cuBLAS calls).
 // Not part of -O1/-O2: a device whose library runs the fused ops asks for
 // it (wrapper::DeviceCodegen::PreLoweringPipeline); other devices would

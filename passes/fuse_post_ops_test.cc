@@ -294,6 +294,36 @@ TEST(FusePostOpsTest, ConvolutionsOnlyWithNarrowFloats) {
   EXPECT_EQ(FusedOps(kGemm), "kiln::linear_post_ops[relu]/0");
 }
 
+// bias_only_convs: resnet's downsample convolution (bias, no step, read by
+// the residual add that joins another convolution's epilogue) becomes a
+// fused op with an empty chain; one read by anything else stays.
+TEST(FusePostOpsTest, BiasOnlyConvolutionsFeedingConvolutions) {
+  FusePostOpsOptions o;
+  o.gemms = false;
+  o.narrow_floats = true;
+  o.bias_only_convs = true;
+  constexpr char kDownsample[] = R"IR(graph(%x : Float(1, 4, 8, 8), %w : Float(4, 4, 1, 1), %b : Float(4), %wd : Float(4, 4, 1, 1), %bd : Float(4)):
+  %s : int[] = prim::Constant[value=[1, 1]]()
+  %z2 : int[] = prim::Constant[value=[0, 0]]()
+  %f : bool = prim::Constant[value=0]()
+  %g : int = prim::Constant[value=1]()
+  %y : Float(1, 4, 8, 8) = aten::convolution(%x, %w, %b, %s, %z2, %s, %f, %z2, %g)
+  %d : Float(1, 4, 8, 8) = aten::convolution(%x, %wd, %bd, %s, %z2, %s, %f, %z2, %g)
+  %r : Float(1, 4, 8, 8) = aten::add(%y, %d, %g)
+  %o : Float(1, 4, 8, 8) = aten::relu(%r)
+  return (%o))IR";
+  EXPECT_EQ(FusedOps(kDownsample, o), "kiln::conv_post_ops[]/0 kiln::conv_post_ops[add,relu]/1");
+  // Without the option the downsample convolution stays.
+  o.bias_only_convs = false;
+  EXPECT_EQ(FusedOps(kDownsample, o), "aten::convolution kiln::conv_post_ops[add,relu]/1");
+  o.bias_only_convs = true;
+  // Read by a transpose (convnext's depthwise convolution): stays.
+  EXPECT_EQ(FusedOps(std::string(kConvHeader) + R"IR(  %p : int[] = prim::Constant[value=[0, 2, 3, 1]]()
+  %t : Float(1, 8, 8, 4) = aten::permute(%y, %p)
+  return (%t))IR", o),
+            "aten::convolution aten::permute");
+}
+
 TEST(FusePostOpsTest, StopsWhereTheChainBranchesOrLeaves) {
   const std::string h = kConvHeader;
   // The convolution's result is used twice: nothing fuses.
