@@ -1,0 +1,270 @@
+// The runtime's own convolution-epilogue and copy (transpose) kernels,
+// checked without a GPU: their CUDA source compiled as host C++ against
+// kernel_emulation.h and run over channels-last and NCHW buffers, against
+// the interpreter's post-op semantics (runtime::nn::ApplyPostOps). float16
+// storage is not emulated (its conversions are PTX; the GPU test covers it).
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/channels_last_plan.h"
+#include "backends/cuda/conv_epilogue.h"
+#include "backends/cuda/kernel_emulation.h"
+#include "backends/cuda/runtime_kernels.h"
+#include "gtest/gtest.h"
+#include "runtime/kernels.h"
+#include "runtime/kernels_nn.h"
+#include "support/dtype.h"
+#include "support/tensor.h"
+
+namespace kiln::backends::cuda {
+namespace {
+
+using ir::PostOp;
+using ir::PostOpKind;
+using lowering::Layout;
+
+constexpr char kLaunchers[] = R"CC(
+extern "C" void emu_epilogue(int bf16, void* y, const void* b, const void* const* o, const void* args,
+                             long long grid, int block) {
+  const kiln_rt_epilogue_args& a = *static_cast<const kiln_rt_epilogue_args*>(args);
+  if (bf16) {
+    typedef unsigned short u16;
+    kiln_run_grid(grid, block, [&] {
+      kiln_rt_epilogue_bf16((u16*)y, (const u16*)b, (const u16*)o[0], (const u16*)o[1], (const u16*)o[2],
+                            (const u16*)o[3], a);
+    });
+  } else {
+    kiln_run_grid(grid, block, [&] {
+      kiln_rt_epilogue_f32((float*)y, (const float*)b, (const float*)o[0], (const float*)o[1], (const float*)o[2],
+                           (const float*)o[3], a);
+    });
+  }
+}
+extern "C" void emu_copy_u32(const void* src, void* dst, const void* view, long long n, long long grid, int block) {
+  const kiln_rt_strided& v = *static_cast<const kiln_rt_strided*>(view);
+  kiln_run_grid(grid, block, [&] { kiln_rt_copy_u32((const unsigned*)src, (unsigned*)dst, v, n); });
+}
+)CC";
+
+class RuntimeEmulator {
+ public:
+  absl::Status Build() {
+    std::string src = RuntimeKernelSource();
+    // float16's PTX conversions have no host form: those paths abort.
+    const std::pair<std::string, std::string> ptx[] = {
+        {R"(asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*p));)", "abort(); f = 0;"},
+        {R"(asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));)", "abort(); h = 0;"}};
+    for (const auto& [from, to] : ptx) {
+      const size_t at = src.find(from);
+      if (at == std::string::npos) return absl::InternalError("runtime kernels: PTX conversion not found");
+      src.replace(at, from.size(), to);
+    }
+    const std::string tu = absl::StrCat(kEmulation, "#include <stdlib.h>\n", src, kLaunchers);
+    const char* tmp = std::getenv("TEST_TMPDIR");
+    const std::string dir = tmp != nullptr ? tmp : "/tmp";
+    const std::string file = dir + "/kiln_runtime_emulation.cc", lib = dir + "/kiln_runtime_emulation.so";
+    std::ofstream(file) << tu;
+    const std::string cmd = absl::StrCat("g++ -std=c++17 -O1 -w -shared -fPIC -o ", lib, " ", file, " 2>&1");
+    if (std::system(cmd.c_str()) != 0) return absl::InternalError("g++ failed on " + file);
+    handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle_ == nullptr) return absl::InternalError(dlerror());
+    epilogue_ = reinterpret_cast<EpilogueFn>(dlsym(handle_, "emu_epilogue"));
+    copy_ = reinterpret_cast<CopyFn>(dlsym(handle_, "emu_copy_u32"));
+    if (epilogue_ == nullptr || copy_ == nullptr) return absl::InternalError("launchers not found");
+    return absl::OkStatus();
+  }
+  using EpilogueFn = void (*)(int, void*, const void*, const void* const*, const void*, long long, int);
+  using CopyFn = void (*)(const void*, void*, const void*, long long, long long, int);
+  EpilogueFn epilogue_ = nullptr;
+  CopyFn copy_ = nullptr;
+
+ private:
+  void* handle_ = nullptr;
+};
+
+RuntimeEmulator* Emulator() {
+  static RuntimeEmulator* e = [] {
+    auto* r = new RuntimeEmulator();
+    absl::Status s = r->Build();
+    if (!s.ok()) {
+      ADD_FAILURE() << s;
+      delete r;
+      return static_cast<RuntimeEmulator*>(nullptr);
+    }
+    return r;
+  }();
+  return e;
+}
+
+Tensor RandomFloats(const std::vector<int64_t>& sizes, uint32_t seed) {
+  Tensor t = Tensor::Empty(DType::kFloat32, sizes);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+// Storage for `logical` (contiguous float32 of l.sizes) laid out as `l`
+// (float32 or bfloat16 words).
+std::vector<uint32_t> Store(const Tensor& logical, const Layout& l) {
+  std::vector<uint32_t> words(static_cast<size_t>(std::max<int64_t>(l.StorageElements(), 1)), 0);
+  Tensor strided = Tensor::View(logical, l.sizes, Tensor::ContiguousStrides(l.sizes), 0);
+  const int64_t n = logical.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, at = l.offset;
+    for (size_t d = l.sizes.size(); d-- > 0;) {
+      at += (rem % l.sizes[d]) * l.strides[d];
+      rem /= l.sizes[d];
+    }
+    const float v = strided.data<float>()[i];
+    if (l.dtype == DType::kBFloat16) {
+      reinterpret_cast<uint16_t*>(words.data())[at] = DoubleToBFloat16Bits(v);
+    } else {
+      std::memcpy(&words[static_cast<size_t>(at)], &v, 4);
+    }
+  }
+  return words;
+}
+
+float Load(const std::vector<uint32_t>& words, const Layout& l, int64_t logical_index) {
+  int64_t rem = logical_index, at = l.offset;
+  for (size_t d = l.sizes.size(); d-- > 0;) {
+    at += (rem % l.sizes[d]) * l.strides[d];
+    rem /= l.sizes[d];
+  }
+  if (l.dtype == DType::kBFloat16) return BFloat16BitsToFloat(reinterpret_cast<const uint16_t*>(words.data())[at]);
+  float v;
+  std::memcpy(&v, &words[static_cast<size_t>(at)], 4);
+  return v;
+}
+
+// Logical values rounded to the storage type (the reference's inputs).
+Tensor Rounded(const Tensor& t, DType dtype) {
+  if (dtype == DType::kFloat32) return t;
+  Tensor r = Tensor::Empty(DType::kFloat32, t.sizes());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    r.data<float>()[i] = BFloat16BitsToFloat(DoubleToBFloat16Bits(t.data<float>()[i]));
+  }
+  return r;
+}
+
+PostOp Op(PostOpKind k, std::vector<double> scalars = {}, int operand = -1) {
+  PostOp p;
+  p.kind = k;
+  p.scalars = std::move(scalars);
+  p.operand = operand;
+  return p;
+}
+
+struct EpilogueCase {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> sizes;
+  bool y_channels_last;
+  bool operand_channels_last;  // operand 0's layout (full size)
+  std::vector<PostOp> post;
+};
+
+void RunCase(const EpilogueCase& c) {
+  SCOPED_TRACE(c.name);
+  RuntimeEmulator* emu = Emulator();
+  ASSERT_NE(emu, nullptr);
+  const Layout plain = Layout::Contiguous(c.dtype, c.sizes, "cuda");
+  const Layout yl = c.y_channels_last ? ChannelsLastLayout(plain) : plain;
+  const int64_t channels = c.sizes[1];
+  // Operand 0: a residual of y's size; operand 1: a per-channel gate [1, C, 1(, 1)].
+  std::vector<int64_t> gate_sizes(c.sizes.size(), 1);
+  gate_sizes[1] = channels;
+  const Layout o0 = c.operand_channels_last ? ChannelsLastLayout(plain) : plain;
+  const Layout o1 = Layout::Contiguous(c.dtype, gate_sizes, "cuda");
+  Tensor y0 = Rounded(RandomFloats(c.sizes, 1), c.dtype);
+  Tensor bias = Rounded(RandomFloats({channels}, 2), c.dtype);
+  Tensor r0 = Rounded(RandomFloats(c.sizes, 3), c.dtype);
+  Tensor r1 = Rounded(RandomFloats(gate_sizes, 4), c.dtype);
+
+  std::optional<EpilogueArgs> args = MakeEpilogueArgs(yl, true, c.post, {o0, o1});
+  ASSERT_TRUE(args.has_value());
+  std::vector<uint32_t> y = Store(y0, yl), b = Store(bias, Layout::Contiguous(c.dtype, {channels}, "cuda"));
+  std::vector<uint32_t> s0 = Store(r0, o0), s1 = Store(r1, o1);
+  const void* ops[4] = {s0.data(), s1.data(), nullptr, nullptr};
+  emu->epilogue_(c.dtype == DType::kBFloat16 ? 1 : 0, y.data(), b.data(), ops, &*args, 3, 64);
+
+  // Reference: bias, then the interpreter's post-ops, in float32.
+  std::vector<int64_t> bias_shape(c.sizes.size(), 1);
+  bias_shape[1] = channels;
+  absl::StatusOr<Tensor> with_bias = runtime::Binary(runtime::BinaryOp::kAdd, runtime::Operand::FromTensor(y0),
+                                                     runtime::Operand::FromTensor(Tensor::View(bias, bias_shape, Tensor::ContiguousStrides(bias_shape), 0)));
+  ASSERT_TRUE(with_bias.ok()) << with_bias.status();
+  absl::StatusOr<Tensor> want = runtime::nn::ApplyPostOps("test", *with_bias, c.post, {r0, r1});
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (int64_t i = 0; i < want->numel(); ++i) {
+    const double w = want->GetDouble(i), got = Load(y, yl, i);
+    const double tol = c.dtype == DType::kBFloat16 ? 1e-2 * std::fabs(w) + 1e-2 : 1e-5 * std::fabs(w) + 1e-5;
+    ASSERT_NEAR(got, w, tol) << "element " << i;
+  }
+}
+
+TEST(RuntimeKernelEmulation, ConvEpilogueMatchesThePostOpSemantics) {
+  const std::vector<PostOp> chain1 = {Op(PostOpKind::kAdd, {}, 0), Op(PostOpKind::kRelu), Op(PostOpKind::kMul, {}, 1),
+                                      Op(PostOpKind::kHardswish), Op(PostOpKind::kLinear, {0.5, 0.25}),
+                                      Op(PostOpKind::kGelu), Op(PostOpKind::kLeakyRelu, {0.1}),
+                                      Op(PostOpKind::kElu, {0.7})};
+  const std::vector<PostOp> chain2 = {Op(PostOpKind::kMul, {}, 1), Op(PostOpKind::kSigmoid), Op(PostOpKind::kTanh),
+                                      Op(PostOpKind::kAdd, {}, 0), Op(PostOpKind::kSilu), Op(PostOpKind::kGeluTanh),
+                                      Op(PostOpKind::kHardsigmoid), Op(PostOpKind::kClamp, {0.1, 0.6}),
+                                      Op(PostOpKind::kClampMin, {0.2}), Op(PostOpKind::kClampMax, {0.5})};
+  const EpilogueCase cases[] = {
+      {"f32 nhwc, residual nhwc", DType::kFloat32, {2, 5, 3, 4}, true, true, chain1},
+      {"f32 nhwc, residual nchw", DType::kFloat32, {2, 5, 3, 4}, true, false, chain2},
+      {"f32 nchw", DType::kFloat32, {2, 5, 3, 4}, false, false, chain1},
+      {"f32 1-d", DType::kFloat32, {2, 5, 7}, false, false, chain2},
+      {"bf16 nhwc", DType::kBFloat16, {2, 6, 3, 5}, true, true, chain1},
+      {"bf16 nchw, residual nhwc", DType::kBFloat16, {1, 6, 5, 3}, false, true, chain2},
+      {"bias only", DType::kFloat32, {2, 5, 3, 4}, true, true, {}},
+  };
+  for (const EpilogueCase& c : cases) RunCase(c);
+}
+
+// The boundary transposes (channels_last_conv.cc): the copy kernel over a
+// permuted view turns NCHW into NHWC and back.
+TEST(RuntimeKernelEmulation, CopyKernelTransposesBetweenLayouts) {
+  RuntimeEmulator* emu = Emulator();
+  ASSERT_NE(emu, nullptr);
+  const std::vector<int64_t> sizes = {2, 5, 3, 4};
+  const int64_t n = 2 * 5 * 3 * 4;
+  std::vector<uint32_t> nchw(static_cast<size_t>(n)), nhwc(static_cast<size_t>(n)), back(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) nchw[static_cast<size_t>(i)] = static_cast<uint32_t>(i * 7 + 1);
+  // NCHW -> NHWC: row-major over [N, H, W, C] of the NCHW strides.
+  StridedView to = {};
+  to.rank = 4;
+  const int64_t s[4] = {60, 12, 4, 1};  // NCHW strides of [2, 5, 3, 4]
+  const int64_t perm_sizes[4] = {2, 3, 4, 5}, perm_strides[4] = {s[0], s[2], s[3], s[1]};
+  for (int d = 0; d < 4; ++d) to.sizes[d] = perm_sizes[d], to.strides[d] = perm_strides[d];
+  emu->copy_(nchw.data(), nhwc.data(), &to, n, 2, 32);
+  const Layout cl = ChannelsLastLayout(Layout::Contiguous(DType::kFloat32, sizes, "cuda"));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, at = 0;
+    for (int d = 3; d >= 0; --d) {
+      at += (rem % sizes[static_cast<size_t>(d)]) * cl.strides[static_cast<size_t>(d)];
+      rem /= sizes[static_cast<size_t>(d)];
+    }
+    ASSERT_EQ(nhwc[static_cast<size_t>(at)], nchw[static_cast<size_t>(i)]) << i;
+  }
+  // NHWC -> NCHW: row-major over [N, C, H, W] of the NHWC strides.
+  StridedView from = {};
+  from.rank = 4;
+  for (int d = 0; d < 4; ++d) from.sizes[d] = sizes[static_cast<size_t>(d)], from.strides[d] = cl.strides[static_cast<size_t>(d)];
+  emu->copy_(nhwc.data(), back.data(), &from, n, 2, 32);
+  EXPECT_EQ(back, nchw);
+}
+
+}  // namespace
+}  // namespace kiln::backends::cuda
