@@ -74,6 +74,7 @@ absl::Status RunChannelsLastConv(const std::string& op, const std::vector<loweri
   }
   // cuDNN only: kiln's own kernels take no KRSC weight.
   ConvContext cudnn_only = ctx;
+  cudnn_only.channels_last = true;
   bool used_cudnn = false;
   cudnn_only.used_cudnn = &used_cudnn;
   std::optional<ConvProblem> problem = ParseConv(op, args, buffer_args, {out});

@@ -22,6 +22,9 @@ struct kiln_rt_epilogue_args {
   i64 y_strides[4];
   i64 operand_strides[4][4];
   i64 bias_dim;
+  i64 bias_inner;
+  int dense;
+  int operand_dense[4];
   int steps;
   int kinds[16];
   int first_scalar[16];
@@ -36,16 +39,21 @@ __device__ void kiln_rt_epilogue(T* __restrict__ y, const T* __restrict__ bias, 
   const T* ops[4] = {o0, o1, o2, o3};
   const i64 total = a.sizes[0] * a.sizes[1] * a.sizes[2] * a.sizes[3];
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
-    i64 idx[4];
-    i64 rem = i;
-    for (int d = 3; d >= 0; --d) {
-      idx[d] = rem % a.sizes[d];
-      rem /= a.sizes[d];
+    // Dense y (the planned buffers: NCHW or NHWC, packed): element i is at
+    // i, and so is a dense operand's; the per-dim index only for the rest.
+    i64 idx[4] = {0, 0, 0, 0};
+    i64 at = i;
+    if (!a.dense) {
+      i64 rem = i;
+      for (int d = 3; d >= 0; --d) {
+        idx[d] = rem % a.sizes[d];
+        rem /= a.sizes[d];
+      }
+      at = 0;
+      for (int d = 0; d < 4; ++d) at += idx[d] * a.y_strides[d];
     }
-    i64 at = 0;
-    for (int d = 0; d < 4; ++d) at += idx[d] * a.y_strides[d];
     float v = IO::load(y + at);
-    if (a.bias_dim >= 0) v += IO::load(bias + idx[a.bias_dim]);
+    if (a.bias_dim >= 0) v += IO::load(bias + (i / a.bias_inner) % a.sizes[a.bias_dim]);
     for (int s = 0; s < a.steps; ++s) {
       const float* sc = a.scalars + a.first_scalar[s];
       switch (a.kinds[s]) {
@@ -69,8 +77,18 @@ __device__ void kiln_rt_epilogue(T* __restrict__ y, const T* __restrict__ bias, 
         case KILN_PO_ADD:
         case KILN_PO_MUL: {
           const int k = a.operand[s];
-          i64 o = 0;
-          for (int d = 0; d < 4; ++d) o += idx[d] * a.operand_strides[k][d];
+          i64 o = i;
+          if (!a.operand_dense[k]) {
+            if (a.dense) {
+              i64 rem = i;
+              for (int d = 3; d >= 0; --d) {
+                idx[d] = rem % a.sizes[d];
+                rem /= a.sizes[d];
+              }
+            }
+            o = 0;
+            for (int d = 0; d < 4; ++d) o += idx[d] * a.operand_strides[k][d];
+          }
           const float t = IO::load(ops[k] + o);
           v = a.kinds[s] == KILN_PO_ADD ? v + t : v * t;
           break;
@@ -158,11 +176,25 @@ std::optional<EpilogueArgs> MakeEpilogueArgs(const lowering::Layout& y, bool has
     for (size_t k = 0; k < op_strides.size(); ++k) a.operand_strides[k][d] = op_strides[k][static_cast<size_t>(order[d])];
   }
   a.bias_dim = -1;
+  a.bias_inner = 1;
   if (has_bias) {
     for (int d = 0; d < 4; ++d) {
       if (order[d] == 1) a.bias_dim = d;
     }
+    for (int d = static_cast<int>(a.bias_dim) + 1; d < 4; ++d) a.bias_inner *= a.sizes[d];
   }
+  // Packed in iteration order: the linear index is the offset (size-1 dims
+  // have any stride).
+  auto dense = [&](const long long* strides) {  // NOLINT(runtime/int)
+    long long expect = 1;                       // NOLINT(runtime/int)
+    for (int d = 3; d >= 0; --d) {
+      if (a.sizes[d] != 1 && strides[d] != expect) return 0;
+      expect *= a.sizes[d];
+    }
+    return 1;
+  };
+  a.dense = dense(a.y_strides);
+  for (size_t k = 0; k < op_strides.size(); ++k) a.operand_dense[k] = a.dense && dense(a.operand_strides[k]);
   int scalar = 0;
   a.steps = static_cast<int>(post.size());
   for (size_t s = 0; s < post.size(); ++s) {

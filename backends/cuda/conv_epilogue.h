@@ -32,6 +32,9 @@ struct EpilogueArgs {
   long long y_strides[4];                              // NOLINT(runtime/int)
   long long operand_strides[kEpilogueMaxOperands][4];  // NOLINT(runtime/int)
   long long bias_dim;                                  // NOLINT(runtime/int): the channel dim, -1: no bias
+  long long bias_inner;                                // NOLINT(runtime/int): elements per step of bias_dim
+  int dense;                                           // y packed in iteration order: offset = index
+  int operand_dense[kEpilogueMaxOperands];             // the same for an operand (and y dense)
   int steps;
   int kinds[kEpilogueMaxSteps];        // ir::PostOpKind
   int first_scalar[kEpilogueMaxSteps];

@@ -180,8 +180,8 @@ std::optional<absl::Status> TryCudaConv(ConvProblem c, const ConvContext& ctx) {
       return done;
     }
   }
-  // kiln's own kernels take [K, C, R, S] weights only.
-  if (!c.weight.layout.IsContiguous()) return std::nullopt;
+  // kiln's own kernels take [K, C, R, S] weights and NCHW only.
+  if (ctx.channels_last || !c.weight.layout.IsContiguous()) return std::nullopt;
   // kiln's own kernels: float32, contiguous.
   if (c.n == 0 || c.cout == 0 || c.oh * c.ow == 0) return absl::OkStatus();
   const DeviceView& x = c.x;

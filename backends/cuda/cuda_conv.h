@@ -43,6 +43,10 @@ struct ConvContext {
   std::function<absl::StatusOr<CUdeviceptr>(int64_t bytes)> scratch;
   // Set to true when cuDNN ran the convolution.
   bool* used_cudnn = nullptr;
+  // A channels-last convolution (channels_last_conv.h): x and y NHWC, the
+  // weight KRSC, cuDNN's NHWC filter format (a 1x1 weight's two layouts
+  // have the same strides: the flag, not the strides, says which).
+  bool channels_last = false;
 };
 
 // A convolution's shape (2-D; 1-D ones have h = kh = 1) and operands.

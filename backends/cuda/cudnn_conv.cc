@@ -84,14 +84,14 @@ CUdeviceptr Address(const DeviceView& v) {
   return v.base + static_cast<CUdeviceptr>(v.layout.offset) * DTypeSize(v.layout.dtype);
 }
 
-std::string Key(const ConvProblem& p, int device, bool tf32, bool searched) {
+std::string Key(const ConvProblem& p, int device, bool tf32, bool searched, bool channels_last) {
   auto layout = [](const DeviceView& v) {
     return absl::StrCat(absl::StrJoin(v.layout.sizes, ","), "/", absl::StrJoin(v.layout.strides, ","), "@",
                         Address(v) % 256 == 0 ? "a" : absl::StrCat(Address(v) % 256));
   };
   return absl::StrCat(device, "|", DTypeName(p.x.layout.dtype), "|", tf32, searched ? "|find" : "|heur", "|",
                       layout(p.x), "|", layout(p.weight), "|", layout(p.y), "|", p.groups, "|", p.sh, ",", p.sw,
-                      "|", p.ph, ",", p.pw, "|", p.dh, ",", p.dw, "|", p.bias ? "b" : "");
+                      "|", p.ph, ",", p.pw, "|", p.dh, ",", p.dw, "|", p.bias ? "b" : "", channels_last ? "|nhwc" : "");
 }
 
 absl::StatusOr<std::unique_ptr<ConvPlan>> MakePlan(const ConvProblem& p, int dtype, const ConvContext& ctx,
@@ -110,7 +110,7 @@ absl::StatusOr<std::unique_ptr<ConvPlan>> MakePlan(const ConvProblem& p, int dty
                      static_cast<int>(p.kw)};
   RETURN_IF_ERROR(CudnnCheck(c.cudnnCreateFilterDescriptor(&plan->w), "cudnnCreateFilterDescriptor"));
   RETURN_IF_ERROR(
-      CudnnCheck(c.cudnnSetFilterNdDescriptor(plan->w, dtype, IsChannelsLastLayout(p.weight.layout) ? kCudnnTensorNhwc : kCudnnTensorNchw,
+      CudnnCheck(c.cudnnSetFilterNdDescriptor(plan->w, dtype, ctx.channels_last ? kCudnnTensorNhwc : kCudnnTensorNchw,
                                               4, wd),
                  "cudnnSetFilterNdDescriptor"));
   if (p.bias) {
@@ -183,8 +183,9 @@ std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvCon
   if (ctx.cudnn == nullptr || p.spatial_dims < 1 || p.spatial_dims > 2) return std::nullopt;
   const std::optional<int> dtype = CudnnDataType(p.x.layout.dtype);
   // The filter is packed NCHW (KCRS) or, for channels-last convolutions, NHWC (KRSC).
-  const bool krsc = p.spatial_dims == 2 && IsChannelsLastLayout(p.weight.layout);
-  if (!dtype || (!p.weight.layout.IsContiguous() && !krsc)) return std::nullopt;
+  const bool packed = ctx.channels_last ? p.spatial_dims == 2 && IsChannelsLastLayout(p.weight.layout)
+                                        : p.weight.layout.IsContiguous();
+  if (!dtype || !packed) return std::nullopt;
   if (p.bias && (p.bias->layout.dtype != p.x.layout.dtype || !p.bias->layout.IsContiguous())) return std::nullopt;
   for (int64_t v : {p.n, p.cin, p.cout, p.kh, p.kw, p.ph, p.pw, p.sh, p.sw, p.dh, p.dw, p.groups}) {
     if (!FitsInt(v)) return std::nullopt;
@@ -194,13 +195,13 @@ std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvCon
   std::lock_guard<std::mutex> lock(cache.mu);
   // The searched plan when there is one (the warm-up call made it); a
   // capture, which cannot search, makes a heuristic one otherwise.
-  auto it = cache.plans.find(Key(p, ctx.device_index, ctx.tf32, search));
+  auto it = cache.plans.find(Key(p, ctx.device_index, ctx.tf32, search, ctx.channels_last));
   if (it == cache.plans.end() && search && ctx.capturing) {
-    it = cache.plans.find(Key(p, ctx.device_index, ctx.tf32, false));
+    it = cache.plans.find(Key(p, ctx.device_index, ctx.tf32, false, ctx.channels_last));
   }
   if (it == cache.plans.end()) {
     const bool searching = search && !ctx.capturing;
-    const std::string key = Key(p, ctx.device_index, ctx.tf32, searching);
+    const std::string key = Key(p, ctx.device_index, ctx.tf32, searching, ctx.channels_last);
     absl::StatusOr<std::unique_ptr<ConvPlan>> plan = MakePlan(p, *dtype, ctx, searching);
     if (!plan.ok()) return plan.status();
     it = cache.plans.emplace(key, *std::move(plan)).first;

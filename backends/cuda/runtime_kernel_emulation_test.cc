@@ -171,6 +171,8 @@ struct EpilogueCase {
   bool y_channels_last;
   bool operand_channels_last;  // operand 0's layout (full size)
   std::vector<PostOp> post;
+  // y as channels [1, 1 + C) of a wider NCHW buffer (not packed: the kernel's general path).
+  bool y_slice = false;
 };
 
 void RunCase(const EpilogueCase& c) {
@@ -178,7 +180,12 @@ void RunCase(const EpilogueCase& c) {
   RuntimeEmulator* emu = Emulator();
   ASSERT_NE(emu, nullptr);
   const Layout plain = Layout::Contiguous(c.dtype, c.sizes, "cuda");
-  const Layout yl = c.y_channels_last ? ChannelsLastLayout(plain) : plain;
+  Layout yl = c.y_channels_last ? ChannelsLastLayout(plain) : plain;
+  if (c.y_slice) {
+    const int64_t wide = c.sizes[1] + 3, hw = c.sizes[2] * c.sizes[3];
+    yl.strides = {wide * hw, hw, c.sizes[3], 1};
+    yl.offset = hw;
+  }
   const int64_t channels = c.sizes[1];
   // Operand 0: a residual of y's size; operand 1: a per-channel gate [1, C, 1(, 1)].
   std::vector<int64_t> gate_sizes(c.sizes.size(), 1);
@@ -195,7 +202,9 @@ void RunCase(const EpilogueCase& c) {
   std::vector<uint32_t> y = Store(y0, yl), b = Store(bias, Layout::Contiguous(c.dtype, {channels}, "cuda"));
   std::vector<uint32_t> s0 = Store(r0, o0), s1 = Store(r1, o1);
   const void* ops[4] = {s0.data(), s1.data(), nullptr, nullptr};
-  emu->epilogue_(c.dtype == DType::kBFloat16 ? 1 : 0, y.data(), b.data(), ops, &*args, 3, 64);
+  // The launcher passes y at its offset (LaunchEpilogue adds it).
+  unsigned char* y_at = reinterpret_cast<unsigned char*>(y.data()) + yl.offset * static_cast<int64_t>(DTypeSize(c.dtype));
+  emu->epilogue_(c.dtype == DType::kBFloat16 ? 1 : 0, y_at, b.data(), ops, &*args, 3, 64);
 
   // Reference: bias, then the interpreter's post-ops, in float32.
   std::vector<int64_t> bias_shape(c.sizes.size(), 1);
@@ -229,6 +238,7 @@ TEST(RuntimeKernelEmulation, ConvEpilogueMatchesThePostOpSemantics) {
       {"bf16 nhwc", DType::kBFloat16, {2, 6, 3, 5}, true, true, chain1},
       {"bf16 nchw, residual nhwc", DType::kBFloat16, {1, 6, 5, 3}, false, true, chain2},
       {"bias only", DType::kFloat32, {2, 5, 3, 4}, true, true, {}},
+      {"f32 y a channel slice", DType::kFloat32, {2, 5, 3, 4}, false, true, chain1, /*y_slice=*/true},
   };
   for (const EpilogueCase& c : cases) RunCase(c);
 }
