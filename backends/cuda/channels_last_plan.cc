@@ -113,7 +113,8 @@ ChannelsLastPlan PlanChannelsLast(ResolvedProgram& p) {
     }
     for (int o : e.output_slots) {
       written[static_cast<size_t>(o)] = true;
-      if (!conv[i]) plain[static_cast<size_t>(o)] = true;
+      // Convolutions and 2-D pooling write NHWC (cuda_pool.h's y_channels_last).
+      if (!conv[i] && !pool) plain[static_cast<size_t>(o)] = true;
     }
   }
   ChannelsLastPlan plan;

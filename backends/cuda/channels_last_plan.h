@@ -1,6 +1,6 @@
-// The CUDA program's layout plan (issue 15): a value that convolutions
-// write and only convolutions (their input, or a fused epilogue's residual
-// / gate operand) and pooling read lives channels-last (NHWC strides over
+// The CUDA program's layout plan (issue 15): a value that convolutions (or
+// 2-D pooling) write and only convolutions (their input, or a fused
+// epilogue's residual / gate operand) and pooling read lives channels-last (NHWC strides over
 // the same bytes: a buffer's planned size holds it) instead of NCHW, so
 // chains of convolutions run cuDNN's NHWC kernels without a transpose per
 // call. A convolution that reads or writes such a value computes

@@ -112,6 +112,25 @@ TEST(ChannelsLastPlanTest, AKernelReaderIsABoundary) {
   EXPECT_EQ(r->boundary_transposes, 2);
 }
 
+// resnet's stem: conv -> relu -> max pool -> conv: the pool reads and
+// writes NHWC, so only the program's input and output are converted.
+TEST(ChannelsLastPlanTest, PoolingBetweenConvolutionsStaysNhwc) {
+  RegisterAll();
+  const std::string text = test::ConvPoolChainText("Float", "relu");
+  absl::StatusOr<ResolvedProgram> r = Resolve(text, DType::kFloat32, true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ExternStep* pool = nullptr;
+  for (const ExternStep& e : r->externs) {
+    if (e.op.rfind("aten::max_pool2d", 0) == 0) pool = &e;
+  }
+  ASSERT_NE(pool, nullptr);
+  EXPECT_TRUE(IsChannelsLastLayout(LayoutOf(*r, pool->buffer_slots[0])));
+  EXPECT_TRUE(IsChannelsLastLayout(LayoutOf(*r, pool->output_slots[0])));
+  EXPECT_FALSE(LayoutOf(*r, pool->output_slots[0]).IsContiguous());
+  for (const ExternStep* e : Convolutions(*r)) EXPECT_TRUE(e->channels_last);
+  EXPECT_EQ(r->boundary_transposes, 2) << "the program's input and output only";
+}
+
 TEST(ChannelsLastPlanTest, LayoutHelpers) {
   const lowering::Layout plain = lowering::Layout::Contiguous(DType::kFloat32, {2, 3, 4, 5}, "cuda");
   EXPECT_FALSE(IsChannelsLastLayout(plain));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backends/cuda/channels_last_plan.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "support/status.h"
@@ -66,8 +67,8 @@ std::optional<absl::Status> TryCudaPool(const std::string& op, const std::vector
   const lowering::Layout& xl = x.layout;
   const lowering::Layout& yl = y.layout;
   const int which = DTypeIndex(xl.dtype);
-  if (which < 0 || yl.dtype != xl.dtype || xl.sizes.size() != 4 || yl.sizes.size() != 4 || !yl.IsContiguous() ||
-      xl.strides.size() != 4) {
+  if (which < 0 || yl.dtype != xl.dtype || xl.sizes.size() != 4 || yl.sizes.size() != 4 ||
+      !(yl.IsContiguous() || IsChannelsLastLayout(yl)) || xl.strides.size() != 4) {
     return std::nullopt;
   }
   std::optional<std::vector<int64_t>> kernel = Pair(args, 1, {});
@@ -101,6 +102,8 @@ std::optional<absl::Status> TryCudaPool(const std::string& op, const std::vector
   for (int d = 0; d < 4; ++d) a.x_strides[d] = xl.strides[d];
   a.count_include_pad = *count_include_pad ? 1 : 0;
   a.divisor = divisor;
+  // A channels-last output (the layout plan keeps a pool between convolutions NHWC).
+  a.y_channels_last = yl.IsContiguous() ? 0 : 1;
   const int64_t total = a.n * a.c * a.oh * a.ow;
   if (total == 0) return absl::OkStatus();
   absl::StatusOr<const RuntimeKernels*> k = GetRuntimeKernels(device_index);

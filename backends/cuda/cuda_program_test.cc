@@ -397,23 +397,27 @@ TEST(CudaProgramGpuTest, ConvolutionsMatchTheInterpreter) {
 // A resnet-like chain (conv+relu, conv+residual add+relu, 1x1 conv + a
 // non-relu activation) with constant weights, float32 and bfloat16: with the
 // channels-last plan (NHWC values between the convolutions, KRSC weights,
-// fused epilogues) and without it (KILN_CUDA_CHANNELS_LAST=0), against the
-// interpreter running the unfused graph.
+// fused epilogues; a max pool between convolutions reading and writing
+// NHWC) and without it (KILN_CUDA_CHANNELS_LAST=0), against the interpreter
+// running the unfused graph.
 TEST(CudaProgramGpuTest, ConvolutionChainsRunChannelsLastWithFusedEpilogues) {
   RegisterAll();
   if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
   const bool tf32 = CudaDevice::ConvTf32();
   CudaDevice::SetConvTf32(false);
   for (const char* type : {"Float", "BFloat16"}) {
-    for (const char* activation : {"hardswish", "silu", "sigmoid"}) {
+    for (const char* activation : {"hardswish", "silu", "sigmoid", "pool"}) {
       for (const bool channels_last : {true, false}) {
         SCOPED_TRACE(absl::StrCat(type, " ", activation, channels_last ? " NHWC" : " NCHW"));
+        // "pool": a max pool between the first and second convolution, relu last.
+        const bool pool = std::string(activation) == "pool";
         const DType dtype = std::string(type) == "Float" ? DType::kFloat32 : DType::kBFloat16;
         std::map<std::string, Tensor> weights = {{"w1", Random({8, 8, 3, 3}, 1)}, {"b1", Random({8}, 2)},
                                                  {"w2", Random({8, 8, 3, 3}, 3)}, {"b2", Random({8}, 4)},
                                                  {"w3", Random({16, 8, 1, 1}, 5)}, {"b3", Random({16}, 6)}};
         for (auto& [name, t] : weights) t = *runtime::CastTo(t, dtype);
-        const std::string text = test::ConvChainText(type, activation);
+        const std::string text =
+            pool ? test::ConvPoolChainText(type, "relu") : test::ConvChainText(type, activation);
         absl::StatusOr<std::unique_ptr<ir::Graph>> graph = test::ParseWithConstants(text, weights);
         absl::StatusOr<std::unique_ptr<ir::Graph>> oracle = test::ParseWithConstants(text, weights);
         ASSERT_TRUE(graph.ok() && oracle.ok());
@@ -447,6 +451,9 @@ TEST(CudaProgramGpuTest, ConvolutionChainsRunChannelsLastWithFusedEpilogues) {
         EXPECT_EQ(st.host_fallbacks.load(), 0);
         EXPECT_EQ(st.gpu_convolutions.load(), 3);
         EXPECT_EQ(st.fused_epilogues.load(), 3) << "conv+relu, conv+add+relu, conv+" << activation;
+        if (pool) {
+          EXPECT_EQ(program->resolved().boundary_transposes, channels_last ? 2 : 0);
+        }
         if (LoadCudaLibraries().cudnn_status.ok()) {
           EXPECT_EQ(st.nhwc_convolutions.load(), channels_last ? 3 : 0) << st.nhwc_error;
           EXPECT_EQ(st.nhwc_refusals.load(), 0) << st.nhwc_error;

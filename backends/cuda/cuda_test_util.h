@@ -102,6 +102,19 @@ inline std::string ConvChainText(const std::string& type, const std::string& act
       "  return (%o)\n");
 }
 
+// ConvChainText with a 3x3/1 max pool (padding 1) between the first
+// relu and the second convolution (resnet's stem: pool between convolutions).
+inline std::string ConvPoolChainText(const std::string& type, const std::string& activation) {
+  std::string text = ConvChainText(type, activation);
+  const std::string conv2 = "aten::conv2d(%r1, %w2";
+  text.replace(text.find(conv2), conv2.size(), "aten::conv2d(%mp, %w2");
+  const std::string before = "  %y2 : ";
+  text.insert(text.find(before), absl::StrCat("  %k3 : int[] = prim::Constant[value=[3, 3]]()\n"
+                                              "  %fl : bool = prim::Constant[value=0]()\n"
+                                              "  %mp : ", type, "(2, 8, 10, 10) = aten::max_pool2d(%r1, %k3, %s, %p1, %s, %fl)\n"));
+  return text;
+}
+
 }  // namespace kiln::backends::cuda::test
 
 #endif  // KILN_BACKENDS_CUDA_CUDA_TEST_UTIL_H_

@@ -48,6 +48,12 @@ extern "C" void emu_epilogue(int bf16, void* y, const void* b, const void* const
     });
   }
 }
+extern "C" void emu_pool(int is_max, const float* x, float* y, const void* args, long long grid, int block) {
+  const kiln_rt_pool_args& a = *static_cast<const kiln_rt_pool_args*>(args);
+  kiln_run_grid(grid, block, [&] {
+    if (is_max) kiln_rt_max_pool2d_f32(x, y, a); else kiln_rt_avg_pool2d_f32(x, y, a);
+  });
+}
 extern "C" void emu_copy_u32(const void* src, void* dst, const void* view, long long n, long long grid, int block) {
   const kiln_rt_strided& v = *static_cast<const kiln_rt_strided*>(view);
   kiln_run_grid(grid, block, [&] { kiln_rt_copy_u32((const unsigned*)src, (unsigned*)dst, v, n); });
@@ -78,13 +84,16 @@ class RuntimeEmulator {
     if (handle_ == nullptr) return absl::InternalError(dlerror());
     epilogue_ = reinterpret_cast<EpilogueFn>(dlsym(handle_, "emu_epilogue"));
     copy_ = reinterpret_cast<CopyFn>(dlsym(handle_, "emu_copy_u32"));
-    if (epilogue_ == nullptr || copy_ == nullptr) return absl::InternalError("launchers not found");
+    pool_ = reinterpret_cast<PoolFn>(dlsym(handle_, "emu_pool"));
+    if (epilogue_ == nullptr || copy_ == nullptr || pool_ == nullptr) return absl::InternalError("launchers not found");
     return absl::OkStatus();
   }
   using EpilogueFn = void (*)(int, void*, const void*, const void* const*, const void*, long long, int);
   using CopyFn = void (*)(const void*, void*, const void*, long long, long long, int);
+  using PoolFn = void (*)(int, const float*, float*, const void*, long long, int);
   EpilogueFn epilogue_ = nullptr;
   CopyFn copy_ = nullptr;
+  PoolFn pool_ = nullptr;
 
  private:
   void* handle_ = nullptr;
@@ -274,6 +283,33 @@ TEST(RuntimeKernelEmulation, CopyKernelTransposesBetweenLayouts) {
   for (int d = 0; d < 4; ++d) from.sizes[d] = sizes[static_cast<size_t>(d)], from.strides[d] = cl.strides[static_cast<size_t>(d)];
   emu->copy_(nhwc.data(), back.data(), &from, n, 2, 32);
   EXPECT_EQ(back, nchw);
+}
+
+// Pooling with a channels-last output (the plan keeps resnet's max pool
+// NHWC): the same values as the NCHW output, in NHWC order.
+TEST(RuntimeKernelEmulation, PoolingWritesChannelsLast) {
+  RuntimeEmulator* emu = Emulator();
+  ASSERT_NE(emu, nullptr);
+  const std::vector<int64_t> sizes = {2, 5, 7, 6};
+  const Layout xl = ChannelsLastLayout(Layout::Contiguous(DType::kFloat32, sizes, "cuda"));
+  std::vector<uint32_t> x = Store(RandomFloats(sizes, 9), xl);
+  for (const int is_max : {1, 0}) {
+    SCOPED_TRACE(is_max ? "max" : "avg");
+    PoolArgs a = {};
+    a.n = 2, a.c = 5, a.h = 7, a.w = 6, a.oh = 4, a.ow = 3, a.kh = 3, a.kw = 3, a.sh = 2, a.sw = 2, a.ph = 1, a.pw = 1;
+    a.dh = 1, a.dw = 1;
+    for (int d = 0; d < 4; ++d) a.x_strides[d] = xl.strides[static_cast<size_t>(d)];
+    a.count_include_pad = 1;
+    const std::vector<int64_t> ys = {2, 5, 4, 3};
+    const int64_t n = 2 * 5 * 4 * 3;
+    std::vector<uint32_t> nchw(static_cast<size_t>(n)), nhwc(static_cast<size_t>(n));
+    emu->pool_(is_max, reinterpret_cast<const float*>(x.data()), reinterpret_cast<float*>(nchw.data()), &a, 2, 32);
+    a.y_channels_last = 1;
+    emu->pool_(is_max, reinterpret_cast<const float*>(x.data()), reinterpret_cast<float*>(nhwc.data()), &a, 2, 32);
+    const Layout plain = Layout::Contiguous(DType::kFloat32, ys, "cuda");
+    const Layout cl = ChannelsLastLayout(plain);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(Load(nhwc, cl, i), Load(nchw, plain, i)) << i;
+  }
 }
 
 }  // namespace

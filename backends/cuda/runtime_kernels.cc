@@ -131,6 +131,7 @@ struct kiln_rt_pool_args {
   i64 x_strides[4];
   int count_include_pad;
   i64 divisor;
+  int y_channels_last;
 };
 __device__ __forceinline__ float kiln_rt_load(const float* p) { return *p; }
 __device__ __forceinline__ void kiln_rt_store(float* p, float v) { *p = v; }
@@ -168,7 +169,13 @@ template <typename IO, typename T>
 __device__ void kiln_rt_pool(const T* __restrict__ x, T* __restrict__ y, const kiln_rt_pool_args& a, bool is_max) {
   const i64 total = a.n * a.c * a.oh * a.ow;
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
-    const i64 ox = i % a.ow, oy = (i / a.ow) % a.oh, ch = (i / (a.ow * a.oh)) % a.c, img = i / (a.ow * a.oh * a.c);
+    // y packed NCHW, or NHWC (channels_last_plan.h): element i of y in its memory order.
+    i64 ox, oy, ch, img;
+    if (a.y_channels_last) {
+      ch = i % a.c, ox = (i / a.c) % a.ow, oy = (i / (a.c * a.ow)) % a.oh, img = i / (a.c * a.ow * a.oh);
+    } else {
+      ox = i % a.ow, oy = (i / a.ow) % a.oh, ch = (i / (a.ow * a.oh)) % a.c, img = i / (a.ow * a.oh * a.c);
+    }
     const T* xp = x + img * a.x_strides[0] + ch * a.x_strides[1];
     const i64 y0 = oy * a.sh - a.ph, x0 = ox * a.sw - a.pw;
     if (is_max) {

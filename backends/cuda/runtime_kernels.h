@@ -41,12 +41,13 @@ struct RuntimeKernels {
 
 // The pooling kernels' parameters (passed by value; the kernel's own
 // struct lays them out the same). x is read at the strides given; y is
-// contiguous [n, c, oh, ow].
+// contiguous [n, c, oh, ow] or, with y_channels_last, packed NHWC.
 struct PoolArgs {
   long long n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;  // NOLINT(runtime/int)
   long long x_strides[4];                                          // NOLINT(runtime/int)
   int count_include_pad = 1;
   long long divisor = 0;  // NOLINT(runtime/int): divisor_override, 0 for none
+  int y_channels_last = 0;  // y packed NHWC instead of NCHW
 };
 
 // A view's shape for the copy kernels (passed by value; at most rank 8).
