@@ -25,6 +25,7 @@ struct kiln_rt_epilogue_args {
   i64 bias_inner;
   int dense;
   int operand_dense[4];
+  int narrow_index;
   int steps;
   int kinds[16];
   int first_scalar[16];
@@ -32,28 +33,31 @@ struct kiln_rt_epilogue_args {
   float scalars[32];
 };
 __device__ __forceinline__ float kiln_rt_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
-template <typename IO, typename T>
-__device__ void kiln_rt_epilogue(T* __restrict__ y, const T* __restrict__ bias, const T* __restrict__ o0,
+// I: the index type, unsigned when every offset fits 32 bits (a.narrow_index;
+// 64-bit division costs several times more, per element).
+template <typename IO, typename T, typename I>
+__device__ void kiln_rt_epilogue_body(T* __restrict__ y, const T* __restrict__ bias, const T* __restrict__ o0,
                                  const T* __restrict__ o1, const T* __restrict__ o2, const T* __restrict__ o3,
                                  const kiln_rt_epilogue_args& a) {
   const T* ops[4] = {o0, o1, o2, o3};
-  const i64 total = a.sizes[0] * a.sizes[1] * a.sizes[2] * a.sizes[3];
-  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
+  const I total = (I)(a.sizes[0] * a.sizes[1] * a.sizes[2] * a.sizes[3]);
+  const I sizes[4] = {(I)a.sizes[0], (I)a.sizes[1], (I)a.sizes[2], (I)a.sizes[3]};
+  for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
     // Dense y (the planned buffers: NCHW or NHWC, packed): element i is at
     // i, and so is a dense operand's; the per-dim index only for the rest.
-    i64 idx[4] = {0, 0, 0, 0};
-    i64 at = i;
+    I idx[4] = {0, 0, 0, 0};
+    I at = i;
     if (!a.dense) {
-      i64 rem = i;
+      I rem = i;
       for (int d = 3; d >= 0; --d) {
-        idx[d] = rem % a.sizes[d];
-        rem /= a.sizes[d];
+        idx[d] = rem % sizes[d];
+        rem /= sizes[d];
       }
       at = 0;
-      for (int d = 0; d < 4; ++d) at += idx[d] * a.y_strides[d];
+      for (int d = 0; d < 4; ++d) at += idx[d] * (I)a.y_strides[d];
     }
     float v = IO::load(y + at);
-    if (a.bias_dim >= 0) v += IO::load(bias + (i / a.bias_inner) % a.sizes[a.bias_dim]);
+    if (a.bias_dim >= 0) v += IO::load(bias + (i / (I)a.bias_inner) % sizes[a.bias_dim]);
     for (int s = 0; s < a.steps; ++s) {
       const float* sc = a.scalars + a.first_scalar[s];
       switch (a.kinds[s]) {
@@ -77,17 +81,17 @@ __device__ void kiln_rt_epilogue(T* __restrict__ y, const T* __restrict__ bias, 
         case KILN_PO_ADD:
         case KILN_PO_MUL: {
           const int k = a.operand[s];
-          i64 o = i;
+          I o = i;
           if (!a.operand_dense[k]) {
             if (a.dense) {
-              i64 rem = i;
+              I rem = i;
               for (int d = 3; d >= 0; --d) {
-                idx[d] = rem % a.sizes[d];
-                rem /= a.sizes[d];
+                idx[d] = rem % sizes[d];
+                rem /= sizes[d];
               }
             }
             o = 0;
-            for (int d = 0; d < 4; ++d) o += idx[d] * a.operand_strides[k][d];
+            for (int d = 0; d < 4; ++d) o += idx[d] * (I)a.operand_strides[k][d];
           }
           const float t = IO::load(ops[k] + o);
           v = a.kinds[s] == KILN_PO_ADD ? v + t : v * t;
@@ -97,6 +101,16 @@ __device__ void kiln_rt_epilogue(T* __restrict__ y, const T* __restrict__ bias, 
       }
     }
     IO::store(y + at, v);
+  }
+}
+template <typename IO, typename T>
+__device__ void kiln_rt_epilogue(T* __restrict__ y, const T* __restrict__ bias, const T* __restrict__ o0,
+                                 const T* __restrict__ o1, const T* __restrict__ o2, const T* __restrict__ o3,
+                                 const kiln_rt_epilogue_args& a) {
+  if (a.narrow_index) {
+    kiln_rt_epilogue_body<IO, T, unsigned>(y, bias, o0, o1, o2, o3, a);
+  } else {
+    kiln_rt_epilogue_body<IO, T, i64>(y, bias, o0, o1, o2, o3, a);
   }
 }
 #define KILN_RT_EPILOGUE(name, IO, T) \
@@ -194,6 +208,17 @@ std::optional<EpilogueArgs> MakeEpilogueArgs(const lowering::Layout& y, bool has
     return 1;
   };
   a.dense = dense(a.y_strides);
+  // Every index and offset below 2^31: 32-bit arithmetic (the grid-stride
+  // step, at most 2^31 more, stays below 2^32).
+  auto extent = [&](const long long* strides) {  // NOLINT(runtime/int)
+    long long e = 0;                             // NOLINT(runtime/int)
+    for (int d = 0; d < 4; ++d) e += (a.sizes[d] - 1) * strides[d];
+    return e;
+  };
+  constexpr long long kLimit = (1LL << 31) - 1;  // NOLINT(runtime/int)
+  bool narrow = a.sizes[0] * a.sizes[1] * a.sizes[2] * a.sizes[3] < kLimit && extent(a.y_strides) < kLimit;
+  for (size_t k = 0; k < op_strides.size(); ++k) narrow = narrow && extent(a.operand_strides[k]) < kLimit;
+  a.narrow_index = narrow ? 1 : 0;
   for (size_t k = 0; k < op_strides.size(); ++k) a.operand_dense[k] = a.dense && dense(a.operand_strides[k]);
   int scalar = 0;
   a.steps = static_cast<int>(post.size());

@@ -35,6 +35,7 @@ struct EpilogueArgs {
   long long bias_inner;                                // NOLINT(runtime/int): elements per step of bias_dim
   int dense;                                           // y packed in iteration order: offset = index
   int operand_dense[kEpilogueMaxOperands];             // the same for an operand (and y dense)
+  int narrow_index;                                    // every index and offset fits 31 bits: 32-bit math
   int steps;
   int kinds[kEpilogueMaxSteps];        // ir::PostOpKind
   int first_scalar[kEpilogueMaxSteps];

@@ -184,8 +184,8 @@ struct EpilogueCase {
   bool y_slice = false;
 };
 
-void RunCase(const EpilogueCase& c) {
-  SCOPED_TRACE(c.name);
+void RunCase(const EpilogueCase& c, bool wide_index) {
+  SCOPED_TRACE(absl::StrCat(c.name, wide_index ? " (64-bit index)" : ""));
   RuntimeEmulator* emu = Emulator();
   ASSERT_NE(emu, nullptr);
   const Layout plain = Layout::Contiguous(c.dtype, c.sizes, "cuda");
@@ -208,6 +208,9 @@ void RunCase(const EpilogueCase& c) {
 
   std::optional<EpilogueArgs> args = MakeEpilogueArgs(yl, true, c.post, {o0, o1});
   ASSERT_TRUE(args.has_value());
+  EXPECT_EQ(args->narrow_index, 1) << "small tensors index in 32 bits";
+  // The 64-bit path (tensors past 2^31 elements) on the same data.
+  args->narrow_index = wide_index ? 0 : 1;
   std::vector<uint32_t> y = Store(y0, yl), b = Store(bias, Layout::Contiguous(c.dtype, {channels}, "cuda"));
   std::vector<uint32_t> s0 = Store(r0, o0), s1 = Store(r1, o1);
   const void* ops[4] = {s0.data(), s1.data(), nullptr, nullptr};
@@ -249,7 +252,10 @@ TEST(RuntimeKernelEmulation, ConvEpilogueMatchesThePostOpSemantics) {
       {"bias only", DType::kFloat32, {2, 5, 3, 4}, true, true, {}},
       {"f32 y a channel slice", DType::kFloat32, {2, 5, 3, 4}, false, true, chain1, /*y_slice=*/true},
   };
-  for (const EpilogueCase& c : cases) RunCase(c);
+  for (const EpilogueCase& c : cases) {
+    RunCase(c, false);
+    RunCase(c, true);
+  }
 }
 
 // The boundary transposes (channels_last_conv.cc): the copy kernel over a
