@@ -23,7 +23,8 @@ using test::RegisterAll;
 std::map<std::string, Tensor> ChainWeights(DType dtype) {
   std::map<std::string, Tensor> w = {{"w1", Random({8, 8, 3, 3}, 1)}, {"b1", Random({8}, 2)},
                                      {"w2", Random({8, 8, 3, 3}, 3)}, {"b2", Random({8}, 4)},
-                                     {"w3", Random({16, 8, 1, 1}, 5)}, {"b3", Random({16}, 6)}};
+                                     {"w3", Random({16, 8, 1, 1}, 5)}, {"b3", Random({16}, 6)},
+                                     {"w4", Random({8, 8, 1, 1}, 7)},  {"b4", Random({8}, 8)}};
   for (auto& [name, t] : w) t = *runtime::CastTo(t, dtype);
   return w;
 }
@@ -129,6 +130,27 @@ TEST(ChannelsLastPlanTest, PoolingBetweenConvolutionsStaysNhwc) {
   EXPECT_FALSE(LayoutOf(*r, pool->output_slots[0]).IsContiguous());
   for (const ExternStep* e : Convolutions(*r)) EXPECT_TRUE(e->channels_last);
   EXPECT_EQ(r->boundary_transposes, 2) << "the program's input and output only";
+}
+
+// resnet's downsample: a biased 1x1 convolution whose result is only the
+// residual operand of the next epilogue becomes a fused op (empty chain)
+// and its value stays NHWC.
+TEST(ChannelsLastPlanTest, DownsampleConvolutionsStayNhwc) {
+  RegisterAll();
+  absl::StatusOr<ResolvedProgram> r = Resolve(test::ConvDownsampleChainText("Float", "relu"), DType::kFloat32, true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::vector<const ExternStep*> convs = Convolutions(*r);
+  ASSERT_EQ(convs.size(), 4u);
+  int empty_chains = 0;
+  for (const ExternStep* e : convs) {
+    EXPECT_EQ(e->op, "kiln::conv_post_ops");
+    EXPECT_TRUE(e->channels_last);
+    empty_chains += e->args.size() == 10 && e->args[9].buffer_list.empty() && e->args[7].constant &&
+                    e->args[7].constant->elements().empty();
+  }
+  EXPECT_EQ(empty_chains, 1);
+  EXPECT_EQ(r->channels_last_slots.size(), 3u) << "conv 1's, the downsample's and conv 2's results";
+  EXPECT_EQ(r->boundary_transposes, 2);
 }
 
 TEST(ChannelsLastPlanTest, LayoutHelpers) {

@@ -406,18 +406,22 @@ TEST(CudaProgramGpuTest, ConvolutionChainsRunChannelsLastWithFusedEpilogues) {
   const bool tf32 = CudaDevice::ConvTf32();
   CudaDevice::SetConvTf32(false);
   for (const char* type : {"Float", "BFloat16"}) {
-    for (const char* activation : {"hardswish", "silu", "sigmoid", "pool"}) {
+    for (const char* activation : {"hardswish", "silu", "sigmoid", "pool", "downsample"}) {
       for (const bool channels_last : {true, false}) {
         SCOPED_TRACE(absl::StrCat(type, " ", activation, channels_last ? " NHWC" : " NCHW"));
         // "pool": a max pool between the first and second convolution, relu last.
         const bool pool = std::string(activation) == "pool";
+        // "downsample": the residual through a biased 1x1 convolution (a fused op with an empty chain).
+        const bool downsample = std::string(activation) == "downsample";
         const DType dtype = std::string(type) == "Float" ? DType::kFloat32 : DType::kBFloat16;
         std::map<std::string, Tensor> weights = {{"w1", Random({8, 8, 3, 3}, 1)}, {"b1", Random({8}, 2)},
                                                  {"w2", Random({8, 8, 3, 3}, 3)}, {"b2", Random({8}, 4)},
-                                                 {"w3", Random({16, 8, 1, 1}, 5)}, {"b3", Random({16}, 6)}};
+                                                 {"w3", Random({16, 8, 1, 1}, 5)}, {"b3", Random({16}, 6)},
+                                                 {"w4", Random({8, 8, 1, 1}, 8)},  {"b4", Random({8}, 9)}};
         for (auto& [name, t] : weights) t = *runtime::CastTo(t, dtype);
-        const std::string text =
-            pool ? test::ConvPoolChainText(type, "relu") : test::ConvChainText(type, activation);
+        const std::string text = pool         ? test::ConvPoolChainText(type, "relu")
+                                 : downsample ? test::ConvDownsampleChainText(type, "relu")
+                                              : test::ConvChainText(type, activation);
         absl::StatusOr<std::unique_ptr<ir::Graph>> graph = test::ParseWithConstants(text, weights);
         absl::StatusOr<std::unique_ptr<ir::Graph>> oracle = test::ParseWithConstants(text, weights);
         ASSERT_TRUE(graph.ok() && oracle.ok());
@@ -449,18 +453,19 @@ TEST(CudaProgramGpuTest, ConvolutionChainsRunChannelsLastWithFusedEpilogues) {
         ASSERT_NE(program, nullptr);
         const CudaProgramStats& st = program->stats();
         EXPECT_EQ(st.host_fallbacks.load(), 0);
-        EXPECT_EQ(st.gpu_convolutions.load(), 3);
-        EXPECT_EQ(st.fused_epilogues.load(), 3) << "conv+relu, conv+add+relu, conv+" << activation;
+        const int convs = downsample ? 4 : 3;
+        EXPECT_EQ(st.gpu_convolutions.load(), convs);
+        EXPECT_EQ(st.fused_epilogues.load(), convs) << "conv+relu, conv+add+relu, conv+" << activation;
         if (pool) {
           EXPECT_EQ(program->resolved().boundary_transposes, channels_last ? 2 : 0);
         }
         if (LoadCudaLibraries().cudnn_status.ok()) {
-          EXPECT_EQ(st.nhwc_convolutions.load(), channels_last ? 3 : 0) << st.nhwc_error;
+          EXPECT_EQ(st.nhwc_convolutions.load(), channels_last ? convs : 0) << st.nhwc_error;
           EXPECT_EQ(st.nhwc_refusals.load(), 0) << st.nhwc_error;
         }
         std::string report;
         for (const std::string& line : program->ReportLines()) absl::StrAppend(&report, line, "\n");
-        EXPECT_TRUE(absl::StrContains(report, channels_last ? "3 of 3 convolutions NHWC" : "0 of 3 convolutions NHWC"))
+        EXPECT_TRUE(absl::StrContains(report, absl::StrCat(channels_last ? convs : 0, " of ", convs, " convolutions NHWC")))
             << report;
       }
     }

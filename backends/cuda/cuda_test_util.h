@@ -115,6 +115,22 @@ inline std::string ConvPoolChainText(const std::string& type, const std::string&
   return text;
 }
 
+// ConvChainText whose residual goes through a 1x1 convolution with a bias
+// (resnet's downsample: weight %w4 [8, 8, 1, 1], bias %b4 [8], appended
+// inputs), which fuse_conv_post_ops turns into a fused op with an empty chain.
+inline std::string ConvDownsampleChainText(const std::string& type, const std::string& activation) {
+  std::string text = ConvChainText(type, activation);
+  const std::string header_end = "(16)):\n";
+  text.replace(text.find(header_end), header_end.size(),
+               absl::StrCat("(16), %w4 : ", type, "(8, 8, 1, 1), %b4 : ", type, "(8)):\n"));
+  const std::string add = "aten::add(%y2, %r1, %g)";
+  text.replace(text.find(add), add.size(), "aten::add(%y2, %dn, %g)");
+  const std::string before = "  %a2 : ";
+  text.insert(text.find(before), absl::StrCat("  %dn : ", type,
+                                              "(2, 8, 10, 10) = aten::conv2d(%r1, %w4, %b4, %s, %p0, %s, %g)\n"));
+  return text;
+}
+
 }  // namespace kiln::backends::cuda::test
 
 #endif  // KILN_BACKENDS_CUDA_CUDA_TEST_UTIL_H_
