@@ -26,6 +26,7 @@ struct kiln_rt_epilogue_args {
   int dense;
   int operand_dense[4];
   int narrow_index;
+  int vec4;
   int steps;
   int kinds[16];
   int first_scalar[16];
@@ -33,16 +34,75 @@ struct kiln_rt_epilogue_args {
   float scalars[32];
 };
 __device__ __forceinline__ float kiln_rt_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+// One step without an operand (add / mul are applied by the callers).
+__device__ __forceinline__ float kiln_rt_unary_step(int kind, const float* sc, float v) {
+  switch (kind) {
+    case KILN_PO_RELU: return v < 0.0f ? 0.0f : v;
+    case KILN_PO_LEAKY_RELU: return v > 0.0f ? v : sc[0] * v;
+    case KILN_PO_ELU: return v > 0.0f ? v : sc[0] * expm1f(v);
+    case KILN_PO_SIGMOID: return kiln_rt_sigmoid(v);
+    case KILN_PO_TANH: return tanhf(v);
+    case KILN_PO_HARDSWISH: return v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f;
+    case KILN_PO_HARDSIGMOID: return fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f;
+    case KILN_PO_SILU: return v * kiln_rt_sigmoid(v);
+    case KILN_PO_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case KILN_PO_GELU_TANH: return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    // NaN passes through the clamps, as PyTorch's.
+    case KILN_PO_CLAMP: return v < sc[0] ? sc[0] : (v > sc[1] ? sc[1] : v);
+    case KILN_PO_CLAMP_MIN: return v < sc[0] ? sc[0] : v;
+    case KILN_PO_CLAMP_MAX: return v > sc[0] ? sc[0] : v;
+    case KILN_PO_LINEAR: return sc[0] * v + sc[1];
+    default: return v;
+  }
+}
+// Four consecutive elements in one access (16 bytes of float, 8 of 16-bit).
+template <typename T> struct alignas(4 * sizeof(T)) kiln_rt_vec4 { T v[4]; };
+template <typename IO, typename T>
+__device__ __forceinline__ void kiln_rt_load4(const T* p, float* out) {
+  const kiln_rt_vec4<T> q = *reinterpret_cast<const kiln_rt_vec4<T>*>(p);
+  for (int j = 0; j < 4; ++j) out[j] = IO::load(&q.v[j]);
+}
+template <typename IO, typename T>
+__device__ __forceinline__ void kiln_rt_store4(T* p, const float* in) {
+  kiln_rt_vec4<T> q;
+  for (int j = 0; j < 4; ++j) IO::store(&q.v[j], in[j]);
+  *reinterpret_cast<kiln_rt_vec4<T>*>(p) = q;
+}
 // I: the index type, unsigned when every offset fits 32 bits (a.narrow_index;
 // 64-bit division costs several times more, per element).
 template <typename IO, typename T, typename I>
 __device__ void kiln_rt_epilogue_body(T* __restrict__ y, const T* __restrict__ bias, const T* __restrict__ o0,
-                                 const T* __restrict__ o1, const T* __restrict__ o2, const T* __restrict__ o3,
-                                 const kiln_rt_epilogue_args& a) {
+                                      const T* __restrict__ o1, const T* __restrict__ o2, const T* __restrict__ o3,
+                                      const kiln_rt_epilogue_args& a) {
   const T* ops[4] = {o0, o1, o2, o3};
   const I total = (I)(a.sizes[0] * a.sizes[1] * a.sizes[2] * a.sizes[3]);
   const I sizes[4] = {(I)a.sizes[0], (I)a.sizes[1], (I)a.sizes[2], (I)a.sizes[3]};
-  for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+  const I first = blockIdx.x * (I)blockDim.x + threadIdx.x, step = (I)gridDim.x * blockDim.x;
+  if (a.vec4) {
+    // y and every operand packed in y's order and 4-element aligned, 4 | total.
+    for (I g = first; g < total / 4; g += step) {
+      const I i0 = g * 4;
+      float v[4];
+      kiln_rt_load4<IO>(y + i0, v);
+      if (a.bias_dim >= 0) {
+        for (int j = 0; j < 4; ++j) v[j] += IO::load(bias + ((i0 + j) / (I)a.bias_inner) % sizes[a.bias_dim]);
+      }
+      for (int s = 0; s < a.steps; ++s) {
+        const int kind = a.kinds[s];
+        if (kind == KILN_PO_ADD || kind == KILN_PO_MUL) {
+          float t[4];
+          kiln_rt_load4<IO>(ops[a.operand[s]] + i0, t);
+          for (int j = 0; j < 4; ++j) v[j] = kind == KILN_PO_ADD ? v[j] + t[j] : v[j] * t[j];
+        } else {
+          const float* sc = a.scalars + a.first_scalar[s];
+          for (int j = 0; j < 4; ++j) v[j] = kiln_rt_unary_step(kind, sc, v[j]);
+        }
+      }
+      kiln_rt_store4<IO>(y + i0, v);
+    }
+    return;
+  }
+  for (I i = first; i < total; i += step) {
     // Dense y (the planned buffers: NCHW or NHWC, packed): element i is at
     // i, and so is a dense operand's; the per-dim index only for the rest.
     I idx[4] = {0, 0, 0, 0};
@@ -59,46 +119,26 @@ __device__ void kiln_rt_epilogue_body(T* __restrict__ y, const T* __restrict__ b
     float v = IO::load(y + at);
     if (a.bias_dim >= 0) v += IO::load(bias + (i / (I)a.bias_inner) % sizes[a.bias_dim]);
     for (int s = 0; s < a.steps; ++s) {
-      const float* sc = a.scalars + a.first_scalar[s];
-      switch (a.kinds[s]) {
-        case KILN_PO_RELU: v = v < 0.0f ? 0.0f : v; break;
-        case KILN_PO_LEAKY_RELU: v = v > 0.0f ? v : sc[0] * v; break;
-        case KILN_PO_ELU: v = v > 0.0f ? v : sc[0] * expm1f(v); break;
-        case KILN_PO_SIGMOID: v = kiln_rt_sigmoid(v); break;
-        case KILN_PO_TANH: v = tanhf(v); break;
-        case KILN_PO_HARDSWISH: v = v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f; break;
-        case KILN_PO_HARDSIGMOID: v = fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f; break;
-        case KILN_PO_SILU: v = v * kiln_rt_sigmoid(v); break;
-        case KILN_PO_GELU: v = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); break;
-        case KILN_PO_GELU_TANH:
-          v = 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-          break;
-        // NaN passes through the clamps, as PyTorch's.
-        case KILN_PO_CLAMP: v = v < sc[0] ? sc[0] : (v > sc[1] ? sc[1] : v); break;
-        case KILN_PO_CLAMP_MIN: v = v < sc[0] ? sc[0] : v; break;
-        case KILN_PO_CLAMP_MAX: v = v > sc[0] ? sc[0] : v; break;
-        case KILN_PO_LINEAR: v = sc[0] * v + sc[1]; break;
-        case KILN_PO_ADD:
-        case KILN_PO_MUL: {
-          const int k = a.operand[s];
-          I o = i;
-          if (!a.operand_dense[k]) {
-            if (a.dense) {
-              I rem = i;
-              for (int d = 3; d >= 0; --d) {
-                idx[d] = rem % sizes[d];
-                rem /= sizes[d];
-              }
-            }
-            o = 0;
-            for (int d = 0; d < 4; ++d) o += idx[d] * (I)a.operand_strides[k][d];
-          }
-          const float t = IO::load(ops[k] + o);
-          v = a.kinds[s] == KILN_PO_ADD ? v + t : v * t;
-          break;
-        }
-        default: break;
+      const int kind = a.kinds[s];
+      if (kind != KILN_PO_ADD && kind != KILN_PO_MUL) {
+        v = kiln_rt_unary_step(kind, a.scalars + a.first_scalar[s], v);
+        continue;
       }
+      const int k = a.operand[s];
+      I o = i;
+      if (!a.operand_dense[k]) {
+        if (a.dense) {
+          I rem = i;
+          for (int d = 3; d >= 0; --d) {
+            idx[d] = rem % sizes[d];
+            rem /= sizes[d];
+          }
+        }
+        o = 0;
+        for (int d = 0; d < 4; ++d) o += idx[d] * (I)a.operand_strides[k][d];
+      }
+      const float t = IO::load(ops[k] + o);
+      v = kind == KILN_PO_ADD ? v + t : v * t;
     }
     IO::store(y + at, v);
   }
@@ -208,6 +248,7 @@ std::optional<EpilogueArgs> MakeEpilogueArgs(const lowering::Layout& y, bool has
     return 1;
   };
   a.dense = dense(a.y_strides);
+  for (size_t k = 0; k < op_strides.size(); ++k) a.operand_dense[k] = a.dense && dense(a.operand_strides[k]);
   // Every index and offset below 2^31: 32-bit arithmetic (the grid-stride
   // step, at most 2^31 more, stays below 2^32).
   auto extent = [&](const long long* strides) {  // NOLINT(runtime/int)
@@ -219,7 +260,11 @@ std::optional<EpilogueArgs> MakeEpilogueArgs(const lowering::Layout& y, bool has
   bool narrow = a.sizes[0] * a.sizes[1] * a.sizes[2] * a.sizes[3] < kLimit && extent(a.y_strides) < kLimit;
   for (size_t k = 0; k < op_strides.size(); ++k) narrow = narrow && extent(a.operand_strides[k]) < kLimit;
   a.narrow_index = narrow ? 1 : 0;
-  for (size_t k = 0; k < op_strides.size(); ++k) a.operand_dense[k] = a.dense && dense(a.operand_strides[k]);
+  // Groups of 4 when y and every operand are packed alike (LaunchEpilogue
+  // also needs the addresses aligned).
+  bool vec4 = a.dense && (a.sizes[0] * a.sizes[1] * a.sizes[2] * a.sizes[3]) % 4 == 0;
+  for (size_t k = 0; k < op_strides.size(); ++k) vec4 = vec4 && a.operand_dense[k];
+  a.vec4 = vec4 ? 1 : 0;
   int scalar = 0;
   a.steps = static_cast<int>(post.size());
   for (size_t s = 0; s < post.size(); ++s) {
@@ -251,9 +296,16 @@ absl::Status LaunchEpilogue(const DeviceView& y, const std::optional<DeviceView>
     op[i] = address(operands[i]);
   }
   EpilogueArgs a = args;
+  const CUdeviceptr vector_bytes = static_cast<CUdeviceptr>(4 * elem);
+  bool aligned = yp % vector_bytes == 0;
+  for (size_t i = 0; i < operands.size() && i < static_cast<size_t>(kEpilogueMaxOperands); ++i) {
+    aligned = aligned && op[i] % vector_bytes == 0;
+  }
+  if (!aligned) a.vec4 = 0;
   std::vector<void*> params = {&yp, &bp, &op[0], &op[1], &op[2], &op[3], &a};
   const CUfunction f = t == DType::kFloat32 ? k->epilogue[0] : t == DType::kFloat16 ? k->epilogue[1] : k->epilogue[2];
-  const unsigned blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((total + 255) / 256, 132 * 64)));
+  const int64_t work = a.vec4 ? total / 4 : total;  // elements or groups of 4
+  const unsigned blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((work + 255) / 256, 132 * 64)));
   return CuCheck(LoadCudaLibraries().driver.cuLaunchKernel(f, blocks, 1, 1, 256, 1, 1, 0, stream, params.data(), nullptr),
                  "cuLaunchKernel (conv epilogue)");
 }

@@ -36,6 +36,7 @@ struct EpilogueArgs {
   int dense;                                           // y packed in iteration order: offset = index
   int operand_dense[kEpilogueMaxOperands];             // the same for an operand (and y dense)
   int narrow_index;                                    // every index and offset fits 31 bits: 32-bit math
+  int vec4;                                            // groups of 4 in one access (packed alike, aligned)
   int steps;
   int kinds[kEpilogueMaxSteps];        // ir::PostOpKind
   int first_scalar[kEpilogueMaxSteps];

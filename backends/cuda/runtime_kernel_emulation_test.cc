@@ -5,6 +5,7 @@
 // storage is not emulated (its conversions are PTX; the GPU test covers it).
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -182,6 +183,7 @@ struct EpilogueCase {
   std::vector<PostOp> post;
   // y as channels [1, 1 + C) of a wider NCHW buffer (not packed: the kernel's general path).
   bool y_slice = false;
+  bool vec4 = false;  // expected: the 4-wide path (y and the used operands packed alike)
 };
 
 void RunCase(const EpilogueCase& c, bool wide_index) {
@@ -206,8 +208,14 @@ void RunCase(const EpilogueCase& c, bool wide_index) {
   Tensor r0 = Rounded(RandomFloats(c.sizes, 3), c.dtype);
   Tensor r1 = Rounded(RandomFloats(gate_sizes, 4), c.dtype);
 
-  std::optional<EpilogueArgs> args = MakeEpilogueArgs(yl, true, c.post, {o0, o1});
+  // The operands the chain uses (a chain without the gate may take the 4-wide path).
+  int used = 0;
+  for (const PostOp& p : c.post) used = std::max(used, p.operand + 1);
+  std::vector<Layout> operand_layouts = {o0, o1};
+  operand_layouts.resize(static_cast<size_t>(used));
+  std::optional<EpilogueArgs> args = MakeEpilogueArgs(yl, true, c.post, operand_layouts);
   ASSERT_TRUE(args.has_value());
+  EXPECT_EQ(args->vec4, c.vec4 ? 1 : 0);
   EXPECT_EQ(args->narrow_index, 1) << "small tensors index in 32 bits";
   // The 64-bit path (tensors past 2^31 elements) on the same data.
   args->narrow_index = wide_index ? 0 : 1;
@@ -242,6 +250,8 @@ TEST(RuntimeKernelEmulation, ConvEpilogueMatchesThePostOpSemantics) {
                                       Op(PostOpKind::kAdd, {}, 0), Op(PostOpKind::kSilu), Op(PostOpKind::kGeluTanh),
                                       Op(PostOpKind::kHardsigmoid), Op(PostOpKind::kClamp, {0.1, 0.6}),
                                       Op(PostOpKind::kClampMin, {0.2}), Op(PostOpKind::kClampMax, {0.5})};
+  const std::vector<PostOp> chain3 = {Op(PostOpKind::kAdd, {}, 0), Op(PostOpKind::kRelu), Op(PostOpKind::kSilu),
+                                      Op(PostOpKind::kClamp, {-0.5, 1.5})};
   const EpilogueCase cases[] = {
       {"f32 nhwc, residual nhwc", DType::kFloat32, {2, 5, 3, 4}, true, true, chain1},
       {"f32 nhwc, residual nchw", DType::kFloat32, {2, 5, 3, 4}, true, false, chain2},
@@ -249,8 +259,11 @@ TEST(RuntimeKernelEmulation, ConvEpilogueMatchesThePostOpSemantics) {
       {"f32 1-d", DType::kFloat32, {2, 5, 7}, false, false, chain2},
       {"bf16 nhwc", DType::kBFloat16, {2, 6, 3, 5}, true, true, chain1},
       {"bf16 nchw, residual nhwc", DType::kBFloat16, {1, 6, 5, 3}, false, true, chain2},
-      {"bias only", DType::kFloat32, {2, 5, 3, 4}, true, true, {}},
+      {"bias only", DType::kFloat32, {2, 5, 3, 4}, true, true, {}, false, /*vec4=*/true},
       {"f32 y a channel slice", DType::kFloat32, {2, 5, 3, 4}, false, true, chain1, /*y_slice=*/true},
+      {"f32 residual, 4-wide", DType::kFloat32, {2, 6, 3, 4}, true, true, chain3, false, /*vec4=*/true},
+      {"bf16 residual, 4-wide", DType::kBFloat16, {2, 6, 3, 4}, false, false, chain3, false, /*vec4=*/true},
+      {"f32 residual in another layout", DType::kFloat32, {2, 6, 3, 4}, true, false, chain3},
   };
   for (const EpilogueCase& c : cases) {
     RunCase(c, false);
