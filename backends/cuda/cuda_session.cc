@@ -82,16 +82,23 @@ absl::Status CudaSession::RunEager() {
   const int64_t fallbacks_before = HostFallbacks(program_);
   CudaProgramStats& st = program_.stats();
   const int64_t launches = st.launches.load(), cublas = st.cublas_calls.load(), convs = st.gpu_convolutions.load(),
-                cudnn = st.cudnn_convolutions.load();
+                cudnn = st.cudnn_convolutions.load(), nhwc = st.nhwc_convolutions.load(),
+                fused = st.fused_epilogues.load();
   ASSIGN_OR_RETURN(outputs_, program_.Execute(inputs_, cu_stream_, CudaProgram::CallHooks{}));
   if (eager_calls_ == 0) {
     steps_note_ = absl::StrCat("steps per call: ", st.launches.load() - launches, " kernel launches, ",
                                st.cublas_calls.load() - cublas, " cuBLAS calls, ", st.cudnn_convolutions.load() - cudnn,
-                               " cuDNN convolutions, ", st.gpu_convolutions.load() - convs - (st.cudnn_convolutions.load() - cudnn),
+                               " cuDNN convolutions (", st.nhwc_convolutions.load() - nhwc, " channels-last, ",
+                               st.fused_epilogues.load() - fused, " with fused epilogues), ",
+                               st.gpu_convolutions.load() - convs - (st.cudnn_convolutions.load() - cudnn),
                                " convolutions by kiln's kernels, ", HostFallbacks(program_) - fallbacks_before,
                                " host fallbacks");
     std::lock_guard<std::mutex> lock(st.mu);
     if (!st.cudnn_error.empty()) absl::StrAppend(&steps_note_, " (cuDNN could not start: ", st.cudnn_error, ")");
+    if (!st.nhwc_error.empty()) {
+      absl::StrAppend(&steps_note_, " (cuDNN refused ", st.nhwc_refusals.load(), " channels-last convolutions: ",
+                      st.nhwc_error, "; they run NCHW)");
+    }
   }
   ++eager_calls_;
   ran_ = true;
