@@ -246,7 +246,11 @@ absl::StatusOr<std::unique_ptr<CudaProgram>> CudaProgram::Create(ResolvedProgram
   for (size_t i = 0; i < p->resolved_.externs.size(); ++i) {
     const ExternStep& e = p->resolved_.externs[i];
     if (!e.channels_last || e.weight_constant < 0) continue;
-    ASSIGN_OR_RETURN(Tensor krsc, PermuteToKrsc(p->resolved_.constants[static_cast<size_t>(e.weight_constant)].second));
+    // A weight it cannot permute (not a dense 4-D tensor) leaves the
+    // convolution on the plain path over the same strided buffers.
+    absl::StatusOr<Tensor> permuted = PermuteToKrsc(p->resolved_.constants[static_cast<size_t>(e.weight_constant)].second);
+    if (!permuted.ok()) continue;
+    const Tensor& krsc = *permuted;
     const Layout l = Layout::Contiguous(krsc.dtype(), krsc.sizes(), "cuda");
     ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> storage,
                      device.AllocateStorage(device_index, static_cast<size_t>(std::max<int64_t>(l.StorageBytes(), 1))));
