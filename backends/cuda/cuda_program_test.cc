@@ -473,6 +473,43 @@ TEST(CudaProgramGpuTest, ConvolutionChainsRunChannelsLastWithFusedEpilogues) {
   CudaDevice::SetConvTf32(tf32);
 }
 
+// The channels-last chain (boundary transposes' scratch, KRSC weights, the
+// epilogue kernel) captured into a CUDA graph and replayed.
+TEST(CudaProgramGpuTest, ChannelsLastChainReplaysAsAGraph) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  const bool tf32 = CudaDevice::ConvTf32();
+  CudaDevice::SetConvTf32(false);
+  const std::map<std::string, Tensor> weights = {
+      {"w1", Random({8, 8, 3, 3}, 1)}, {"b1", Random({8}, 2)}, {"w2", Random({8, 8, 3, 3}, 3)},
+      {"b2", Random({8}, 4)},          {"w3", Random({16, 8, 1, 1}, 5)}, {"b3", Random({16}, 6)},
+      {"w4", Random({8, 8, 1, 1}, 8)}, {"b4", Random({8}, 9)}};
+  const std::string text = test::ConvDownsampleChainText("Float", "silu");
+  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = test::ParseWithConstants(text, weights);
+  absl::StatusOr<std::unique_ptr<ir::Graph>> oracle = test::ParseWithConstants(text, weights);
+  ASSERT_TRUE(graph.ok() && oracle.ok());
+  absl::StatusOr<driver::CompiledGraph> c = test::CompileGraphForCuda(**graph);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+  ASSERT_NE(program, nullptr);
+  std::vector<Tensor> inputs = {Random({2, 8, 10, 10}, 7)};
+  absl::StatusOr<std::unique_ptr<CudaSession>> session =
+      CudaSession::Create(*program, inputs, CudaSessionOptions{/*cuda_graphs=*/true});
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (int call = 0; call < 3; ++call) {
+    ASSERT_TRUE((*session)->Run().ok());
+    EXPECT_EQ((*session)->replaying_graph(), call >= 1) << "call " << call;
+    absl::StatusOr<std::vector<Tensor>> got = (*session)->FetchOutputs();
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectMatchesInterpreter(**oracle, inputs, *got, 1e-4);
+  }
+  if (LoadCudaLibraries().cudnn_status.ok()) {
+    EXPECT_TRUE(absl::StrContains((*session)->Notes()[0], "(4 channels-last, 4 with fused epilogues)"))
+        << (*session)->Notes()[0];
+  }
+  CudaDevice::SetConvTf32(tf32);
+}
+
 // float16/bfloat16 graphs: kernels with 16-bit storage and cuBLAS GemmEx,
 // no host fallback, no island; relative L2 against the interpreter (which
 // rounds after every op) within the narrow type's precision.
