@@ -135,8 +135,9 @@ ChannelsLastPlan PlanChannelsLast(ResolvedProgram& p) {
     e.channels_last = true;
     e.weight_constant = constant_of[static_cast<size_t>(e.buffer_slots[1])];
     plan.externs.push_back(static_cast<int>(i));
-    plan.input_transposes += x_nhwc ? 0 : 1;
-    plan.output_transposes += y_nhwc ? 0 : 1;
+    // A plain value already in NHWC order ([N, C, 1, 1], one channel) needs no transpose.
+    plan.input_transposes += IsChannelsLastLayout(p.slot_layouts[static_cast<size_t>(e.buffer_slots[0])]) ? 0 : 1;
+    plan.output_transposes += IsChannelsLastLayout(p.slot_layouts[static_cast<size_t>(e.output_slots[0])]) ? 0 : 1;
   }
   return plan;
 }
