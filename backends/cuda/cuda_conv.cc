@@ -36,6 +36,23 @@ std::optional<int64_t> Int(const std::vector<lowering::ExternArg>& args, size_t 
   return args[i].constant->toInt();
 }
 
+// An epilogue cudnnConvolutionBiasActivationForward computes: [], [relu],
+// [add(operand 0)], [add(operand 0), relu].
+bool CudnnFusable(const ConvProblem& c, bool* relu, const DeviceView** z) {
+  const std::vector<ir::PostOp>& post = c.post;
+  size_t i = 0;
+  if (i < post.size() && post[i].kind == ir::PostOpKind::kAdd) {
+    if (post[i].operand < 0 || static_cast<size_t>(post[i].operand) >= c.post_operands.size()) return false;
+    *z = &c.post_operands[static_cast<size_t>(post[i].operand)];
+    ++i;
+  }
+  if (i < post.size() && post[i].kind == ir::PostOpKind::kRelu) {
+    *relu = true;
+    ++i;
+  }
+  return i == post.size();
+}
+
 unsigned Blocks(int64_t total) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((total + 255) / 256, 132 * 64)));
 }
@@ -161,6 +178,20 @@ std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector
   if (!problem) return std::nullopt;
   ConvProblem c = *problem;  // own kernels take its fields by address
   if (c.n == 0 || c.cout == 0 || c.oh * c.ow == 0) return absl::OkStatus();
+  if (c.epilogue && c.bias && ctx.cudnn != nullptr && CudnnFusedEnabled()) {
+    // bias [+ residual] [+ relu]: cuDNN's fused call (opt-in), else below.
+    bool relu = false;
+    const DeviceView* z = nullptr;
+    if (CudnnFusable(c, &relu, &z)) {
+      ConvProblem fused = c;
+      fused.epilogue.reset();
+      std::optional<absl::Status> done = CudnnFusedConvolution(fused, ctx, relu, z);
+      if (done && done->ok()) {
+        if (ctx.used_cudnn != nullptr) *ctx.used_cudnn = true;
+        return done;
+      }
+    }
+  }
   if (c.epilogue) {
     // The convolution without its bias, then bias + chain in one pass.
     ConvProblem bare = c;

@@ -432,35 +432,43 @@ TEST(CudaProgramGpuTest, ConvolutionChainsRunChannelsLastWithFusedEpilogues) {
         std::vector<Tensor> inputs = {*runtime::CastTo(Random({2, 8, 10, 10}, 7), dtype)};
         absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
         ASSERT_TRUE(got.ok()) << got.status();
+        // The opt-in cuDNN fused path (bias [+ residual] [+ relu] in one call)
+        // gives the same result (within the numeric tolerance below).
+        ASSERT_EQ(setenv("KILN_CUDNN_FUSED", "1", 1), 0);
+        absl::StatusOr<std::vector<Tensor>> fused = c->compiled->Run(inputs);
+        unsetenv("KILN_CUDNN_FUSED");
+        ASSERT_TRUE(fused.ok()) << fused.status();
         std::vector<ir::IValue> args = {ir::IValue::FromTensor(inputs[0])};
         absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(**oracle, args);
         ASSERT_TRUE(want.ok()) << want.status();
         const Tensor& w = (*want)[0].toTensor();
         ASSERT_EQ((*got)[0].sizes(), w.sizes());
-        double num = 0, den = 0, worst = 0;
-        for (int64_t i = 0; i < w.numel(); ++i) {
-          const double d = (*got)[0].GetDouble(i) - w.GetDouble(i);
-          num += d * d;
-          den += w.GetDouble(i) * w.GetDouble(i);
-          worst = std::max(worst, std::fabs(d));
-        }
-        if (dtype == DType::kFloat32) {
-          EXPECT_LE(worst, 1e-4);
-        } else {
-          EXPECT_LE(std::sqrt(num / den), 1e-2);
+        for (const Tensor& out : {(*got)[0], (*fused)[0]}) {
+          double num = 0, den = 0, worst = 0;
+          for (int64_t i = 0; i < w.numel(); ++i) {
+            const double d = out.GetDouble(i) - w.GetDouble(i);
+            num += d * d;
+            den += w.GetDouble(i) * w.GetDouble(i);
+            worst = std::max(worst, std::fabs(d));
+          }
+          if (dtype == DType::kFloat32) {
+            EXPECT_LE(worst, 1e-4);
+          } else {
+            EXPECT_LE(std::sqrt(num / den), 1e-2);
+          }
         }
         auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
         ASSERT_NE(program, nullptr);
         const CudaProgramStats& st = program->stats();
         EXPECT_EQ(st.host_fallbacks.load(), 0);
         const int convs = downsample ? 4 : 3;
-        EXPECT_EQ(st.gpu_convolutions.load(), convs);
-        EXPECT_EQ(st.fused_epilogues.load(), convs) << "conv+relu, conv+add+relu, conv+" << activation;
+        EXPECT_EQ(st.gpu_convolutions.load(), 2 * convs);
+        EXPECT_EQ(st.fused_epilogues.load(), 2 * convs) << "conv+relu, conv+add+relu, conv+" << activation;
         if (pool) {
           EXPECT_EQ(program->resolved().boundary_transposes, channels_last ? 2 : 0);
         }
         if (LoadCudaLibraries().cudnn_status.ok()) {
-          EXPECT_EQ(st.nhwc_convolutions.load(), channels_last ? convs : 0) << st.nhwc_error;
+          EXPECT_EQ(st.nhwc_convolutions.load(), channels_last ? 2 * convs : 0) << st.nhwc_error;
           EXPECT_EQ(st.nhwc_refusals.load(), 0) << st.nhwc_error;
         }
         std::string report;

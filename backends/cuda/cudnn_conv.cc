@@ -179,7 +179,10 @@ bool SearchEnabled() {
 
 }  // namespace
 
-std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvContext& ctx) {
+namespace {
+
+// The preconditions every cuDNN call here shares; the data type when met.
+std::optional<int> Supported(const ConvProblem& p, const ConvContext& ctx) {
   if (ctx.cudnn == nullptr || p.spatial_dims < 1 || p.spatial_dims > 2) return std::nullopt;
   const std::optional<int> dtype = CudnnDataType(p.x.layout.dtype);
   // The filter is packed NCHW (KCRS) or, for channels-last convolutions, NHWC (KRSC).
@@ -190,9 +193,12 @@ std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvCon
   for (int64_t v : {p.n, p.cin, p.cout, p.kh, p.kw, p.ph, p.pw, p.sh, p.sw, p.dh, p.dw, p.groups}) {
     if (!FitsInt(v)) return std::nullopt;
   }
+  return dtype;
+}
+
+// The plan of `p` (made on first use); the cache's lock must be held.
+absl::StatusOr<const ConvPlan*> PlanOf(PlanCache& cache, const ConvProblem& p, int dtype, const ConvContext& ctx) {
   const bool search = SearchEnabled();
-  PlanCache& cache = Plans();
-  std::lock_guard<std::mutex> lock(cache.mu);
   // The searched plan when there is one (the warm-up call made it); a
   // capture, which cannot search, makes a heuristic one otherwise.
   auto it = cache.plans.find(Key(p, ctx.device_index, ctx.tf32, search, ctx.channels_last));
@@ -202,30 +208,98 @@ std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvCon
   if (it == cache.plans.end()) {
     const bool searching = search && !ctx.capturing;
     const std::string key = Key(p, ctx.device_index, ctx.tf32, searching, ctx.channels_last);
-    absl::StatusOr<std::unique_ptr<ConvPlan>> plan = MakePlan(p, *dtype, ctx, searching);
-    if (!plan.ok()) return plan.status();
-    it = cache.plans.emplace(key, *std::move(plan)).first;
+    ASSIGN_OR_RETURN(std::unique_ptr<ConvPlan> plan, MakePlan(p, dtype, ctx, searching));
+    it = cache.plans.emplace(key, std::move(plan)).first;
   }
-  const ConvPlan& plan = *it->second;
+  return it->second.get();
+}
+
+absl::StatusOr<CUdeviceptr> Workspace(const ConvContext& ctx, size_t bytes) {
+  if (bytes == 0) return CUdeviceptr{0};
+  return ctx.scratch(static_cast<int64_t>(bytes));
+}
+
+}  // namespace
+
+std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvContext& ctx) {
+  const std::optional<int> dtype = Supported(p, ctx);
+  if (!dtype) return std::nullopt;
+  PlanCache& cache = Plans();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  absl::StatusOr<const ConvPlan*> found = PlanOf(cache, p, *dtype, ctx);
+  if (!found.ok()) return found.status();
+  const ConvPlan& plan = **found;
   const CudnnApi& c = Cudnn();
-  CUdeviceptr ws = 0;
-  if (plan.workspace > 0) {
-    absl::StatusOr<CUdeviceptr> scratch = ctx.scratch(static_cast<int64_t>(plan.workspace));
-    if (!scratch.ok()) return scratch.status();
-    ws = *scratch;
-  }
+  absl::StatusOr<CUdeviceptr> ws = Workspace(ctx, plan.workspace);
+  if (!ws.ok()) return ws.status();
   // alpha/beta are float for float, half and bfloat16 data.
   const float one = 1.0f, zero = 0.0f;
   absl::Status s = CudnnCheck(
       c.cudnnConvolutionForward(ctx.cudnn, &one, plan.x, reinterpret_cast<const void*>(Address(p.x)), plan.w,
                                 reinterpret_cast<const void*>(Address(p.weight)), plan.conv, plan.algo,
-                                reinterpret_cast<void*>(ws), plan.workspace, &zero, plan.y,
+                                reinterpret_cast<void*>(*ws), plan.workspace, &zero, plan.y,
                                 reinterpret_cast<void*>(Address(p.y))),
       "cudnnConvolutionForward");
   if (!s.ok() || !p.bias) return s;
   return CudnnCheck(c.cudnnAddTensor(ctx.cudnn, &one, plan.bias, reinterpret_cast<const void*>(Address(*p.bias)),
                                      &one, plan.y, reinterpret_cast<void*>(Address(p.y))),
                     "cudnnAddTensor");
+}
+
+bool CudnnFusedEnabled() {
+  const char* v = std::getenv("KILN_CUDNN_FUSED");
+  return v != nullptr && std::string(v) == "1";
+}
+
+std::optional<absl::Status> CudnnFusedConvolution(const ConvProblem& p, const ConvContext& ctx, bool relu,
+                                                  const DeviceView* z) {
+  const std::optional<int> dtype = Supported(p, ctx);
+  if (!dtype || !p.bias) return std::nullopt;
+  if (z != nullptr && (z->layout.dtype != p.y.layout.dtype || z->layout.sizes != p.y.layout.sizes ||
+                       z->layout.strides != p.y.layout.strides)) {
+    return std::nullopt;  // z is described by y's descriptor
+  }
+  PlanCache& cache = Plans();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  absl::StatusOr<const ConvPlan*> found = PlanOf(cache, p, *dtype, ctx);
+  if (!found.ok()) return found.status();
+  const ConvPlan& plan = **found;
+  const CudnnApi& c = Cudnn();
+  // One activation descriptor per mode for the process (under the cache's lock).
+  static cudnnActivationDescriptor_t activations[2] = {nullptr, nullptr};
+  cudnnActivationDescriptor_t& act = activations[relu ? 1 : 0];
+  if (act == nullptr) {
+    cudnnActivationDescriptor_t made = nullptr;
+    RETURN_IF_ERROR(CudnnCheck(c.cudnnCreateActivationDescriptor(&made), "cudnnCreateActivationDescriptor"));
+    absl::Status set = CudnnCheck(
+        c.cudnnSetActivationDescriptor(made, relu ? kCudnnActivationRelu : kCudnnActivationIdentity,
+                                       kCudnnPropagateNan, 0.0),
+        "cudnnSetActivationDescriptor");
+    if (!set.ok()) {
+      c.cudnnDestroyActivationDescriptor(made);
+      return set;
+    }
+    act = made;
+  }
+  // cuDNN runs the identity activation with IMPLICIT_PRECOMP_GEMM only.
+  const int algo = relu ? plan.algo : kCudnnFwdAlgoImplicitPrecompGemm;
+  size_t workspace = plan.workspace;
+  if (algo != plan.algo) {
+    RETURN_IF_ERROR(CudnnCheck(c.cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn, plan.x, plan.w, plan.conv, plan.y,
+                                                                          algo, &workspace),
+                               "cudnnGetConvolutionForwardWorkspaceSize"));
+  }
+  absl::StatusOr<CUdeviceptr> ws = Workspace(ctx, workspace);
+  if (!ws.ok()) return ws.status();
+  const float one = 1.0f, alpha2 = z != nullptr ? 1.0f : 0.0f;
+  const CUdeviceptr z_address = z != nullptr ? Address(*z) : Address(p.y);
+  return CudnnCheck(
+      c.cudnnConvolutionBiasActivationForward(
+          ctx.cudnn, &one, plan.x, reinterpret_cast<const void*>(Address(p.x)), plan.w,
+          reinterpret_cast<const void*>(Address(p.weight)), plan.conv, algo, reinterpret_cast<void*>(*ws), workspace,
+          &alpha2, plan.y, reinterpret_cast<const void*>(z_address), plan.bias,
+          reinterpret_cast<const void*>(Address(*p.bias)), act, plan.y, reinterpret_cast<void*>(Address(p.y))),
+      "cudnnConvolutionBiasActivationForward");
 }
 
 }  // namespace kiln::backends::cuda

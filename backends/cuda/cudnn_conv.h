@@ -24,6 +24,15 @@ namespace kiln::backends::cuda {
 // a bias of another dtype), so the caller falls back.
 std::optional<absl::Status> CudnnConvolution(const ConvProblem& problem, const ConvContext& ctx);
 
+// Opt-in (KILN_CUDNN_FUSED=1; unmeasured): a fused convolution whose
+// epilogue is bias [+ residual z] [+ relu] runs as one
+// cudnnConvolutionBiasActivationForward, z described like y. nullopt when
+// it does not apply; an error (NOT_SUPPORTED, ...) leaves y to be written
+// by the caller's unfused path.
+bool CudnnFusedEnabled();
+std::optional<absl::Status> CudnnFusedConvolution(const ConvProblem& problem, const ConvContext& ctx, bool relu,
+                                                  const DeviceView* z);
+
 // Bytes of workspace the algorithm search may use.
 inline constexpr int64_t kCudnnFindWorkspaceBytes = int64_t{512} << 20;
 
