@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "backends/cuda/channels_last_plan.h"
 #include "backends/cuda/cubin_cache.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_device_op_overrides.h"
@@ -185,7 +186,11 @@ absl::StatusOr<CudaCodegen::CubinBuild> CudaCodegen::BuildCubins(const std::vect
 absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
     const wrapper::WrapperProgram& program) {
   auto t0 = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(ResolvedProgram resolved, ResolveProgram(program));
+  // Channels-last values need cuDNN's NHWC convolutions (kiln's own
+  // convolutions take NCHW only: without cuDNN the plan would send every
+  // convolution to the host).
+  ASSIGN_OR_RETURN(ResolvedProgram resolved,
+                   ResolveProgram(program, ChannelsLastEnabled() && LoadCudaLibraries().cudnn_status.ok()));
   std::vector<CudaKernelSource> kernels;
   std::map<std::string, CudaProgram::LoadedKernel> loaded;
   std::map<std::string, std::string> function_of;  // kernel name -> function name

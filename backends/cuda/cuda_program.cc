@@ -190,7 +190,8 @@ std::vector<std::string> CudaProgram::ReportLines() const {
   std::string layout = absl::StrCat(
       "channels-last: ", nhwc_fused.size() + nhwc_plain.size(), " of ", convs, " convolutions NHWC (",
       resolved_.channels_last_slots.size(), " values NHWC, ", resolved_.boundary_transposes,
-      " boundary transposes per call", ChannelsLastEnabled() ? "" : "; off: KILN_CUDA_CHANNELS_LAST=0",
+      " boundary transposes per call",
+      !ChannelsLastEnabled() ? "; off: KILN_CUDA_CHANNELS_LAST=0" : libs.cudnn_status.ok() ? "" : "; off: no cuDNN",
       "); fused epilogues ", nhwc_fused.size() + fused_nchw.size(), "; NHWC+fused [", absl::StrJoin(nhwc_fused, " "),
       "] NHWC [", absl::StrJoin(nhwc_plain, " "), "] NCHW+fused [", absl::StrJoin(fused_nchw, " "), "]");
   if (s.runs.load() > 0) {
