@@ -13,6 +13,7 @@
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/cuda_program.h"
+#include "backends/cuda/cuda_conv.h"
 #include "backends/cuda/cuda_session.h"
 #include "backends/cuda/cuda_test_util.h"
 #include "backends/cuda/kernel_prelude.h"
@@ -699,6 +700,45 @@ TEST(CudaProgramGpuTest, ShapeOfAStaticTensorStaysOnTheGpu) {
   auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
   ASSERT_NE(program, nullptr);
   EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+}
+
+// Every convolution extern the CUDA lowering writes is one the GPU path
+// takes (ParseConv, shared by the plain and the channels-last path): a fused
+// op whose chain has no tensor operand carries lowering's constant empty
+// list, one with a residual its buffer list. (The GPU tests found the first
+// sent to the host; this checks it without a GPU.)
+TEST(ResolveProgramTest, FusedConvolutionsParseForTheGpu) {
+  RegisterAll();
+  const char* text = R"(graph(%x : Float(2, 8, 12, 12), %w : Float(8, 8, 3, 3), %b : Float(8)):
+  %s : int[] = prim::Constant[value=[1, 1]]()
+  %p : int[] = prim::Constant[value=[1, 1]]()
+  %d : int[] = prim::Constant[value=[1, 1]]()
+  %g : int = prim::Constant[value=1]()
+  %one : int = prim::Constant[value=1]()
+  %y : Tensor = aten::conv2d(%x, %w, %b, %s, %p, %d, %g)
+  %r : Tensor = aten::relu(%y)
+  %y2 : Tensor = aten::conv2d(%r, %w, %b, %s, %p, %d, %g)
+  %a : Tensor = aten::add(%y2, %x, %one)
+  %r2 : Tensor = aten::relu(%a)
+  return (%r2)
+)";
+  absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(text, nullptr, /*generate_only=*/true);
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (bool channels_last : {false, true}) {
+    absl::StatusOr<ResolvedProgram> r = ResolveProgram(c->program, channels_last);
+    ASSERT_TRUE(r.ok()) << r.status();
+    int fused = 0;
+    for (const ExternStep& e : r->externs) {
+      std::vector<DeviceView> args, outs;
+      for (int slot : e.buffer_slots) args.push_back(DeviceView{CUdeviceptr(4096), r->slot_layouts[slot]});
+      for (int slot : e.output_slots) outs.push_back(DeviceView{CUdeviceptr(8192), r->slot_layouts[slot]});
+      fused += e.op == "kiln::conv_post_ops";
+      std::optional<ConvProblem> problem = ParseConv(e.op, e.args, args, outs);
+      ASSERT_TRUE(problem.has_value()) << e.op << " with " << args.size() << " buffers";
+      EXPECT_TRUE(problem->epilogue.has_value());
+    }
+    EXPECT_EQ(fused, 2);
+  }
 }
 
 }  // namespace
