@@ -35,8 +35,15 @@ struct alignas(2) kiln_half { unsigned short bits; };
 struct alignas(2) kiln_bf16 { unsigned short bits; };
 KILN_DEV float kiln_to_float(kiln_bf16 v) { return __uint_as_float(static_cast<unsigned>(v.bits) << 16); }
 KILN_DEV kiln_bf16 kiln_to_bf16(float f) {
-  unsigned u = __float_as_uint(f);
   kiln_bf16 r;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  // One instruction on sm_80+ (the bit sequence below is ~8): the same
+  // round-to-nearest-even, overflow to infinity and subnormals; a NaN
+  // becomes the canonical NaN (what torch's __float2bfloat16 gives).
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r.bits) : "f"(f));
+  return r;
+#else
+  unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) {
     r.bits = static_cast<unsigned short>((u >> 16) | 0x40u);
     return r;
@@ -44,6 +51,7 @@ KILN_DEV kiln_bf16 kiln_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   r.bits = static_cast<unsigned short>(u >> 16);
   return r;
+#endif
 }
 #ifdef __CUDA_ARCH__
 KILN_DEV float kiln_to_float(kiln_half v) {
