@@ -54,12 +54,13 @@ bool IsIntConst(const Expr* e, int64_t v) {
 
 bool IsVar(const Expr* e, int var) { return e != nullptr && e->op == ExprOp::kIndexVar && e->var == var; }
 
-// The largest of 1, 2, 4 that always divides `e` (an int64 index value).
+// The largest of 1, 2, 4, 8 that always divides `e` (an int64 index value).
 int64_t Divisibility(const Expr* e, int depth, int* budget) {
   if (e == nullptr || depth > kMaxIndexDepth || --*budget < 0 || e->dtype != DType::kInt64) return 1;
   switch (e->op) {
     case ExprOp::kIntConst: {
       const uint64_t v = static_cast<uint64_t>(e->int_value);
+      if (v % 8 == 0) return 8;
       if (v % 4 == 0) return 4;
       return v % 2 == 0 ? 2 : 1;
     }
@@ -70,7 +71,7 @@ int64_t Divisibility(const Expr* e, int depth, int* budget) {
                       Divisibility(e->args[1].get(), depth + 1, budget));
     case ExprOp::kMul:
       if (e->args.size() != 2) return 1;
-      return std::min<int64_t>(4, Divisibility(e->args[0].get(), depth + 1, budget) *
+      return std::min<int64_t>(8, Divisibility(e->args[0].get(), depth + 1, budget) *
                                       Divisibility(e->args[1].get(), depth + 1, budget));
     case ExprOp::kNeg:
       return e->args.size() == 1 ? Divisibility(e->args[0].get(), depth + 1, budget) : 1;
@@ -135,12 +136,12 @@ bool HasUnitStride(const ExprPtr& index, int var) {
   return SplitUnitStride(index, var, &others);
 }
 
-bool IsVectorIndex(const ExprPtr& index, int var) {
+bool IsVectorIndex(const ExprPtr& index, int var, int lanes) {
   std::vector<const Expr*> others;
   if (!SplitUnitStride(index, var, &others)) return false;
   int budget = kMaxIndexNodes;
   for (const Expr* t : others) {
-    if (Divisibility(t, 0, &budget) % kLanes != 0) return false;
+    if (Divisibility(t, 0, &budget) % lanes != 0) return false;
   }
   return true;
 }
@@ -191,14 +192,14 @@ bool CudaExprEmitter::IndexText(const Expr* e, int depth, std::string* out) cons
 
 absl::StatusOr<std::string> CudaExprEmitter::EmitLoad(const Expr& e, const CudaBufferRef& ref, int lane,
                                                      int depth) {
-  if (ref.scalar.empty() && lane >= 0 && vector_loads_ && IsVectorIndex(e.args[0], lane_var())) {
+  if (ref.scalar.empty() && lane >= 0 && vector_loads_ && IsVectorIndex(e.args[0], lane_var(), lanes_)) {
     ASSIGN_OR_RETURN(const std::string storage_type, dialect().StorageTypeName(ref.dtype));
     auto v = vector_memo_.find(&e);
     std::string vec;
     if (v != vector_memo_.end()) {
       vec = v->second;
     } else {
-      const std::string vec_type = absl::StrCat("kiln_vec4<", storage_type, ">");
+      const std::string vec_type = absl::StrCat("kiln_vec", lanes_, "<", storage_type, ">");
       std::string key;
       const bool cacheable = cache_ != nullptr && cache_->buffers.count(e.buffer) != 0 &&
                              IndexText(e.args[0].get(), 0, &key);
@@ -209,7 +210,7 @@ absl::StatusOr<std::string> CudaExprEmitter::EmitLoad(const Expr& e, const CudaB
         cache_->read.insert(cached->second);
       } else {
         ASSIGN_OR_RETURN(std::string index, EmitAt(e.args[0], 0, depth + 1));
-        vec = Temp(vec_type, absl::StrCat("kiln_load4(", ref.identifier, " + ", index, ")"));
+        vec = Temp(vec_type, absl::StrCat("kiln_load", lanes_, "(", ref.identifier, " + ", index, ")"));
         if (cacheable) {
           const std::string array = absl::StrCat("l_c", cache_->count++);
           absl::StrAppend(&cache_->declarations, vec_type, " ", array, "[", cache_->trips, "];\n");

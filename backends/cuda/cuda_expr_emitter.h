@@ -1,11 +1,12 @@
 // CUDA C++ for the loop IR's expression trees: the shared C-family emitter
 // (codegen/c_expr_emitter.h) with CUDA's dialect, plus vector loads.
 //
-// In lane mode (the vectorized paths: one thread computes kLanes
-// consecutive values of the lane variable), a load whose index has unit
-// stride in the lane variable (and a lane-0 offset that is a multiple of
-// kLanes) becomes one kiln_load4 (16-byte access for 4-byte elements) when
-// vector loads are enabled.
+// In lane mode (the vectorized paths: one thread computes `lanes` (kLanes,
+// or kNarrowLanes in kernels over 16-bit floats) consecutive values of the
+// lane variable), a load whose index has unit stride in the lane variable
+// (and a lane-0 offset that is a multiple of the lanes) becomes one
+// kiln_load4/kiln_load8 (16-byte accesses for 4-byte elements, and for
+// 2-byte ones in groups of 8) when vector loads are enabled.
 #ifndef KILN_BACKENDS_CUDA_CUDA_EXPR_EMITTER_H_
 #define KILN_BACKENDS_CUDA_CUDA_EXPR_EMITTER_H_
 
@@ -25,8 +26,10 @@ namespace kiln::backends::cuda {
 
 // Deeper expressions are rejected (no unbounded recursion on input data).
 inline constexpr int kCudaMaxExprDepth = codegen::kMaxExprDepth;
-// Consecutive elements per thread in the vectorized paths.
+// Consecutive elements per thread in the vectorized paths; pointwise
+// kernels over 16-bit floats take kNarrowLanes (16-byte accesses).
 inline constexpr int kLanes = 4;
+inline constexpr int kNarrowLanes = 8;
 
 // A buffer a kernel may load from (its `scalar`: a register holding the
 // value at the current outer index).
@@ -40,11 +43,11 @@ const codegen::CDialect& CudaDialect();
 //  - DependsOnVar: whether `e` mentions index variable `var`.
 //  - HasUnitStride: `index` = var + (terms without var).
 //  - IsVectorIndex: HasUnitStride, and the other terms are always multiples
-//    of kLanes (so lane 0 of a group starting at a multiple of kLanes is
-//    aligned to kLanes elements).
+//    of `lanes` (so lane 0 of a group starting at a multiple of `lanes` is
+//    aligned to `lanes` elements).
 bool DependsOnVar(const lowering::ExprPtr& e, int var);
 bool HasUnitStride(const lowering::ExprPtr& index, int var);
-bool IsVectorIndex(const lowering::ExprPtr& index, int var);
+bool IsVectorIndex(const lowering::ExprPtr& index, int var, int lanes = kLanes);
 // Every load node reachable from `e` (each node once); false when the tree
 // is deeper than kCudaMaxExprDepth.
 bool CollectLoadNodes(const lowering::ExprPtr& e, std::vector<const lowering::Expr*>* loads);
@@ -70,10 +73,11 @@ class CudaExprEmitter : public codegen::CExprEmitter {
                   int* temp_counter)
       : codegen::CExprEmitter(&CudaDialect(), buffers, std::move(vars), temp_counter) {}
 
-  // Enters lane mode (see the file comment).
-  void SetLanes(int lane_var, bool vector_loads) {
+  // Enters lane mode (see the file comment) for groups of `lanes`.
+  void SetLanes(int lane_var, bool vector_loads, int lanes = kLanes) {
     SetLaneVar(lane_var);
     vector_loads_ = vector_loads;
+    lanes_ = lanes;
   }
   // Lane mode inside an unrolled loop over `cache->trips` groups: cache
   // vector loads (see RowCache).
@@ -94,6 +98,7 @@ class CudaExprEmitter : public codegen::CExprEmitter {
   bool IndexText(const lowering::Expr* e, int depth, std::string* out) const;
 
   bool vector_loads_ = false;
+  int lanes_ = kLanes;
   RowCache* cache_ = nullptr;
   std::map<const lowering::Expr*, std::string> vector_memo_;
   std::set<std::string> vector_buffers_;

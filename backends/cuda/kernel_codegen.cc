@@ -43,6 +43,20 @@ const Buffer* FindBuffer(const lowering::LoopGraph& graph, const std::string& na
 
 namespace {
 
+// Elements per group of a pointwise kernel: 8 when it touches 16-bit
+// floats (one 16-byte access per group of them, as for 4 floats; 4 would
+// give 8-byte accesses, half the bytes in flight per thread and twice the
+// index arithmetic per element) and no 8-byte type (whose groups of 8
+// would take four 16-byte accesses and many registers); else 4.
+int PointwiseLanes(const KernelContext& ctx) {
+  bool narrow = false;
+  for (const auto& [name, ref] : ctx.refs) {
+    if (DTypeSize(ref.dtype) >= 8) return kLanes;
+    narrow = narrow || IsNarrowFloat(ref.dtype);
+  }
+  return narrow ? kNarrowLanes : kLanes;
+}
+
 // Stands for the function name until the text is complete.
 constexpr char kKernelNamePlaceholder[] = "KILN_KERNEL_NAME";
 
@@ -139,6 +153,7 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
       members.push_back({bufs[i], bodies[i], store});
     }
     ASSIGN_OR_RETURN(int64_t numel, SpaceSize(ranges, "pointwise ranges"));
+    ctx.lanes = PointwiseLanes(ctx);
     threads = std::min(kPointwiseThreads, max_threads);
     int64_t inner = 1;
     for (size_t i = ranges.size(); i-- > 0;) {
@@ -147,7 +162,7 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
         break;
       }
     }
-    const int64_t groups = inner >= kLanes ? numel / inner * ((inner + kLanes - 1) / kLanes) : numel;
+    const int64_t groups = inner >= ctx.lanes ? numel / inner * ((inner + ctx.lanes - 1) / ctx.lanes) : numel;
     const int64_t blocks_needed = (groups + threads - 1) / threads;
     // One full wave of resident blocks at most; the loop strides over the rest.
     const int64_t max_blocks = static_cast<int64_t>(sms) * (2048 / threads);
@@ -235,7 +250,7 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
     std::vector<std::string> checks;
     for (const std::string& b : ctx.vector_buffers) {
       const CudaBufferRef& ref = ctx.refs.at(b);
-      const int64_t bytes = std::min<int64_t>(16, kLanes * static_cast<int64_t>(DTypeSize(ref.dtype)));
+      const int64_t bytes = std::min<int64_t>(16, ctx.lanes * static_cast<int64_t>(DTypeSize(ref.dtype)));
       checks.push_back(absl::StrCat("kiln_aligned(", ref.identifier, ", ", bytes, "ULL)"));
     }
     absl::StrAppend(&kernel_text, indent, "const bool l_aligned = ", absl::StrJoin(checks, " && "), ";\n");

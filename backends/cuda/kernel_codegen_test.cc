@@ -368,7 +368,8 @@ TEST(CudaKernelCodegen, IntegerBoolAndMixedTypes) {
 
 // Hand-built loop IR: names a model controls, bool/uint8 reductions.
 // float16/bfloat16 buffers: 16-bit storage, float math, vector loads of
-// four narrow elements (8 bytes), rounding stores; numerics in
+// eight narrow elements (16 bytes) in pointwise kernels, rounding stores;
+// numerics in
 // kernel_emulation_test, NVRTC at the end of this file.
 TEST(CudaKernelCodegen, NarrowFloatsLoadAsFloatAndRoundOnStore) {
   auto k = Generate(R"(graph(%x : BFloat16(64, 1024), %b : BFloat16(1024)):
@@ -380,9 +381,11 @@ TEST(CudaKernelCodegen, NarrowFloatsLoadAsFloatAndRoundOnStore) {
   ASSERT_EQ(k.size(), 1u);
   const std::string body = KernelPart(k[0].source);
   EXPECT_TRUE(absl::StrContains(body, "const kiln_bf16* __restrict__")) << body;
-  EXPECT_TRUE(absl::StrContains(body, "kiln_load4(")) << body;
+  // Groups of 8: one 16-byte access per group, as for 4 floats.
+  EXPECT_TRUE(absl::StrContains(body, "kiln_load8(")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "kiln_aligned(p0, 16ULL)")) << body;
   EXPECT_TRUE(absl::StrContains(body, "kiln_to_float(")) << body;
-  EXPECT_TRUE(absl::StrContains(body, "kiln_store4<kiln_bf16>(")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "kiln_store8<kiln_bf16>(")) << body;
   EXPECT_TRUE(absl::StrContains(body, "kiln_to_bf16(")) << body;
   EXPECT_TRUE(absl::StrContains(body, "tanhf(")) << "float math, not double\n" << body;
   auto soft = Generate(R"(graph(%x : Half(32, 4096)):
@@ -395,6 +398,16 @@ TEST(CudaKernelCodegen, NarrowFloatsLoadAsFloatAndRoundOnStore) {
   const std::string sbody = KernelPart(soft[0].source);
   EXPECT_TRUE(absl::StrContains(sbody, "kiln_half")) << sbody;
   EXPECT_TRUE(absl::StrContains(sbody, "float l_acc")) << "float accumulators\n" << sbody;
+  // Row kernels keep groups of 4 (a warp or block per row is sized in them).
+  EXPECT_TRUE(absl::StrContains(sbody, "kiln_load4(")) << sbody;
+  // A 16-bit kernel with an 8-byte operand keeps groups of 4.
+  auto wide = Generate(R"(graph(%x : BFloat16(64, 1024), %i : Long(64, 1024)):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %i, %one)
+  return (%a))",
+                       1);
+  ASSERT_EQ(wide.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(KernelPart(wide[0].source), "kiln_load4(")) << KernelPart(wide[0].source);
 }
 
 TEST(CudaKernelCodegen, HostileNamesAreSanitized) {

@@ -99,6 +99,29 @@ const std::vector<Case>& Cases() {
   %d1 : int = prim::Constant[value=1]()
   %m : Tensor, %i : Tensor = aten::max(%x, %d1, %f)
   return (%s, %m, %i))"},
+      // Pointwise kernels over 16-bit floats run groups of 8 (16-byte
+      // accesses); a float32 operand beside them is read 32 bytes a group.
+      {"bf16_float_mix_groups_of_8", R"(graph(%x : BFloat16(16, 1024), %y : Float(1024)):
+  %one : int = prim::Constant[value=1]()
+  %bf : int = prim::Constant[value=15]()
+  %f32 : int = prim::Constant[value=6]()
+  %false : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %xf : Tensor = aten::to(%x, %f32, %false, %false, %none)
+  %a : Tensor = aten::add(%xf, %y, %one)
+  %t : Tensor = aten::tanh(%a)
+  %r : Tensor = aten::to(%t, %bf, %false, %false, %none)
+  return (%r, %a))"},
+      // Groups of 8 with a tail (1003 = 125 * 8 + 3), a per-row operand and
+      // a transposed read (element by element).
+      {"half_groups_of_8_tail_broadcast_transpose", R"(graph(%x : Half(6, 1003), %b : Half(6, 1), %z : Half(40, 24)):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::mul(%x, %b)
+  %s : Tensor = aten::sigmoid(%a)
+  %p : int[] = prim::Constant[value=[1, 0]]()
+  %zt : Tensor = aten::permute(%z, %p)
+  %e : Tensor = aten::exp(%zt)
+  return (%s, %e))"},
       {"pointwise_chain", R"(graph(%x : Float(8, 1024)):
   %one : int = prim::Constant[value=1]()
   %h : float = prim::Constant[value=0.5]()

@@ -97,16 +97,27 @@ KILN_DEV kiln_half kiln_to_half(float f) {
 }
 #endif
 
-// Four consecutive elements, aligned for one 16-byte access (two for 8-byte
-// elements, one 4-byte access for 1-byte elements).
-template <typename T> struct alignas(sizeof(T) * 4 > 16 ? 16 : sizeof(T) * 4) kiln_vec4 { T v[4]; };
+// N consecutive elements, aligned for 16-byte accesses (one for four
+// 4-byte or eight 2-byte elements, two for four 8-byte ones; kernels over
+// 16-bit floats group 8 elements, others 4).
+template <typename T, int N> struct alignas(sizeof(T) * N > 16 ? 16 : sizeof(T) * N) kiln_vec { T v[N]; };
+template <typename T> using kiln_vec4 = kiln_vec<T, 4>;
+template <typename T> using kiln_vec8 = kiln_vec<T, 8>;
 template <typename T> KILN_DEV kiln_vec4<T> kiln_load4(const T* p) {
   return *reinterpret_cast<const kiln_vec4<T>*>(p);
+}
+template <typename T> KILN_DEV kiln_vec8<T> kiln_load8(const T* p) {
+  return *reinterpret_cast<const kiln_vec8<T>*>(p);
 }
 template <typename T> KILN_DEV void kiln_store4(T* p, T a, T b, T c, T d) {
   kiln_vec4<T> v;
   v.v[0] = a; v.v[1] = b; v.v[2] = c; v.v[3] = d;
   *reinterpret_cast<kiln_vec4<T>*>(p) = v;
+}
+template <typename T> KILN_DEV void kiln_store8(T* p, T a, T b, T c, T d, T e, T f, T g, T h) {
+  kiln_vec8<T> v;
+  v.v[0] = a; v.v[1] = b; v.v[2] = c; v.v[3] = d; v.v[4] = e; v.v[5] = f; v.v[6] = g; v.v[7] = h;
+  *reinterpret_cast<kiln_vec8<T>*>(p) = v;
 }
 KILN_DEV bool kiln_aligned(const void* p, unsigned long long bytes) {
   return (reinterpret_cast<unsigned long long>(p) & (bytes - 1ULL)) == 0;

@@ -300,7 +300,7 @@ absl::Status EmitReductionMembers(KernelContext& ctx, const lowering::FusedKerne
       break;
     }
   }
-  const int64_t row_groups = inner >= kLanes ? rnumel / inner * ((inner + kLanes - 1) / kLanes) : rnumel;
+  const int64_t row_groups = inner >= ctx.lanes ? rnumel / inner * ((inner + ctx.lanes - 1) / ctx.lanes) : rnumel;
   const int64_t trips = (row_groups + threads - 1) / threads;
   RowCache cache;
   cache.trips = static_cast<int>(trips);
@@ -309,7 +309,7 @@ absl::Status EmitReductionMembers(KernelContext& ctx, const lowering::FusedKerne
   auto configure = [&](SpaceLoop& loop) {
     if (!unroll) return;
     loop.unrolled_trips = static_cast<int>(trips);
-    if (inner >= kLanes) loop.cache = &cache;
+    if (inner >= ctx.lanes) loop.cache = &cache;
   };
 
   const size_t out_start = out->size();
