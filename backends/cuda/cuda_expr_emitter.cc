@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "backends/cuda/kernel_identifiers.h"
 #include "support/status.h"
 
@@ -188,6 +189,78 @@ bool CudaExprEmitter::IndexText(const Expr* e, int depth, std::string* out) cons
     default:
       return false;
   }
+}
+
+bool CudaExprEmitter::ValueKey(const Expr* e, int depth, std::string* out) const {
+  if (e == nullptr || depth > kMaxIndexDepth || out->size() > 4096) return false;
+  absl::StrAppend(out, lowering::ExprOpName(e->op), ":", DTypeName(e->dtype));
+  switch (e->op) {
+    case ExprOp::kIndexVar:
+      if (e->var < 0 || e->var >= static_cast<int>(vars().size())) return false;
+      absl::StrAppend(out, "=", vars()[static_cast<size_t>(e->var)]);
+      return true;
+    case ExprOp::kIntConst:
+      absl::StrAppend(out, "=", e->int_value);
+      return true;
+    case ExprOp::kFloatConst:
+      absl::StrAppend(out, "=", absl::StrFormat("%a", e->float_value));
+      return true;
+    case ExprOp::kLoad: {
+      auto ref = refs_->find(e->buffer);
+      if (ref == refs_->end() || e->args.size() != 1) return false;
+      if (!ref->second.scalar.empty()) {
+        absl::StrAppend(out, "=", ref->second.scalar);
+        return true;
+      }
+      absl::StrAppend(out, "=", ref->second.identifier);
+      break;
+    }
+    default:
+      break;
+  }
+  absl::StrAppend(out, "(");
+  for (const ExprPtr& a : e->args) {
+    if (!ValueKey(a.get(), depth + 1, out)) return false;
+    absl::StrAppend(out, ",");
+  }
+  absl::StrAppend(out, ")");
+  return true;
+}
+
+std::string CudaExprEmitter::KeptValueKey(const Expr& e, int lane) const {
+  if (cache_ == nullptr || lane < 0 || !lowering::IsExpensiveOp(e.op)) return "";
+  std::string key;
+  if (!ValueKey(&e, 0, &key)) return "";
+  return key;
+}
+
+std::optional<std::string> CudaExprEmitter::Reused(const Expr& e, int lane, int) {
+  const std::string key = KeptValueKey(e, lane);
+  if (key.empty()) return std::nullopt;
+  auto it = cache_->values.find(key);
+  // Only values an earlier pass kept: this pass's own slots are not yet
+  // filled for every lane.
+  if (it == cache_->values.end() || own_arrays_.count(it->second) != 0) return std::nullopt;
+  auto type = dialect().TypeName(e.dtype);
+  if (!type.ok()) return std::nullopt;
+  cache_->read.insert(it->second);
+  return Temp(*type, absl::StrCat(it->second, "[l_j][", lane, "]"));
+}
+
+void CudaExprEmitter::Emitted(const Expr& e, int lane, const std::string& value) {
+  const std::string key = KeptValueKey(e, lane);
+  if (key.empty()) return;
+  auto type = dialect().TypeName(e.dtype);
+  if (!type.ok()) return;
+  auto it = cache_->values.find(key);
+  if (it == cache_->values.end()) {
+    const std::string array = absl::StrCat("l_c", cache_->count++);
+    absl::StrAppend(&cache_->declarations, *type, " ", array, "[", cache_->trips, "][", cache_->lanes, "];\n");
+    it = cache_->values.emplace(key, array).first;
+    own_arrays_.insert(array);
+  }
+  if (own_arrays_.count(it->second) == 0) return;
+  AppendStatement(absl::StrCat(indent(), it->second, "[l_j][", lane, "] = ", value, ";\n"));
 }
 
 absl::StatusOr<std::string> CudaExprEmitter::EmitLoad(const Expr& e, const CudaBufferRef& ref, int lane,

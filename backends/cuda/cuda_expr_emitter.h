@@ -11,6 +11,7 @@
 #define KILN_BACKENDS_CUDA_CUDA_EXPR_EMITTER_H_
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -55,9 +56,18 @@ bool CollectLoadNodes(const lowering::ExprPtr& e, std::vector<const lowering::Ex
 // Row kernels whose rows fit in registers: vector loads of read-only
 // buffers are kept in per-thread arrays (indexed by the unrolled loop
 // counter `l_j`) so that later passes over the same row (softmax's sum and
-// normalize after its max) reuse them instead of reading memory again.
+// normalize after its max) reuse them instead of reading memory again; so
+// are the values of expensive ops (lowering::IsExpensiveOp: softmax's exp,
+// computed by the sum pass, is not computed again by the normalize pass),
+// keyed by their expression over the bound variables, per lane.
+// Every pass's fast path then runs under the same condition
+// (kRowCacheCondition), so a later pass reads only slots an earlier one
+// filled.
+inline constexpr char kRowCacheCondition[] = "KILN_ROW_CACHE_ALIGNED";
 struct RowCache {
   int trips = 0;                           // the arrays' length (unrolled loop trips)
+  int lanes = kLanes;                      // values per group
+  std::map<std::string, std::string> values;  // expression key -> array name
   std::set<std::string> buffers;           // read-only buffers that may be cached
   std::map<std::string, std::string> arrays;  // "buffer|index" -> array name
   std::string declarations;                // arrays not yet declared
@@ -71,7 +81,7 @@ class CudaExprEmitter : public codegen::CExprEmitter {
   // `temp_counter` numbers temporaries across emitters of one kernel.
   CudaExprEmitter(const std::map<std::string, CudaBufferRef>* buffers, std::vector<std::string> vars,
                   int* temp_counter)
-      : codegen::CExprEmitter(&CudaDialect(), buffers, std::move(vars), temp_counter) {}
+      : codegen::CExprEmitter(&CudaDialect(), buffers, std::move(vars), temp_counter), refs_(buffers) {}
 
   // Enters lane mode (see the file comment) for groups of `lanes`.
   void SetLanes(int lane_var, bool vector_loads, int lanes = kLanes) {
@@ -91,14 +101,24 @@ class CudaExprEmitter : public codegen::CExprEmitter {
  protected:
   absl::StatusOr<std::string> EmitLoad(const lowering::Expr& e, const CudaBufferRef& ref, int lane,
                                        int depth) override;
+  std::optional<std::string> Reused(const lowering::Expr& e, int lane, int depth) override;
+  void Emitted(const lowering::Expr& e, int lane, const std::string& value) override;
 
  private:
   // The index expression printed over the variable bindings (lane 0), for
   // cache keys; false for anything but small integer index arithmetic.
   bool IndexText(const lowering::Expr* e, int depth, std::string* out) const;
+  // An expression over the variable bindings and the registers of scalar
+  // refs, for RowCache's values; false when too deep, too long or opaque.
+  bool ValueKey(const lowering::Expr* e, int depth, std::string* out) const;
+  // The RowCache key of `e` when its value may be kept (an expensive op,
+  // in a lane, with a cache); empty otherwise.
+  std::string KeptValueKey(const lowering::Expr& e, int lane) const;
 
+  const std::map<std::string, CudaBufferRef>* refs_;
   bool vector_loads_ = false;
   int lanes_ = kLanes;
+  std::set<std::string> own_arrays_;  // RowCache value arrays this emitter fills
   RowCache* cache_ = nullptr;
   std::map<const lowering::Expr*, std::string> vector_memo_;
   std::set<std::string> vector_buffers_;

@@ -185,6 +185,11 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
     ASSIGN_OR_RETURN(int64_t outer_numel, SpaceSize(shape.outer, "kernel outer ranges"));
     ASSIGN_OR_RETURN(int64_t rnumel, SpaceSize(shape.reduction_ranges, "reduction ranges"));
     const bool row_scheme = (RowIsContiguous(shape) && rnumel >= 32) || outer_numel < 4 * sms;
+    // 32-bit outer counters while the counter plus a grid's stride (below
+    // twice the count) cannot wrap.
+    const bool narrow = outer_numel < (int64_t{1} << 30);
+    const std::string o_type = narrow ? "unsigned int" : "unsigned long long";
+    const std::string o_suffix = narrow ? "U" : "ULL";
     if (row_scheme) {
       int64_t inner = 1;
       for (size_t i = shape.reduction_ranges.size(); i-- > 0;) {
@@ -204,10 +209,10 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
         threads = kWarpRowThreads;
         result.launch.grid_x = std::max<int64_t>(1, std::min((outer_numel + warps - 1) / warps, kMaxGrid));
         result.launch.block_x = threads;
-        absl::StrAppend(&body, indent, "for (unsigned long long l_o = blockIdx.x * ", warps,
-                        "ULL + (threadIdx.x >> 5); l_o < ", outer_numel,
-                        "ULL; l_o += static_cast<unsigned long long>(gridDim.x) * ", warps, "ULL) {\n");
-        absl::StrAppend(&body, UnravelOuter(shape.outer, "l_o", indent + "  "));
+        absl::StrAppend(&body, indent, "for (", o_type, " l_o = blockIdx.x * ", warps, o_suffix,
+                        " + (threadIdx.x >> 5); l_o < ", outer_numel, o_suffix, "; l_o += static_cast<", o_type,
+                        ">(gridDim.x) * ", warps, o_suffix, ") {\n");
+        absl::StrAppend(&body, UnravelOuter(shape.outer, "l_o", indent + "  ", narrow));
         RETURN_IF_ERROR(EmitReductionMembers(ctx, kernel, shape, Cooperation::kWarp, 32, indent + "  ", &body));
         absl::StrAppend(&body, indent, "}\n");
       } else {
@@ -215,9 +220,9 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
         result.launch.grid_x = std::max<int64_t>(1, std::min(outer_numel, kMaxGrid));
         result.launch.block_x = threads;
         if (outer_numel > 0) {
-          absl::StrAppend(&body, indent, "for (unsigned long long l_o = blockIdx.x; l_o < ", outer_numel,
-                          "ULL; l_o += gridDim.x) {\n");
-          absl::StrAppend(&body, UnravelOuter(shape.outer, "l_o", indent + "  "));
+          absl::StrAppend(&body, indent, "for (", o_type, " l_o = blockIdx.x; l_o < ", outer_numel, o_suffix,
+                          "; l_o += gridDim.x) {\n");
+          absl::StrAppend(&body, UnravelOuter(shape.outer, "l_o", indent + "  ", narrow));
           RETURN_IF_ERROR(
               EmitReductionMembers(ctx, kernel, shape, Cooperation::kBlock, threads, indent + "  ", &body));
           absl::StrAppend(&body, indent, "}\n");
@@ -232,10 +237,10 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
       result.launch.grid_x = std::max<int64_t>(1, std::min(blocks, kMaxGrid));
       result.launch.block_x = threads;
       if (outer_numel > 0) {
-        absl::StrAppend(&body, indent, "for (unsigned long long l_o = blockIdx.x * ", threads,
-                        "ULL + threadIdx.x; l_o < ", outer_numel, "ULL; l_o += static_cast<unsigned long long>(gridDim.x) * ",
-                        threads, "ULL) {\n");
-        absl::StrAppend(&body, UnravelOuter(shape.outer, "l_o", indent + "  "));
+        absl::StrAppend(&body, indent, "for (", o_type, " l_o = blockIdx.x * ", threads, o_suffix,
+                        " + threadIdx.x; l_o < ", outer_numel, o_suffix, "; l_o += static_cast<", o_type,
+                        ">(gridDim.x) * ", threads, o_suffix, ") {\n");
+        absl::StrAppend(&body, UnravelOuter(shape.outer, "l_o", indent + "  ", narrow));
         RETURN_IF_ERROR(EmitReductionMembers(ctx, kernel, shape, Cooperation::kThread, 1, indent + "  ", &body));
         absl::StrAppend(&body, indent, "}\n");
       }
@@ -256,6 +261,7 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
     absl::StrAppend(&kernel_text, indent, "const bool l_aligned = ", absl::StrJoin(checks, " && "), ";\n");
   }
   absl::StrAppend(&kernel_text, body, "}\n");
+  absl::StrReplaceAll({{kRowCacheCondition, ctx.vector_buffers.empty() ? "true" : "l_aligned"}}, &kernel_text);
   ctx.name = absl::StrFormat("kk_%016x", HashString(kernel_text));
   absl::StrReplaceAll({{kKernelNamePlaceholder, ctx.name}}, &kernel_text);
   result.name = ctx.name;

@@ -410,6 +410,28 @@ TEST(CudaKernelCodegen, NarrowFloatsLoadAsFloatAndRoundOnStore) {
   EXPECT_TRUE(absl::StrContains(KernelPart(wide[0].source), "kiln_load4(")) << KernelPart(wide[0].source);
 }
 
+// A softmax row in registers: the sum pass keeps exp() per lane and the
+// normalize pass reads it back (expf in the fast paths once per element),
+// every pass's fast path under the one condition; 32-bit row counters.
+TEST(CudaKernelCodegen, RowPassesKeepExpensiveValues) {
+  auto k = Generate(R"(graph(%x : BFloat16(64, 128)):
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %s : Tensor = aten::softmax(%x, %d, %n)
+  return (%s))",
+                    1);
+  ASSERT_EQ(k.size(), 1u);
+  const std::string body = KernelPart(k[0].source);
+  EXPECT_TRUE(absl::StrContains(body, "[l_j][0] = ")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "[l_j][3];")) << body;
+  EXPECT_FALSE(absl::StrContains(body, "KILN_ROW_CACHE")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "for (unsigned int l_o = ")) << body;
+  // expf: 4 in the sum pass's fast path, 1 in each of the two scalar paths.
+  size_t count = 0;
+  for (size_t at = body.find("expf("); at != std::string::npos; at = body.find("expf(", at + 1)) ++count;
+  EXPECT_EQ(count, 6u) << body;
+}
+
 TEST(CudaKernelCodegen, HostileNamesAreSanitized) {
   LoopGraph g;
   Buffer x;

@@ -122,6 +122,23 @@ const std::vector<Case>& Cases() {
   %zt : Tensor = aten::permute(%z, %p)
   %e : Tensor = aten::exp(%zt)
   return (%s, %e))"},
+      // gpt2's attention softmax in bf16: scaled scores plus a float32 mask,
+      // softmax in float32, rows with a tail (203 = 50 * 4 + 3) per warp;
+      // the sum pass keeps exp() for the normalize pass (RowCache).
+      {"bf16_scaled_masked_softmax_tail", R"(graph(%x : BFloat16(24, 203), %m : Float(203)):
+  %one : int = prim::Constant[value=1]()
+  %s : float = prim::Constant[value=0.125]()
+  %f32 : int = prim::Constant[value=6]()
+  %bf : int = prim::Constant[value=15]()
+  %false : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %d : int = prim::Constant[value=-1]()
+  %xs : Tensor = aten::mul(%x, %s)
+  %xf : Tensor = aten::to(%xs, %f32, %false, %false, %none)
+  %a : Tensor = aten::add(%xf, %m, %one)
+  %p : Tensor = aten::softmax(%a, %d, %none)
+  %r : Tensor = aten::to(%p, %bf, %false, %false, %none)
+  return (%r))"},
       {"pointwise_chain", R"(graph(%x : Float(8, 1024)):
   %one : int = prim::Constant[value=1]()
   %h : float = prim::Constant[value=0.5]()

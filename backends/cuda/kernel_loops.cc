@@ -195,7 +195,13 @@ absl::StatusOr<std::string> EmitSpaceLoop(KernelContext& ctx, SpaceLoop loop, Lo
   for (const std::string& b : fast.vector_buffers()) ctx.vector_buffers.insert(b);
   const bool uses_vectors = !fast.vector_buffers().empty();
   std::vector<std::string> conditions;
-  if (uses_vectors) conditions.push_back("l_aligned");
+  const bool cached = loop.cache != nullptr && loop.unrolled_trips > 0;
+  if (cached) {
+    // Every pass of a cached row under one condition (see RowCache).
+    conditions.push_back(kRowCacheCondition);
+  } else if (uses_vectors) {
+    conditions.push_back("l_aligned");
+  }
   if (inner_size % width != 0) conditions.push_back(absl::StrCat(lane_base, " + ", width, "LL <= ", inner_size, "LL"));
   if (loop.cache != nullptr && !loop.cache->declarations.empty()) {
     // Arrays this loop fills, declared before it (at the row's scope).
