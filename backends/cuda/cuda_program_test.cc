@@ -174,6 +174,31 @@ TEST(CudaCodegenTest, CompilesEveryKernelWithNvrtc) {
   // A program whose kernels this codegen did not generate is refused.
   CudaCodegen other("cuda", backend);
   EXPECT_TRUE(absl::IsFailedPrecondition(other.Compile(*program).status()));
+  // kernels.cu without a device: the prelude once, each distinct kernel
+  // once, one unit NVRTC compiles.
+  const std::string file = KernelsFileWithoutDevice(*program);
+  const std::string& prelude = CudaKernelPrelude();
+  const size_t at = file.find(prelude);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(file.find(prelude, at + 1), std::string::npos);
+  std::set<std::string> names;
+  int definitions = 0;
+  for (const wrapper::Line& line : program->lines) {
+    const auto* def = std::get_if<wrapper::KernelDefinitionLine>(&line);
+    if (def == nullptr) continue;
+    ++definitions;
+    const size_t mark = def->kernel_body.find("// kiln kernel ");
+    ASSERT_NE(mark, std::string::npos);
+    const std::string name = def->kernel_body.substr(mark, def->kernel_body.find('\n', mark) - mark);
+    if (!names.insert(name).second) continue;
+    const size_t first = file.find(name + "\n");
+    EXPECT_NE(first, std::string::npos) << name;
+    EXPECT_EQ(file.find(name + "\n", first + 1), std::string::npos) << name;
+  }
+  EXPECT_GT(definitions, 0);
+  EXPECT_TRUE(absl::StrContains(file, absl::StrCat(names.size(), " distinct kernels"))) << file.substr(0, 300);
+  absl::StatusOr<std::string> cubin = CompileWithNvrtc(file, {"--gpu-architecture=sm_90", "-std=c++17"});
+  EXPECT_TRUE(cubin.ok()) << cubin.status();
 }
 
 // linear, gelu, layer_norm, mm with a transpose, softmax over `type`
