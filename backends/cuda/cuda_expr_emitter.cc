@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "backends/cuda/kernel_identifiers.h"
+#include "lowering/expr_rewrite.h"
+#include "lowering/index_math.h"
 #include "support/status.h"
 
 namespace kiln::backends::cuda {
@@ -147,6 +149,31 @@ bool IsVectorIndex(const ExprPtr& index, int var, int lanes) {
   return true;
 }
 
+bool IsGroupContiguous(const ExprPtr& index, int var, int lanes, int64_t extent) {
+  if (index == nullptr || var < 0 || lanes < 1 || extent < lanes || lowering::ExprTreeSize(index, 512) >= 512) {
+    return false;
+  }
+  int max_var = var;
+  std::vector<const Expr*> stack = {index.get()};
+  while (!stack.empty()) {
+    const Expr* e = stack.back();
+    stack.pop_back();
+    if (e->op == ExprOp::kIndexVar) max_var = std::max(max_var, e->var);
+    if (e->op == ExprOp::kLoad) return false;  // gathers: never contiguous by analysis
+    for (const ExprPtr& a : e->args) stack.push_back(a.get());
+  }
+  const int g = max_var + 1, l = max_var + 2;
+  std::vector<ExprPtr> values;
+  for (int k = 0; k <= var; ++k) values.push_back(lowering::Var(k));
+  values[static_cast<size_t>(var)] = lowering::Binary(
+      ExprOp::kAdd, lowering::Binary(ExprOp::kMul, lowering::Var(g), lowering::IntConst(lanes)), lowering::Var(l));
+  std::vector<int64_t> ranges(static_cast<size_t>(l) + 1, -1);
+  ranges[static_cast<size_t>(g)] = (extent + lanes - 1) / lanes;
+  ranges[static_cast<size_t>(l)] = lanes;
+  const ExprPtr split = lowering::SimplifyIndex(lowering::SubstituteVars(index, values, ranges), ranges);
+  return IsVectorIndex(split, l, lanes);
+}
+
 bool CollectLoadNodes(const ExprPtr& root, std::vector<const Expr*>* loads) {
   // Iterative walk: the DAG may be deep; the emitter rejects deep trees
   // anyway, so stop at the same depth.
@@ -227,8 +254,22 @@ bool CudaExprEmitter::ValueKey(const Expr* e, int depth, std::string* out) const
   return true;
 }
 
+bool CudaExprEmitter::IsVectorLoad(const Expr& e) const {
+  return vector_loads_ && e.args.size() == 1 &&
+         (IsVectorIndex(e.args[0], lane_var(), lanes_) ||
+          (lane_extent_ > 0 && IsGroupContiguous(e.args[0], lane_var(), lanes_, lane_extent_)));
+}
+
 std::string CudaExprEmitter::KeptValueKey(const Expr& e, int lane) const {
-  if (cache_ == nullptr || lane < 0 || !lowering::IsExpensiveOp(e.op)) return "";
+  if (cache_ == nullptr || lane < 0) return "";
+  // Expensive values, and element loads of read-only buffers (rows whose
+  // groups are not vector loads: odd lengths) read again by later passes.
+  // Vector loads have their own arrays (EmitLoad).
+  const bool keep =
+      lowering::IsExpensiveOp(e.op) ||
+      (e.op == ExprOp::kLoad && cache_->buffers.count(e.buffer) != 0 && !IsVectorLoad(e) &&
+       refs_->count(e.buffer) != 0 && refs_->at(e.buffer).scalar.empty());
+  if (!keep) return "";
   std::string key;
   if (!ValueKey(&e, 0, &key)) return "";
   return key;
@@ -265,7 +306,7 @@ void CudaExprEmitter::Emitted(const Expr& e, int lane, const std::string& value)
 
 absl::StatusOr<std::string> CudaExprEmitter::EmitLoad(const Expr& e, const CudaBufferRef& ref, int lane,
                                                      int depth) {
-  if (ref.scalar.empty() && lane >= 0 && vector_loads_ && IsVectorIndex(e.args[0], lane_var(), lanes_)) {
+  if (ref.scalar.empty() && lane >= 0 && IsVectorLoad(e)) {
     ASSIGN_OR_RETURN(const std::string storage_type, dialect().StorageTypeName(ref.dtype));
     auto v = vector_memo_.find(&e);
     std::string vec;

@@ -49,6 +49,14 @@ const codegen::CDialect& CudaDialect();
 bool DependsOnVar(const lowering::ExprPtr& e, int var);
 bool HasUnitStride(const lowering::ExprPtr& index, int var);
 bool IsVectorIndex(const lowering::ExprPtr& index, int var, int lanes = kLanes);
+//  - IsGroupContiguous: within every group of `lanes` values of `var`
+//    (extent `extent`, groups starting at multiples of `lanes`), `index`
+//    is lane 0's plus the lane, lane 0's a multiple of `lanes`: var written
+//    as lanes*g + l and the index simplified over those ranges is a vector
+//    index in l. Catches div/mod of the lane variable that stay within a
+//    group: a heads merge reading [B, H, S, D] as [B, S, H*D] indexes
+//    v % D + v // D * (S*D), contiguous over 8 lanes when D % 8 == 0.
+bool IsGroupContiguous(const lowering::ExprPtr& index, int var, int lanes, int64_t extent);
 // Every load node reachable from `e` (each node once); false when the tree
 // is deeper than kCudaMaxExprDepth.
 bool CollectLoadNodes(const lowering::ExprPtr& e, std::vector<const lowering::Expr*>* loads);
@@ -58,8 +66,10 @@ bool CollectLoadNodes(const lowering::ExprPtr& e, std::vector<const lowering::Ex
 // counter `l_j`) so that later passes over the same row (softmax's sum and
 // normalize after its max) reuse them instead of reading memory again; so
 // are the values of expensive ops (lowering::IsExpensiveOp: softmax's exp,
-// computed by the sum pass, is not computed again by the normalize pass),
-// keyed by their expression over the bound variables, per lane.
+// computed by the sum pass, is not computed again by the normalize pass)
+// and the element loads of read-only buffers that are not vector loads
+// (rows of odd length), keyed by their expression over the bound
+// variables, per lane.
 // Every pass's fast path then runs under the same condition
 // (kRowCacheCondition), so a later pass reads only slots an earlier one
 // filled.
@@ -83,11 +93,13 @@ class CudaExprEmitter : public codegen::CExprEmitter {
                   int* temp_counter)
       : codegen::CExprEmitter(&CudaDialect(), buffers, std::move(vars), temp_counter), refs_(buffers) {}
 
-  // Enters lane mode (see the file comment) for groups of `lanes`.
-  void SetLanes(int lane_var, bool vector_loads, int lanes = kLanes) {
+  // Enters lane mode (see the file comment) for groups of `lanes` over a
+  // lane variable of extent `lane_extent` (0: unknown).
+  void SetLanes(int lane_var, bool vector_loads, int lanes = kLanes, int64_t lane_extent = 0) {
     SetLaneVar(lane_var);
     vector_loads_ = vector_loads;
     lanes_ = lanes;
+    lane_extent_ = lane_extent;
   }
   // Lane mode inside an unrolled loop over `cache->trips` groups: cache
   // vector loads (see RowCache).
@@ -114,10 +126,13 @@ class CudaExprEmitter : public codegen::CExprEmitter {
   // The RowCache key of `e` when its value may be kept (an expensive op,
   // in a lane, with a cache); empty otherwise.
   std::string KeptValueKey(const lowering::Expr& e, int lane) const;
+  // Whether load `e` (in lane mode) is read as a vector.
+  bool IsVectorLoad(const lowering::Expr& e) const;
 
   const std::map<std::string, CudaBufferRef>* refs_;
   bool vector_loads_ = false;
   int lanes_ = kLanes;
+  int64_t lane_extent_ = 0;
   std::set<std::string> own_arrays_;  // RowCache value arrays this emitter fills
   RowCache* cache_ = nullptr;
   std::map<const lowering::Expr*, std::string> vector_memo_;

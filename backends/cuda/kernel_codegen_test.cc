@@ -430,6 +430,42 @@ TEST(CudaKernelCodegen, RowPassesKeepExpensiveValues) {
   size_t count = 0;
   for (size_t at = body.find("expf("); at != std::string::npos; at = body.find("expf(", at + 1)) ++count;
   EXPECT_EQ(count, 6u) << body;
+  // Odd rows (vit's 197) have no vector loads: the element loads are kept
+  // (4 in the first pass's fast path, 1 in each pass's scalar path).
+  auto odd = Generate(R"(graph(%x : BFloat16(64, 197)):
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %s : Tensor = aten::softmax(%x, %d, %n)
+  return (%s))",
+                      1);
+  ASSERT_EQ(odd.size(), 1u);
+  const std::string obody = KernelPart(odd[0].source);
+  size_t loads = 0;
+  for (size_t at = obody.find("(p0["); at != std::string::npos; at = obody.find("(p0[", at + 1)) ++loads;
+  EXPECT_EQ(loads, 7u) << obody;
+}
+
+// Heads merged back ([B, H, S, D] as [B, S, H*D]): the load's v % D and
+// v // D stay within a group of 8 when D % 8 == 0, so it is one 16-byte
+// vector load; with D = 12 it is element by element.
+TEST(CudaKernelCodegen, HeadsMergeLoadsVectorsWhenGroupsStayInAHead) {
+  auto merge = [](int d) {
+    return Generate(absl::StrCat("graph(%x : BFloat16(2, 4, 5, ", d, ")):\n"
+                                 "  %p : int[] = prim::Constant[value=[0, 2, 1, 3]]()\n"
+                                 "  %s : int[] = prim::Constant[value=[2, 5, ", 4 * d, "]]()\n"
+                                 "  %t : Tensor = aten::permute(%x, %p)\n"
+                                 "  %c : Tensor = aten::contiguous(%t)\n"
+                                 "  %r : Tensor = aten::reshape(%c, %s)\n"
+                                 "  %a : Tensor = aten::sigmoid(%r)\n"
+                                 "  return (%a)"),
+                    1);
+  };
+  auto k = merge(16);
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(KernelPart(k[0].source), "kiln_load8(p0")) << KernelPart(k[0].source);
+  auto odd = merge(12);
+  ASSERT_EQ(odd.size(), 1u);
+  EXPECT_FALSE(absl::StrContains(KernelPart(odd[0].source), "kiln_load8(p0")) << KernelPart(odd[0].source);
 }
 
 TEST(CudaKernelCodegen, HostileNamesAreSanitized) {

@@ -139,6 +139,30 @@ const std::vector<Case>& Cases() {
   %p : Tensor = aten::softmax(%a, %d, %none)
   %r : Tensor = aten::to(%p, %bf, %false, %false, %none)
   return (%r))"},
+      // Attention heads merged back: [B, H, S, D] read as [B, S, H*D]
+      // (v % D + v // D * S*D): contiguous within groups when D is a
+      // multiple of the group (16 here), not when it is not (12).
+      {"bf16_heads_merge", R"(graph(%x : BFloat16(2, 4, 5, 16), %y : BFloat16(2, 3, 7, 12)):
+  %p : int[] = prim::Constant[value=[0, 2, 1, 3]]()
+  %s1 : int[] = prim::Constant[value=[2, 5, 64]]()
+  %s2 : int[] = prim::Constant[value=[2, 7, 36]]()
+  %xt : Tensor = aten::permute(%x, %p)
+  %xc : Tensor = aten::contiguous(%xt)
+  %xr : Tensor = aten::reshape(%xc, %s1)
+  %a : Tensor = aten::sigmoid(%xr)
+  %yt : Tensor = aten::permute(%y, %p)
+  %yc : Tensor = aten::contiguous(%yt)
+  %yr : Tensor = aten::reshape(%yc, %s2)
+  %b : Tensor = aten::sigmoid(%yr)
+  return (%a, %b))"},
+      {"f32_heads_merge", R"(graph(%x : Float(2, 4, 5, 12)):
+  %p : int[] = prim::Constant[value=[0, 2, 1, 3]]()
+  %s1 : int[] = prim::Constant[value=[2, 5, 48]]()
+  %xt : Tensor = aten::permute(%x, %p)
+  %xc : Tensor = aten::contiguous(%xt)
+  %xr : Tensor = aten::reshape(%xc, %s1)
+  %a : Tensor = aten::exp(%xr)
+  return (%a))"},
       {"pointwise_chain", R"(graph(%x : Float(8, 1024)):
   %one : int = prim::Constant[value=1]()
   %h : float = prim::Constant[value=0.5]()

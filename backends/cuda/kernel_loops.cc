@@ -183,7 +183,7 @@ absl::StatusOr<std::string> EmitSpaceLoop(KernelContext& ctx, SpaceLoop loop, Lo
   std::vector<std::string> fast_bindings = loop.bindings;
   fast_bindings[lane_var] = lane_base;
   CudaExprEmitter fast(&ctx.refs, fast_bindings, &ctx.temps);
-  fast.SetLanes(lane_var, true, width);
+  fast.SetLanes(lane_var, true, width, inner_size);
   if (loop.cache != nullptr && loop.unrolled_trips > 0) fast.SetRowCache(loop.cache);
   fast.set_indent(in2);
   std::vector<std::string> fast_pos;
