@@ -124,6 +124,15 @@ class Autocaster {
   const AutocastStats& stats() const { return stats_; }
 
  private:
+  // `out`'s type: `like`'s sizes in `dtype` (strides left to propagation).
+  static void SetTypeAs(ir::Value* out, const ir::Value* like, DType dtype) {
+    ir::TensorInfo info;
+    if (like->type() && like->type()->is_tensor()) info = like->type()->tensor();
+    info.dtype = dtype;
+    info.strides.reset();
+    out->setType(ir::Type::TensorWith(std::move(info)));
+  }
+
   // `v` as `dtype`: a converted constant for a tensor constant (the weights,
   // converted once), else an aten::to node; placed before `user`, the first
   // node that needs it.
@@ -151,11 +160,7 @@ class Autocaster {
       ir::Node* again = graph_.create(view->kind(), inputs);
       graph_.insertNode(again);
       out = again->output();
-      ir::TensorInfo info;
-      if (v->type() && v->type()->is_tensor()) info = v->type()->tensor();
-      info.dtype = dtype;
-      info.strides.reset();
-      out->setType(ir::Type::TensorWith(std::move(info)));
+      SetTypeAs(out, v, dtype);
     } else {
       // Before its first user (nodes are visited in order: later users
       // that share it come after).
@@ -166,11 +171,7 @@ class Autocaster {
       ir::Node* to = graph_.create(ir::Symbol::FromQualString("aten::to"), {v, dt, no, no, none});
       graph_.insertNode(to);
       out = to->output();
-      ir::TensorInfo info;
-      if (v->type() && v->type()->is_tensor()) info = v->type()->tensor();
-      info.dtype = dtype;
-      info.strides.reset();
-      out->setType(ir::Type::TensorWith(std::move(info)));
+      SetTypeAs(out, v, dtype);
       ++stats_.casts_inserted;
     }
     casts_.emplace(key, out);
