@@ -109,8 +109,13 @@ absl::StatusOr<std::string> CExprEmitter::EmitAt(const ExprPtr& e, int lane, int
   const int key_lane = DependsOnLane(e.get(), depth) ? lane : -1;
   auto it = memo_.find({e.get(), key_lane});
   if (it != memo_.end()) return it->second;
+  if (std::optional<std::string> kept = Reused(*e, key_lane, depth)) {
+    memo_.emplace(std::make_pair(e.get(), key_lane), *kept);
+    return *kept;
+  }
   ASSIGN_OR_RETURN(std::string value, EmitNode(*e, key_lane, depth));
   memo_.emplace(std::make_pair(e.get(), key_lane), value);
+  Emitted(*e, key_lane, value);
   return value;
 }
 

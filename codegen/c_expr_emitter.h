@@ -21,6 +21,7 @@
 #define KILN_CODEGEN_C_EXPR_EMITTER_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -87,6 +88,15 @@ class CExprEmitter {
 
   // The value of `e` (memoized per lane).
   absl::StatusOr<std::string> EmitAt(const lowering::ExprPtr& e, int lane, int depth);
+  // Hooks around each node's first emission (per lane; `lane` is -1 for a
+  // value shared by all lanes): a device that keeps values across emitters
+  // (CUDA's row kernels keep exp() of a softmax row from one pass to the
+  // next) returns a kept value from Reused, and sees each new one in
+  // Emitted. By default nothing is kept.
+  virtual std::optional<std::string> Reused(const lowering::Expr& /*e*/, int /*lane*/, int /*depth*/) {
+    return std::nullopt;
+  }
+  virtual void Emitted(const lowering::Expr& /*e*/, int /*lane*/, const std::string& /*value*/) {}
   // `const type l_tN = value;` (or the temporary that already holds it).
   std::string Temp(const std::string& type, const std::string& value);
   // `type`-typed temporary of element `element` of a buffer of `storage`.

@@ -53,6 +53,14 @@ std::optional<DType> DTypeOf(const ir::Value* v) {
 
 bool IsNarrow(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
 
+// Ops that only reinterpret their first operand's shape or layout (the
+// others are sizes or dims): a cast commutes with them.
+bool IsShapeOnlyView(const ir::Node& n) {
+  const std::string kind(n.kind().qualString());
+  return kind == "aten::reshape" || kind == "aten::view" || kind == "aten::flatten" || kind == "aten::transpose" ||
+         kind == "aten::permute" || kind == "aten::t" || kind == "aten::squeeze" || kind == "aten::unsqueeze";
+}
+
 class Autocaster {
  public:
   Autocaster(ir::Graph& graph, DType narrow) : graph_(graph), narrow_(narrow) {}
@@ -116,6 +124,15 @@ class Autocaster {
   const AutocastStats& stats() const { return stats_; }
 
  private:
+  // `out`'s type: `like`'s sizes in `dtype` (strides left to propagation).
+  static void SetTypeAs(ir::Value* out, const ir::Value* like, DType dtype) {
+    ir::TensorInfo info;
+    if (like->type() && like->type()->is_tensor()) info = like->type()->tensor();
+    info.dtype = dtype;
+    info.strides.reset();
+    out->setType(ir::Type::TensorWith(std::move(info)));
+  }
+
   // `v` as `dtype`: a converted constant for a tensor constant (the weights,
   // converted once), else an aten::to node; placed before `user`, the first
   // node that needs it.
@@ -130,6 +147,20 @@ class Autocaster {
       ir::WithInsertPoint guard(user);
       ASSIGN_OR_RETURN(out, ir::InsertConstant(graph_, ir::IValue::FromTensor(std::move(converted))));
       ++stats_.constants_converted;
+    } else if (ir::Node* view = v->node(); view != nullptr && IsShapeOnlyView(*view) && view->outputs().size() == 1 &&
+                                           !view->inputs().empty()) {
+      // A reshape of a float32 value: the reshape of its cast (the same
+      // values), so the cast joins the producer's kernel (a layer norm's
+      // normalize before the reshape feeding a matmul) and the reshape
+      // stays a view.
+      ASSIGN_OR_RETURN(ir::Value* inner, CastOf(view->input(0), dtype, user));
+      std::vector<ir::Value*> inputs = {inner};
+      for (size_t i = 1; i < view->inputs().size(); ++i) inputs.push_back(view->input(i));
+      ir::WithInsertPoint guard(user);
+      ir::Node* again = graph_.create(view->kind(), inputs);
+      graph_.insertNode(again);
+      out = again->output();
+      SetTypeAs(out, v, dtype);
     } else {
       // Before its first user (nodes are visited in order: later users
       // that share it come after).
@@ -140,11 +171,7 @@ class Autocaster {
       ir::Node* to = graph_.create(ir::Symbol::FromQualString("aten::to"), {v, dt, no, no, none});
       graph_.insertNode(to);
       out = to->output();
-      ir::TensorInfo info;
-      if (v->type() && v->type()->is_tensor()) info = v->type()->tensor();
-      info.dtype = dtype;
-      info.strides.reset();
-      out->setType(ir::Type::TensorWith(std::move(info)));
+      SetTypeAs(out, v, dtype);
       ++stats_.casts_inserted;
     }
     casts_.emplace(key, out);

@@ -112,6 +112,29 @@ TEST(AutocastGraph, WeightsAreConvertedOnceAtCompileTime) {
   EXPECT_EQ(converted->toTensor().GetDouble(5), 2.599609375);  // 0.5 * 5 + 0.1 rounded to half
 }
 
+// A matmul reading a reshape (or transpose) of a float32 value: the cast
+// goes before the view, which is applied again to the narrow value, so the
+// cast can join the producer's kernel (a layer norm feeding a projection).
+TEST(AutocastGraph, CastsMoveAboveShapeOnlyViews) {
+  std::unique_ptr<ir::Graph> g = Parse(R"(graph(%x : Float(2, 4, 8), %w : Float(8, 6)):
+  %s : int[] = prim::Constant[value=[8, 8]]()
+  %e : Float(2, 4, 8) = aten::exp(%x)
+  %r : Float(8, 8) = aten::reshape(%e, %s)
+  %m : Float(8, 6) = aten::mm(%r, %w)
+  return (%m, %r)
+)");
+  ASSERT_NE(g, nullptr);
+  absl::StatusOr<AutocastStats> stats = AutocastGraph(*g, DType::kBFloat16);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  const std::string text = ir::PrintGraph(*g);
+  // The cast reads exp's output, the mm a reshape of the cast; the float32
+  // reshape stays for the graph's output.
+  EXPECT_TRUE(absl::StrContains(text, "BFloat16(2, 4, 8) = aten::to(%e,")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "BFloat16(8, 8) = aten::reshape(")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "Float(8, 8) = aten::reshape(%e, %s)")) << text;
+  EXPECT_EQ(stats->casts_inserted, 2);  // exp's output and w
+}
+
 TEST(Precision, ParsesNames) {
   EXPECT_EQ(*ParsePrecision("bf16"), Precision::kBf16);
   EXPECT_EQ(*ParsePrecision("BFloat16"), Precision::kBf16);

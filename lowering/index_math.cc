@@ -1,7 +1,10 @@
 #include "lowering/index_math.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,11 +16,18 @@ namespace {
 
 constexpr int kMaxDepth = 64;
 
+struct Linear;
+
 // Bounds of an atom: [0, upper), or unknown (upper < 0).
 struct Term {
   ExprPtr atom;
   int64_t coef = 0;
   int64_t upper = -1;
+  // Opaque `inner // divisor` or `inner % divisor` atoms keep their inner
+  // linear form, so that k*c*(x // k) + c*(x % k) recombines into c*x.
+  enum class Kind { kPlain, kDiv, kMod } kind = Kind::kPlain;
+  int64_t divisor = 0;
+  std::shared_ptr<const Linear> inner;
 };
 
 // c + sum(coef * atom). Terms keyed so that like atoms combine: variables
@@ -65,10 +75,12 @@ Linear Scale(Linear l, int64_t k) {
   return l;
 }
 
+Linear Recombine(Linear l);
+
 Linear Sum(Linear a, const Linear& b) {
   a.constant += b.constant;
   for (const auto& [key, t] : b.terms) AddTerm(&a, key, t);
-  return a;
+  return Recombine(std::move(a));
 }
 
 // [lo, hi] of a linear form, when every atom is bounded.
@@ -104,14 +116,55 @@ ExprPtr ToExpr(const Linear& l) {
   return sum;
 }
 
+std::string OpaqueKey(const ExprPtr& atom) { return absl::StrCat("1:", ExprToString(atom)); }
+
 Linear Opaque(ExprPtr atom, int64_t upper) {
   Linear l;
-  std::string key = absl::StrCat("1:", ExprToString(atom));
+  std::string key = OpaqueKey(atom);
   l.terms.emplace(key, Term{std::move(atom), 1, upper});
   return l;
 }
 
+// `inner // d` (kDiv) or `inner % d` (kMod) as an opaque atom.
+Linear OpaqueDivMod(const Linear& inner, int64_t d, Term::Kind kind, int64_t upper) {
+  Linear l = Opaque(Binary(kind == Term::Kind::kDiv ? ExprOp::kFloorDiv : ExprOp::kMod, ToExpr(inner), IntConst(d)),
+                    upper);
+  Term& t = l.terms.begin()->second;
+  t.kind = kind;
+  t.divisor = d;
+  t.inner = std::make_shared<const Linear>(inner);
+  return l;
+}
+
+// k*c*(x // k) + c*(x % k) = c*x (floor division and modulo), for every
+// such pair of atoms in `l`: what a reshape's unravel followed by the
+// flattening of a contiguous layout leaves.
+Linear Recombine(Linear l) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [key, t] : l.terms) {
+      if (t.kind != Term::Kind::kDiv || t.inner == nullptr) continue;
+      const Linear inner = *t.inner;
+      const int64_t k = t.divisor;
+      auto mod = l.terms.find(OpaqueKey(Binary(ExprOp::kMod, ToExpr(inner), IntConst(k))));
+      if (mod == l.terms.end() || mod->second.kind != Term::Kind::kMod) continue;
+      const int64_t c = mod->second.coef;
+      int64_t ck;
+      if (__builtin_mul_overflow(c, k, &ck) || t.coef != ck) continue;
+      const std::string div_key = key;
+      l.terms.erase(mod);
+      l.terms.erase(div_key);
+      l = Sum(std::move(l), Scale(inner, c));
+      changed = true;
+      break;
+    }
+  }
+  return l;
+}
+
 Linear ToLinear(const ExprPtr& e, absl::Span<const int64_t> ranges, int depth);
+// A bool expression's value when every index value gives the same one.
+std::optional<bool> ConstantCondition(const ExprPtr& e, absl::Span<const int64_t> ranges, int depth);
 
 // The expression with its operands simplified (for ops that stay opaque).
 ExprPtr SimplifyChildren(const ExprPtr& e, absl::Span<const int64_t> ranges, int depth) {
@@ -121,6 +174,39 @@ ExprPtr SimplifyChildren(const ExprPtr& e, absl::Span<const int64_t> ranges, int
     if (a->dtype == DType::kInt64) a = ToExpr(ToLinear(a, ranges, depth + 1));
   }
   return copy;
+}
+
+// `l` (coefficients and constant in [0, d)) as g*high + low with g a
+// proper divisor of d and 0 <= low < g: the terms whose coefficients g
+// divides, and the rest below g. The largest such g; none when there is
+// none (or a bound is unknown).
+struct FactorSplit {
+  int64_t factor = 1;
+  Linear high, low;
+};
+
+std::optional<FactorSplit> SplitCommonFactor(const Linear& l, int64_t d) {
+  std::optional<FactorSplit> best;
+  for (const auto& [unused, candidate] : l.terms) {
+    const int64_t g = std::gcd(candidate.coef, d);
+    if (g <= 1 || g >= d || (best && best->factor >= g)) continue;
+    FactorSplit f;
+    f.factor = g;
+    f.high.constant = l.constant / g;
+    f.low.constant = l.constant % g;
+    for (const auto& [key, t] : l.terms) {
+      if (t.coef % g == 0) {
+        Term h = t;
+        h.coef = t.coef / g;
+        f.high.terms.emplace(key, h);
+      } else {
+        f.low.terms.emplace(key, t);
+      }
+    }
+    auto b = Bounds(f.low);
+    if (b && b->first >= 0 && b->second < g) best = std::move(f);
+  }
+  return best;
 }
 
 Linear DivLinear(const Linear& l, int64_t d) {
@@ -136,8 +222,12 @@ Linear DivLinear(const Linear& l, int64_t d) {
   }
   auto b = Bounds(remainder);
   if (b && b->first >= 0 && b->second < d) return quotient;
+  if (std::optional<FactorSplit> f = SplitCommonFactor(remainder, d)) {
+    // (g*h + low) // (g*k) = h // k when 0 <= low < g.
+    return Sum(quotient, DivLinear(f->high, d / f->factor));
+  }
   int64_t upper = (b && b->first >= 0) ? b->second / d + 1 : -1;
-  return Sum(quotient, Opaque(Binary(ExprOp::kFloorDiv, ToExpr(remainder), IntConst(d)), upper));
+  return Sum(quotient, OpaqueDivMod(remainder, d, Term::Kind::kDiv, upper));
 }
 
 Linear ModLinear(const Linear& l, int64_t m) {
@@ -150,7 +240,11 @@ Linear ModLinear(const Linear& l, int64_t m) {
   }
   auto b = Bounds(rest);
   if (b && b->first >= 0 && b->second < m) return rest;
-  return Opaque(Binary(ExprOp::kMod, ToExpr(rest), IntConst(m)), m);
+  if (std::optional<FactorSplit> f = SplitCommonFactor(rest, m)) {
+    // (g*h + low) % (g*k) = g*(h % k) + low when 0 <= low < g.
+    return Sum(Scale(ModLinear(f->high, m / f->factor), f->factor), f->low);
+  }
+  return OpaqueDivMod(rest, m, Term::Kind::kMod, m);
 }
 
 Linear ToLinear(const ExprPtr& e, absl::Span<const int64_t> ranges, int depth) {
@@ -192,9 +286,57 @@ Linear ToLinear(const ExprPtr& e, absl::Span<const int64_t> ranges, int depth) {
       }
       return Opaque(Binary(e->op, ToExpr(a), ToExpr(b)), -1);
     }
+    case ExprOp::kMin:
+    case ExprOp::kMax: {
+      // Constant operands fold, and so does an operand that always wins
+      // (bounds): what the clamp of a constant gather index leaves.
+      Linear a = ToLinear(e->args[0], ranges, depth + 1);
+      Linear b = ToLinear(e->args[1], ranges, depth + 1);
+      auto ba = Bounds(a), bb = Bounds(b);
+      if (ba && bb) {
+        const bool is_min = e->op == ExprOp::kMin;
+        if (ba->second <= bb->first) return is_min ? a : b;
+        if (bb->second <= ba->first) return is_min ? b : a;
+        // Opaque, within [lo, hi] of the winner's possible values.
+        const int64_t lo = is_min ? std::min(ba->first, bb->first) : std::max(ba->first, bb->first);
+        const int64_t hi = is_min ? std::min(ba->second, bb->second) : std::max(ba->second, bb->second);
+        if (lo >= 0 && hi < std::numeric_limits<int64_t>::max()) {
+          return Opaque(Binary(e->op, ToExpr(a), ToExpr(b)), hi + 1);
+        }
+      }
+      return Opaque(Binary(e->op, ToExpr(a), ToExpr(b)), -1);
+    }
+    case ExprOp::kWhere: {
+      if (std::optional<bool> c = ConstantCondition(e->args[0], ranges, depth + 1)) {
+        return ToLinear(*c ? e->args[1] : e->args[2], ranges, depth + 1);
+      }
+      return Opaque(SimplifyChildren(e, ranges, depth), -1);
+    }
     default:
       return Opaque(SimplifyChildren(e, ranges, depth), -1);
   }
+}
+
+std::optional<bool> ConstantCondition(const ExprPtr& e, absl::Span<const int64_t> ranges, int depth) {
+  if (depth > kMaxDepth || e == nullptr) return std::nullopt;
+  if (e->op == ExprOp::kIntConst) return e->int_value != 0;
+  if (e->args.size() != 2 || e->args[0]->dtype != DType::kInt64 || e->args[1]->dtype != DType::kInt64) {
+    return std::nullopt;
+  }
+  // a - b over its bounds decides the comparison when it does not straddle 0.
+  auto b = Bounds(Sum(ToLinear(e->args[0], ranges, depth + 1), Scale(ToLinear(e->args[1], ranges, depth + 1), -1)));
+  if (!b) return std::nullopt;
+  const int64_t lo = b->first, hi = b->second;
+  switch (e->op) {
+    case ExprOp::kLt: if (hi < 0) return true; if (lo >= 0) return false; break;
+    case ExprOp::kLe: if (hi <= 0) return true; if (lo > 0) return false; break;
+    case ExprOp::kGt: if (lo > 0) return true; if (hi <= 0) return false; break;
+    case ExprOp::kGe: if (lo >= 0) return true; if (hi < 0) return false; break;
+    case ExprOp::kEq: if (lo == 0 && hi == 0) return true; if (lo > 0 || hi < 0) return false; break;
+    case ExprOp::kNe: if (lo == 0 && hi == 0) return false; if (lo > 0 || hi < 0) return true; break;
+    default: break;
+  }
+  return std::nullopt;
 }
 
 }  // namespace

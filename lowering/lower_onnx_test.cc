@@ -134,8 +134,7 @@ TEST(LowerOnnxTest, BatchedMatmulIsOneLibraryGemm) {
             "view2 : Float[2, 4, 8, 6] strides [48, 0, 6, 1] offset 0 = view of arg3\n"
             "view3 : Float[8, 5, 8] = view of arg2\n"
             // The broadcast batch dim of %k is materialized once for bmm.
-            "buf1 : Float[8, 8, 6] = pointwise [8, 8, 6] load(arg3, v1 * 6 + v2 + (v0 * 48 + v1 * 6 + "
-            "v2) // 192 * 48)\n"
+            "buf1 : Float[8, 8, 6] = pointwise [8, 8, 6] load(arg3, v1 * 6 + v2 + v0 // 4 * 48)\n"
             "buf2 : Float[8, 5, 6] = extern aten::bmm(view3, buf1)\n"
             "view4 : Float[2, 4, 5, 6] = view of buf2\n"
             "inputs: arg0, arg1, arg2, arg3\noutputs: view1, view4\n");

@@ -143,7 +143,7 @@ TEST(ScheduleTest, CatInPlaceReluAndExternFallback) {
   return (%m, %r))"),
       "arg0 : Float[2, 3] = input\n"
       "arg1 : Float[2, 3] = input\n"
-      "buf1 : Float[4, 3] = pointwise [4, 3] relu(where(v0 < 2, load(arg0, v1 + min(v0, 1) * 3), load(arg1, v1 + min(max(v0 - 2, 0), 1) * 3)))\n"
+      "buf1 : Float[4, 3] = pointwise [4, 3] relu(where(v0 < 2, load(arg0, v1 + min(v0, 1) * 3), load(arg1, v1 + max(v0 - 2, 0) * 3)))\n"
       "buf2 : Float[4, 3] = pointwise [4, 3] sin(load(buf1, v0 * 3 + v1))\n"
       "buf3 : Float[4, 3] = extern aten::cumsum(buf2, 0, None)\n"
       "inputs: arg0, arg1\n"

@@ -90,6 +90,16 @@ expect_status 1 "run --backend compiled --rtol 0 --atol 0"
 expect_one_error_line "run --backend compiled --rtol 0 --atol 0" "differs from the interpreter's \(rtol 0, atol 0\)"
 run run "$MODELS/small_cnn/model.onnx" --backend compiled --rtol 0 --atol 0 --nocheck
 expect_status 0 "run --backend compiled --nocheck"
+# kiln compile --device cuda on a machine without a GPU (as here, unless
+# the test runs on one): the kernels' sources are written all the same.
+if ! [[ -e /dev/nvidiactl ]]; then
+  run compile "$MODELS/ln_gelu_softmax/model.onnx" --device cuda -o "$TMP/cuda_sources"
+  expect_status 0 "compile --device cuda without a GPU"
+  expect_match "^kiln: note: cuda is unavailable .*wrote the kernels' sources \(kernels.cu\)" "$TMP/err" \
+    "compile --device cuda without a GPU (note)"
+  expect_match "^// kiln kernel kk_[0-9a-f]{16}$" "$TMP/cuda_sources/kernels.cu" "compile --device cuda: kernels.cu"
+  expect_match "^KernelCallLine " "$TMP/cuda_sources/wrapper.txt" "compile --device cuda: wrapper.txt"
+fi
 # The CPU's step profile: one table row per line, the convolutions named by
 # what oneDNN runs them with.
 run run "$MODELS/small_cnn/model.onnx" --backend compiled --profile 2

@@ -274,6 +274,32 @@ absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
   return std::unique_ptr<wrapper::CompiledProgram>(std::move(p));
 }
 
+std::string KernelsFileWithoutDevice(const wrapper::WrapperProgram& program) {
+  const std::string& prelude = CudaKernelPrelude();
+  std::set<std::string> seen;
+  std::string shared, alone;
+  int kernels = 0;
+  for (const wrapper::Line& line : program.lines) {
+    const auto* def = std::get_if<wrapper::KernelDefinitionLine>(&line);
+    if (def == nullptr) continue;
+    const absl::string_view body = def->kernel_body;
+    const size_t mark = body.find("// kiln kernel ");
+    const absl::string_view name =
+        mark == absl::string_view::npos ? body : body.substr(mark, body.find('\n', mark) - mark);
+    if (!seen.insert(std::string(name)).second) continue;
+    ++kernels;
+    if (absl::StartsWith(body, prelude)) {
+      absl::StrAppend(&shared, "\n", body.substr(prelude.size()));
+    } else {
+      absl::StrAppend(&alone, "// ==== a translation unit of its own\n", body, "\n");
+    }
+  }
+  return absl::StrCat("// No CUDA device here: the ", kernels,
+                      " distinct kernels as generated, in one translation unit (with a GPU, kernels.cu lists the "
+                      "units NVRTC compiled).\n",
+                      shared.empty() ? "" : prelude, shared, alone);
+}
+
 absl::Status RegisterCudaBackend() {
   static std::once_flag once;
   static absl::Status* status = new absl::Status();

@@ -111,6 +111,13 @@ class CudaCodegen : public wrapper::DeviceCodegen {
   std::map<std::string, CudaKernelSource> generated_;  // by FusedKernel::name
 };
 
+// kernels.cu for `program`'s kernels without a GPU (`kiln compile --device
+// cuda` on a machine without CUDA): each distinct kernel once, after the
+// shared prelude, as one NVRTC translation unit (kernels that do not start
+// with the prelude follow as their own units). The program's kernels must
+// come from this backend's codegen (their "// kiln kernel NAME" line).
+std::string KernelsFileWithoutDevice(const wrapper::WrapperProgram& program);
+
 // Registers "cuda" with the devices registry (also without a GPU: it then
 // reports device_count() == 0) and with wrapper::RegisterDeviceCodegen.
 // Idempotent and thread-safe.

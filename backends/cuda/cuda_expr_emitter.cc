@@ -5,7 +5,10 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "backends/cuda/kernel_identifiers.h"
+#include "lowering/expr_rewrite.h"
+#include "lowering/index_math.h"
 #include "support/status.h"
 
 namespace kiln::backends::cuda {
@@ -54,12 +57,13 @@ bool IsIntConst(const Expr* e, int64_t v) {
 
 bool IsVar(const Expr* e, int var) { return e != nullptr && e->op == ExprOp::kIndexVar && e->var == var; }
 
-// The largest of 1, 2, 4 that always divides `e` (an int64 index value).
+// The largest of 1, 2, 4, 8 that always divides `e` (an int64 index value).
 int64_t Divisibility(const Expr* e, int depth, int* budget) {
   if (e == nullptr || depth > kMaxIndexDepth || --*budget < 0 || e->dtype != DType::kInt64) return 1;
   switch (e->op) {
     case ExprOp::kIntConst: {
       const uint64_t v = static_cast<uint64_t>(e->int_value);
+      if (v % 8 == 0) return 8;
       if (v % 4 == 0) return 4;
       return v % 2 == 0 ? 2 : 1;
     }
@@ -70,7 +74,7 @@ int64_t Divisibility(const Expr* e, int depth, int* budget) {
                       Divisibility(e->args[1].get(), depth + 1, budget));
     case ExprOp::kMul:
       if (e->args.size() != 2) return 1;
-      return std::min<int64_t>(4, Divisibility(e->args[0].get(), depth + 1, budget) *
+      return std::min<int64_t>(8, Divisibility(e->args[0].get(), depth + 1, budget) *
                                       Divisibility(e->args[1].get(), depth + 1, budget));
     case ExprOp::kNeg:
       return e->args.size() == 1 ? Divisibility(e->args[0].get(), depth + 1, budget) : 1;
@@ -135,14 +139,39 @@ bool HasUnitStride(const ExprPtr& index, int var) {
   return SplitUnitStride(index, var, &others);
 }
 
-bool IsVectorIndex(const ExprPtr& index, int var) {
+bool IsVectorIndex(const ExprPtr& index, int var, int lanes) {
   std::vector<const Expr*> others;
   if (!SplitUnitStride(index, var, &others)) return false;
   int budget = kMaxIndexNodes;
   for (const Expr* t : others) {
-    if (Divisibility(t, 0, &budget) % kLanes != 0) return false;
+    if (Divisibility(t, 0, &budget) % lanes != 0) return false;
   }
   return true;
+}
+
+bool IsGroupContiguous(const ExprPtr& index, int var, int lanes, int64_t extent) {
+  if (index == nullptr || var < 0 || lanes < 1 || extent < lanes || lowering::ExprTreeSize(index, 512) >= 512) {
+    return false;
+  }
+  int max_var = var;
+  std::vector<const Expr*> stack = {index.get()};
+  while (!stack.empty()) {
+    const Expr* e = stack.back();
+    stack.pop_back();
+    if (e->op == ExprOp::kIndexVar) max_var = std::max(max_var, e->var);
+    if (e->op == ExprOp::kLoad) return false;  // gathers: never contiguous by analysis
+    for (const ExprPtr& a : e->args) stack.push_back(a.get());
+  }
+  const int g = max_var + 1, l = max_var + 2;
+  std::vector<ExprPtr> values;
+  for (int k = 0; k <= var; ++k) values.push_back(lowering::Var(k));
+  values[static_cast<size_t>(var)] = lowering::Binary(
+      ExprOp::kAdd, lowering::Binary(ExprOp::kMul, lowering::Var(g), lowering::IntConst(lanes)), lowering::Var(l));
+  std::vector<int64_t> ranges(static_cast<size_t>(l) + 1, -1);
+  ranges[static_cast<size_t>(g)] = (extent + lanes - 1) / lanes;
+  ranges[static_cast<size_t>(l)] = lanes;
+  const ExprPtr split = lowering::SimplifyIndex(lowering::SubstituteVars(index, values, ranges), ranges);
+  return IsVectorIndex(split, l, lanes);
 }
 
 bool CollectLoadNodes(const ExprPtr& root, std::vector<const Expr*>* loads) {
@@ -189,16 +218,102 @@ bool CudaExprEmitter::IndexText(const Expr* e, int depth, std::string* out) cons
   }
 }
 
+bool CudaExprEmitter::ValueKey(const Expr* e, int depth, std::string* out) const {
+  if (e == nullptr || depth > kMaxIndexDepth || out->size() > 4096) return false;
+  absl::StrAppend(out, lowering::ExprOpName(e->op), ":", DTypeName(e->dtype));
+  switch (e->op) {
+    case ExprOp::kIndexVar:
+      if (e->var < 0 || e->var >= static_cast<int>(vars().size())) return false;
+      absl::StrAppend(out, "=", vars()[static_cast<size_t>(e->var)]);
+      return true;
+    case ExprOp::kIntConst:
+      absl::StrAppend(out, "=", e->int_value);
+      return true;
+    case ExprOp::kFloatConst:
+      absl::StrAppend(out, "=", absl::StrFormat("%a", e->float_value));
+      return true;
+    case ExprOp::kLoad: {
+      auto ref = refs_->find(e->buffer);
+      if (ref == refs_->end() || e->args.size() != 1) return false;
+      if (!ref->second.scalar.empty()) {
+        absl::StrAppend(out, "=", ref->second.scalar);
+        return true;
+      }
+      absl::StrAppend(out, "=", ref->second.identifier);
+      break;
+    }
+    default:
+      break;
+  }
+  absl::StrAppend(out, "(");
+  for (const ExprPtr& a : e->args) {
+    if (!ValueKey(a.get(), depth + 1, out)) return false;
+    absl::StrAppend(out, ",");
+  }
+  absl::StrAppend(out, ")");
+  return true;
+}
+
+bool CudaExprEmitter::IsVectorLoad(const Expr& e) const {
+  return vector_loads_ && e.args.size() == 1 &&
+         (IsVectorIndex(e.args[0], lane_var(), lanes_) ||
+          (lane_extent_ > 0 && IsGroupContiguous(e.args[0], lane_var(), lanes_, lane_extent_)));
+}
+
+std::string CudaExprEmitter::KeptValueKey(const Expr& e, int lane) const {
+  if (cache_ == nullptr || lane < 0) return "";
+  // Expensive values, and element loads of read-only buffers (rows whose
+  // groups are not vector loads: odd lengths) read again by later passes.
+  // Vector loads have their own arrays (EmitLoad).
+  const bool keep =
+      lowering::IsExpensiveOp(e.op) ||
+      (e.op == ExprOp::kLoad && cache_->buffers.count(e.buffer) != 0 && !IsVectorLoad(e) &&
+       refs_->count(e.buffer) != 0 && refs_->at(e.buffer).scalar.empty());
+  if (!keep) return "";
+  std::string key;
+  if (!ValueKey(&e, 0, &key)) return "";
+  return key;
+}
+
+std::optional<std::string> CudaExprEmitter::Reused(const Expr& e, int lane, int) {
+  const std::string key = KeptValueKey(e, lane);
+  if (key.empty()) return std::nullopt;
+  auto it = cache_->values.find(key);
+  // Only values an earlier pass kept: this pass's own slots are not yet
+  // filled for every lane.
+  if (it == cache_->values.end() || own_arrays_.count(it->second) != 0) return std::nullopt;
+  auto type = dialect().TypeName(e.dtype);
+  if (!type.ok()) return std::nullopt;
+  cache_->read.insert(it->second);
+  return Temp(*type, absl::StrCat(it->second, "[l_j][", lane, "]"));
+}
+
+void CudaExprEmitter::Emitted(const Expr& e, int lane, const std::string& value) {
+  const std::string key = KeptValueKey(e, lane);
+  if (key.empty()) return;
+  auto type = dialect().TypeName(e.dtype);
+  if (!type.ok()) return;
+  auto it = cache_->values.find(key);
+  if (it == cache_->values.end()) {
+    const std::string array = absl::StrCat("l_c", cache_->count++);
+    absl::StrAppend(&cache_->declarations, *type, " ", array, "[", cache_->trips, "][", cache_->lanes, "];\n");
+    it = cache_->values.emplace(key, array).first;
+    own_arrays_.insert(array);
+  }
+  if (own_arrays_.count(it->second) == 0) return;
+  AppendStatement(absl::StrCat(indent(), it->second, "[l_j][", lane, "] = ", value, ";\n"));
+}
+
 absl::StatusOr<std::string> CudaExprEmitter::EmitLoad(const Expr& e, const CudaBufferRef& ref, int lane,
                                                      int depth) {
-  if (ref.scalar.empty() && lane >= 0 && vector_loads_ && IsVectorIndex(e.args[0], lane_var())) {
+  if (ref.scalar.empty() && lane >= 0 && IsVectorLoad(e)) {
     ASSIGN_OR_RETURN(const std::string storage_type, dialect().StorageTypeName(ref.dtype));
     auto v = vector_memo_.find(&e);
     std::string vec;
     if (v != vector_memo_.end()) {
       vec = v->second;
     } else {
-      const std::string vec_type = absl::StrCat("kiln_vec4<", storage_type, ">");
+      const std::string vec_type = absl::StrCat("kiln_vec", lanes_, "<", storage_type, ">");
       std::string key;
       const bool cacheable = cache_ != nullptr && cache_->buffers.count(e.buffer) != 0 &&
                              IndexText(e.args[0].get(), 0, &key);
@@ -209,7 +324,7 @@ absl::StatusOr<std::string> CudaExprEmitter::EmitLoad(const Expr& e, const CudaB
         cache_->read.insert(cached->second);
       } else {
         ASSIGN_OR_RETURN(std::string index, EmitAt(e.args[0], 0, depth + 1));
-        vec = Temp(vec_type, absl::StrCat("kiln_load4(", ref.identifier, " + ", index, ")"));
+        vec = Temp(vec_type, absl::StrCat("kiln_load", lanes_, "(", ref.identifier, " + ", index, ")"));
         if (cacheable) {
           const std::string array = absl::StrCat("l_c", cache_->count++);
           absl::StrAppend(&cache_->declarations, vec_type, " ", array, "[", cache_->trips, "];\n");

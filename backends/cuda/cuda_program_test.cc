@@ -175,6 +175,31 @@ TEST(CudaCodegenTest, CompilesEveryKernelWithNvrtc) {
   // A program whose kernels this codegen did not generate is refused.
   CudaCodegen other("cuda", backend);
   EXPECT_TRUE(absl::IsFailedPrecondition(other.Compile(*program).status()));
+  // kernels.cu without a device: the prelude once, each distinct kernel
+  // once, one unit NVRTC compiles.
+  const std::string file = KernelsFileWithoutDevice(*program);
+  const std::string& prelude = CudaKernelPrelude();
+  const size_t at = file.find(prelude);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(file.find(prelude, at + 1), std::string::npos);
+  std::set<std::string> names;
+  int definitions = 0;
+  for (const wrapper::Line& line : program->lines) {
+    const auto* def = std::get_if<wrapper::KernelDefinitionLine>(&line);
+    if (def == nullptr) continue;
+    ++definitions;
+    const size_t mark = def->kernel_body.find("// kiln kernel ");
+    ASSERT_NE(mark, std::string::npos);
+    const std::string name = def->kernel_body.substr(mark, def->kernel_body.find('\n', mark) - mark);
+    if (!names.insert(name).second) continue;
+    const size_t first = file.find(name + "\n");
+    EXPECT_NE(first, std::string::npos) << name;
+    EXPECT_EQ(file.find(name + "\n", first + 1), std::string::npos) << name;
+  }
+  EXPECT_GT(definitions, 0);
+  EXPECT_TRUE(absl::StrContains(file, absl::StrCat(names.size(), " distinct kernels"))) << file.substr(0, 300);
+  absl::StatusOr<std::string> cubin = CompileWithNvrtc(file, {"--gpu-architecture=sm_90", "-std=c++17"});
+  EXPECT_TRUE(cubin.ok()) << cubin.status();
 }
 
 // linear, gelu, layer_norm, mm with a transpose, softmax over `type`
@@ -222,6 +247,86 @@ TEST(CudaCodegenTest, RuntimeKernelsCompileWithNvrtc) {
   if (!LoadCudaLibraries().nvrtc_status.ok()) GTEST_SKIP() << LoadCudaLibraries().nvrtc_status;
   absl::StatusOr<std::string> cubin = CompileWithNvrtc(RuntimeKernelSource(), {"--gpu-architecture=sm_90", "-std=c++17"});
   EXPECT_TRUE(cubin.ok()) << cubin.status();
+}
+
+// What the copy kernel does with a plan, on the host: unit i of the
+// output from the view's unit at the unravelled index (the kernel's loop).
+std::vector<unsigned char> CopyByPlan(const ContiguousCopyPlan& plan, const std::vector<unsigned char>& memory,
+                                      CUdeviceptr base) {
+  std::vector<unsigned char> out(static_cast<size_t>(plan.units * plan.unit_bytes));
+  for (int64_t i = 0; i < plan.units; ++i) {
+    int64_t rem = i, at = 0;
+    for (int d = plan.view.rank - 1; d >= 0; --d) {
+      at += (rem % plan.view.sizes[d]) * plan.view.strides[d];
+      rem /= plan.view.sizes[d];
+    }
+    const size_t from = static_cast<size_t>(plan.src - base) + static_cast<size_t>(at * plan.unit_bytes);
+    std::copy_n(memory.begin() + static_cast<std::ptrdiff_t>(from), plan.unit_bytes,
+                out.begin() + static_cast<std::ptrdiff_t>(i * plan.unit_bytes));
+  }
+  return out;
+}
+
+TEST(RuntimeKernelsTest, ContiguousCopyPlansWideUnitsAndMatchesTheView) {
+  struct PlanCase {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> sizes, strides;
+    int64_t offset;
+    int unit_bytes, rank;
+  };
+  const std::vector<PlanCase> cases = {
+      // The heads of a [B, S, 3*H*D] projection viewed [B, H, S, D] (bf16 q/v): 8 elements a unit.
+      {"bf16_heads", DType::kBFloat16, {2, 3, 5, 64}, {5 * 576, 64, 576, 1}, 128, 16, 4},
+      {"f32_heads", DType::kFloat32, {2, 3, 5, 64}, {5 * 576, 64, 576, 1}, 64, 16, 4},
+      {"half_contiguous_merges", DType::kFloat16, {4, 6, 8}, {48, 8, 1}, 0, 16, 1},
+      // Odd rows (vit's 197): one element a unit; size-1 dims dropped.
+      {"bf16_odd_rows", DType::kBFloat16, {2, 1, 7, 197}, {5000, 5000, 600, 1}, 0, 2, 3},
+      {"bf16_odd_rows_merge", DType::kBFloat16, {2, 7, 197}, {7 * 600, 600, 1}, 0, 2, 2},
+      // A misaligned start: narrower units.
+      {"bf16_offset_by_two", DType::kBFloat16, {3, 16}, {40, 1}, 2, 4, 2},
+      // Transposed innermost dim: element by element.
+      {"f32_transposed", DType::kFloat32, {5, 6}, {1, 5}, 0, 4, 2},
+      {"i64_heads", DType::kInt64, {2, 4, 6}, {48, 6, 12}, 0, 8, 3},
+  };
+  for (const PlanCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    lowering::Layout l;
+    l.dtype = c.dtype;
+    l.sizes = c.sizes;
+    l.strides = c.strides;
+    l.offset = c.offset;
+    const int64_t elem = static_cast<int64_t>(DTypeSize(c.dtype));
+    int64_t span = 0, n = 1;
+    for (size_t d = 0; d < c.sizes.size(); ++d) {
+      span += (c.sizes[d] - 1) * c.strides[d];
+      n *= c.sizes[d];
+    }
+    const CUdeviceptr base = 0x10000, dst = 0x80000;
+    absl::StatusOr<ContiguousCopyPlan> plan = PlanContiguousCopy(l, base, dst);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->unit_bytes, c.unit_bytes);
+    EXPECT_EQ(plan->view.rank, c.rank);
+    EXPECT_EQ(plan->units * plan->unit_bytes, n * elem);
+    std::vector<unsigned char> memory(static_cast<size_t>((c.offset + span + 1) * elem));
+    for (size_t i = 0; i < memory.size(); ++i) memory[i] = static_cast<unsigned char>(i * 7 + i / 251);
+    // The reference: element by element, row-major over the view.
+    std::vector<unsigned char> want;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rem = i, at = c.offset;
+      for (size_t d = c.sizes.size(); d-- > 0;) {
+        at += (rem % c.sizes[d]) * c.strides[d];
+        rem /= c.sizes[d];
+      }
+      want.insert(want.end(), memory.begin() + at * elem, memory.begin() + (at + 1) * elem);
+    }
+    EXPECT_EQ(CopyByPlan(*plan, memory, base), want);
+  }
+  lowering::Layout bad;
+  bad.dtype = DType::kUInt8;
+  bad.sizes = {4};
+  bad.strides = {1};
+  EXPECT_FALSE(PlanContiguousCopy(bad, 0, 0).ok());
 }
 
 // ---------------------------------------------------------------- GPU

@@ -43,6 +43,20 @@ const Buffer* FindBuffer(const lowering::LoopGraph& graph, const std::string& na
 
 namespace {
 
+// Elements per group of a pointwise kernel: 8 when it touches 16-bit
+// floats (one 16-byte access per group of them, as for 4 floats; 4 would
+// give 8-byte accesses, half the bytes in flight per thread and twice the
+// index arithmetic per element) and no 8-byte type (whose groups of 8
+// would take four 16-byte accesses and many registers); else 4.
+int PointwiseLanes(const KernelContext& ctx) {
+  bool narrow = false;
+  for (const auto& [name, ref] : ctx.refs) {
+    if (DTypeSize(ref.dtype) >= 8) return kLanes;
+    narrow = narrow || IsNarrowFloat(ref.dtype);
+  }
+  return narrow ? kNarrowLanes : kLanes;
+}
+
 // Stands for the function name until the text is complete.
 constexpr char kKernelNamePlaceholder[] = "KILN_KERNEL_NAME";
 
@@ -139,6 +153,7 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
       members.push_back({bufs[i], bodies[i], store});
     }
     ASSIGN_OR_RETURN(int64_t numel, SpaceSize(ranges, "pointwise ranges"));
+    ctx.lanes = PointwiseLanes(ctx);
     threads = std::min(kPointwiseThreads, max_threads);
     int64_t inner = 1;
     for (size_t i = ranges.size(); i-- > 0;) {
@@ -147,7 +162,7 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
         break;
       }
     }
-    const int64_t groups = inner >= kLanes ? numel / inner * ((inner + kLanes - 1) / kLanes) : numel;
+    const int64_t groups = inner >= ctx.lanes ? numel / inner * ((inner + ctx.lanes - 1) / ctx.lanes) : numel;
     const int64_t blocks_needed = (groups + threads - 1) / threads;
     // One full wave of resident blocks at most; the loop strides over the rest.
     const int64_t max_blocks = static_cast<int64_t>(sms) * (2048 / threads);
@@ -170,6 +185,11 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
     ASSIGN_OR_RETURN(int64_t outer_numel, SpaceSize(shape.outer, "kernel outer ranges"));
     ASSIGN_OR_RETURN(int64_t rnumel, SpaceSize(shape.reduction_ranges, "reduction ranges"));
     const bool row_scheme = (RowIsContiguous(shape) && rnumel >= 32) || outer_numel < 4 * sms;
+    // 32-bit outer counters while the counter plus a grid's stride (below
+    // twice the count) cannot wrap.
+    const bool narrow = outer_numel < (int64_t{1} << 30);
+    const std::string o_type = narrow ? "unsigned int" : "unsigned long long";
+    const std::string o_suffix = narrow ? "U" : "ULL";
     if (row_scheme) {
       int64_t inner = 1;
       for (size_t i = shape.reduction_ranges.size(); i-- > 0;) {
@@ -189,10 +209,10 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
         threads = kWarpRowThreads;
         result.launch.grid_x = std::max<int64_t>(1, std::min((outer_numel + warps - 1) / warps, kMaxGrid));
         result.launch.block_x = threads;
-        absl::StrAppend(&body, indent, "for (unsigned long long l_o = blockIdx.x * ", warps,
-                        "ULL + (threadIdx.x >> 5); l_o < ", outer_numel,
-                        "ULL; l_o += static_cast<unsigned long long>(gridDim.x) * ", warps, "ULL) {\n");
-        absl::StrAppend(&body, UnravelOuter(shape.outer, "l_o", indent + "  "));
+        absl::StrAppend(&body, indent, "for (", o_type, " l_o = blockIdx.x * ", warps, o_suffix,
+                        " + (threadIdx.x >> 5); l_o < ", outer_numel, o_suffix, "; l_o += static_cast<", o_type,
+                        ">(gridDim.x) * ", warps, o_suffix, ") {\n");
+        absl::StrAppend(&body, UnravelOuter(shape.outer, "l_o", indent + "  ", narrow));
         RETURN_IF_ERROR(EmitReductionMembers(ctx, kernel, shape, Cooperation::kWarp, 32, indent + "  ", &body));
         absl::StrAppend(&body, indent, "}\n");
       } else {
@@ -200,9 +220,9 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
         result.launch.grid_x = std::max<int64_t>(1, std::min(outer_numel, kMaxGrid));
         result.launch.block_x = threads;
         if (outer_numel > 0) {
-          absl::StrAppend(&body, indent, "for (unsigned long long l_o = blockIdx.x; l_o < ", outer_numel,
-                          "ULL; l_o += gridDim.x) {\n");
-          absl::StrAppend(&body, UnravelOuter(shape.outer, "l_o", indent + "  "));
+          absl::StrAppend(&body, indent, "for (", o_type, " l_o = blockIdx.x; l_o < ", outer_numel, o_suffix,
+                          "; l_o += gridDim.x) {\n");
+          absl::StrAppend(&body, UnravelOuter(shape.outer, "l_o", indent + "  ", narrow));
           RETURN_IF_ERROR(
               EmitReductionMembers(ctx, kernel, shape, Cooperation::kBlock, threads, indent + "  ", &body));
           absl::StrAppend(&body, indent, "}\n");
@@ -217,10 +237,10 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
       result.launch.grid_x = std::max<int64_t>(1, std::min(blocks, kMaxGrid));
       result.launch.block_x = threads;
       if (outer_numel > 0) {
-        absl::StrAppend(&body, indent, "for (unsigned long long l_o = blockIdx.x * ", threads,
-                        "ULL + threadIdx.x; l_o < ", outer_numel, "ULL; l_o += static_cast<unsigned long long>(gridDim.x) * ",
-                        threads, "ULL) {\n");
-        absl::StrAppend(&body, UnravelOuter(shape.outer, "l_o", indent + "  "));
+        absl::StrAppend(&body, indent, "for (", o_type, " l_o = blockIdx.x * ", threads, o_suffix,
+                        " + threadIdx.x; l_o < ", outer_numel, o_suffix, "; l_o += static_cast<", o_type,
+                        ">(gridDim.x) * ", threads, o_suffix, ") {\n");
+        absl::StrAppend(&body, UnravelOuter(shape.outer, "l_o", indent + "  ", narrow));
         RETURN_IF_ERROR(EmitReductionMembers(ctx, kernel, shape, Cooperation::kThread, 1, indent + "  ", &body));
         absl::StrAppend(&body, indent, "}\n");
       }
@@ -235,12 +255,13 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
     std::vector<std::string> checks;
     for (const std::string& b : ctx.vector_buffers) {
       const CudaBufferRef& ref = ctx.refs.at(b);
-      const int64_t bytes = std::min<int64_t>(16, kLanes * static_cast<int64_t>(DTypeSize(ref.dtype)));
+      const int64_t bytes = std::min<int64_t>(16, ctx.lanes * static_cast<int64_t>(DTypeSize(ref.dtype)));
       checks.push_back(absl::StrCat("kiln_aligned(", ref.identifier, ", ", bytes, "ULL)"));
     }
     absl::StrAppend(&kernel_text, indent, "const bool l_aligned = ", absl::StrJoin(checks, " && "), ";\n");
   }
   absl::StrAppend(&kernel_text, body, "}\n");
+  absl::StrReplaceAll({{kRowCacheCondition, ctx.vector_buffers.empty() ? "true" : "l_aligned"}}, &kernel_text);
   ctx.name = absl::StrFormat("kk_%016x", HashString(kernel_text));
   absl::StrReplaceAll({{kKernelNamePlaceholder, ctx.name}}, &kernel_text);
   result.name = ctx.name;

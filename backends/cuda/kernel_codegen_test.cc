@@ -368,7 +368,8 @@ TEST(CudaKernelCodegen, IntegerBoolAndMixedTypes) {
 
 // Hand-built loop IR: names a model controls, bool/uint8 reductions.
 // float16/bfloat16 buffers: 16-bit storage, float math, vector loads of
-// four narrow elements (8 bytes), rounding stores; numerics in
+// eight narrow elements (16 bytes) in pointwise kernels, rounding stores;
+// numerics in
 // kernel_emulation_test, NVRTC at the end of this file.
 TEST(CudaKernelCodegen, NarrowFloatsLoadAsFloatAndRoundOnStore) {
   auto k = Generate(R"(graph(%x : BFloat16(64, 1024), %b : BFloat16(1024)):
@@ -380,9 +381,11 @@ TEST(CudaKernelCodegen, NarrowFloatsLoadAsFloatAndRoundOnStore) {
   ASSERT_EQ(k.size(), 1u);
   const std::string body = KernelPart(k[0].source);
   EXPECT_TRUE(absl::StrContains(body, "const kiln_bf16* __restrict__")) << body;
-  EXPECT_TRUE(absl::StrContains(body, "kiln_load4(")) << body;
+  // Groups of 8: one 16-byte access per group, as for 4 floats.
+  EXPECT_TRUE(absl::StrContains(body, "kiln_load8(")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "kiln_aligned(p0, 16ULL)")) << body;
   EXPECT_TRUE(absl::StrContains(body, "kiln_to_float(")) << body;
-  EXPECT_TRUE(absl::StrContains(body, "kiln_store4<kiln_bf16>(")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "kiln_store8<kiln_bf16>(")) << body;
   EXPECT_TRUE(absl::StrContains(body, "kiln_to_bf16(")) << body;
   EXPECT_TRUE(absl::StrContains(body, "tanhf(")) << "float math, not double\n" << body;
   auto soft = Generate(R"(graph(%x : Half(32, 4096)):
@@ -395,6 +398,74 @@ TEST(CudaKernelCodegen, NarrowFloatsLoadAsFloatAndRoundOnStore) {
   const std::string sbody = KernelPart(soft[0].source);
   EXPECT_TRUE(absl::StrContains(sbody, "kiln_half")) << sbody;
   EXPECT_TRUE(absl::StrContains(sbody, "float l_acc")) << "float accumulators\n" << sbody;
+  // Row kernels keep groups of 4 (a warp or block per row is sized in them).
+  EXPECT_TRUE(absl::StrContains(sbody, "kiln_load4(")) << sbody;
+  // A 16-bit kernel with an 8-byte operand keeps groups of 4.
+  auto wide = Generate(R"(graph(%x : BFloat16(64, 1024), %i : Long(64, 1024)):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %i, %one)
+  return (%a))",
+                       1);
+  ASSERT_EQ(wide.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(KernelPart(wide[0].source), "kiln_load4(")) << KernelPart(wide[0].source);
+}
+
+// A softmax row in registers: the sum pass keeps exp() per lane and the
+// normalize pass reads it back (expf in the fast paths once per element),
+// every pass's fast path under the one condition; 32-bit row counters.
+TEST(CudaKernelCodegen, RowPassesKeepExpensiveValues) {
+  auto k = Generate(R"(graph(%x : BFloat16(64, 128)):
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %s : Tensor = aten::softmax(%x, %d, %n)
+  return (%s))",
+                    1);
+  ASSERT_EQ(k.size(), 1u);
+  const std::string body = KernelPart(k[0].source);
+  EXPECT_TRUE(absl::StrContains(body, "[l_j][0] = ")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "[l_j][3];")) << body;
+  EXPECT_FALSE(absl::StrContains(body, "KILN_ROW_CACHE")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "for (unsigned int l_o = ")) << body;
+  // expf: 4 in the sum pass's fast path, 1 in each of the two scalar paths.
+  size_t count = 0;
+  for (size_t at = body.find("expf("); at != std::string::npos; at = body.find("expf(", at + 1)) ++count;
+  EXPECT_EQ(count, 6u) << body;
+  // Odd rows (vit's 197) have no vector loads: the element loads are kept
+  // (4 in the first pass's fast path, 1 in each pass's scalar path).
+  auto odd = Generate(R"(graph(%x : BFloat16(64, 197)):
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %s : Tensor = aten::softmax(%x, %d, %n)
+  return (%s))",
+                      1);
+  ASSERT_EQ(odd.size(), 1u);
+  const std::string obody = KernelPart(odd[0].source);
+  size_t loads = 0;
+  for (size_t at = obody.find("(p0["); at != std::string::npos; at = obody.find("(p0[", at + 1)) ++loads;
+  EXPECT_EQ(loads, 7u) << obody;
+}
+
+// Heads merged back ([B, H, S, D] as [B, S, H*D]): the load's v % D and
+// v // D stay within a group of 8 when D % 8 == 0, so it is one 16-byte
+// vector load; with D = 12 it is element by element.
+TEST(CudaKernelCodegen, HeadsMergeLoadsVectorsWhenGroupsStayInAHead) {
+  auto merge = [](int d) {
+    return Generate(absl::StrCat("graph(%x : BFloat16(2, 4, 5, ", d, ")):\n"
+                                 "  %p : int[] = prim::Constant[value=[0, 2, 1, 3]]()\n"
+                                 "  %s : int[] = prim::Constant[value=[2, 5, ", 4 * d, "]]()\n"
+                                 "  %t : Tensor = aten::permute(%x, %p)\n"
+                                 "  %c : Tensor = aten::contiguous(%t)\n"
+                                 "  %r : Tensor = aten::reshape(%c, %s)\n"
+                                 "  %a : Tensor = aten::sigmoid(%r)\n"
+                                 "  return (%a)"),
+                    1);
+  };
+  auto k = merge(16);
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(KernelPart(k[0].source), "kiln_load8(p0")) << KernelPart(k[0].source);
+  auto odd = merge(12);
+  ASSERT_EQ(odd.size(), 1u);
+  EXPECT_FALSE(absl::StrContains(KernelPart(odd[0].source), "kiln_load8(p0")) << KernelPart(odd[0].source);
 }
 
 TEST(CudaKernelCodegen, HostileNamesAreSanitized) {

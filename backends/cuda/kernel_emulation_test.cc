@@ -99,6 +99,70 @@ const std::vector<Case>& Cases() {
   %d1 : int = prim::Constant[value=1]()
   %m : Tensor, %i : Tensor = aten::max(%x, %d1, %f)
   return (%s, %m, %i))"},
+      // Pointwise kernels over 16-bit floats run groups of 8 (16-byte
+      // accesses); a float32 operand beside them is read 32 bytes a group.
+      {"bf16_float_mix_groups_of_8", R"(graph(%x : BFloat16(16, 1024), %y : Float(1024)):
+  %one : int = prim::Constant[value=1]()
+  %bf : int = prim::Constant[value=15]()
+  %f32 : int = prim::Constant[value=6]()
+  %false : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %xf : Tensor = aten::to(%x, %f32, %false, %false, %none)
+  %a : Tensor = aten::add(%xf, %y, %one)
+  %t : Tensor = aten::tanh(%a)
+  %r : Tensor = aten::to(%t, %bf, %false, %false, %none)
+  return (%r, %a))"},
+      // Groups of 8 with a tail (1003 = 125 * 8 + 3), a per-row operand and
+      // a transposed read (element by element).
+      {"half_groups_of_8_tail_broadcast_transpose", R"(graph(%x : Half(6, 1003), %b : Half(6, 1), %z : Half(40, 24)):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::mul(%x, %b)
+  %s : Tensor = aten::sigmoid(%a)
+  %p : int[] = prim::Constant[value=[1, 0]]()
+  %zt : Tensor = aten::permute(%z, %p)
+  %e : Tensor = aten::exp(%zt)
+  return (%s, %e))"},
+      // gpt2's attention softmax in bf16: scaled scores plus a float32 mask,
+      // softmax in float32, rows with a tail (203 = 50 * 4 + 3) per warp;
+      // the sum pass keeps exp() for the normalize pass (RowCache).
+      {"bf16_scaled_masked_softmax_tail", R"(graph(%x : BFloat16(24, 203), %m : Float(203)):
+  %one : int = prim::Constant[value=1]()
+  %s : float = prim::Constant[value=0.125]()
+  %f32 : int = prim::Constant[value=6]()
+  %bf : int = prim::Constant[value=15]()
+  %false : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %d : int = prim::Constant[value=-1]()
+  %xs : Tensor = aten::mul(%x, %s)
+  %xf : Tensor = aten::to(%xs, %f32, %false, %false, %none)
+  %a : Tensor = aten::add(%xf, %m, %one)
+  %p : Tensor = aten::softmax(%a, %d, %none)
+  %r : Tensor = aten::to(%p, %bf, %false, %false, %none)
+  return (%r))"},
+      // Attention heads merged back: [B, H, S, D] read as [B, S, H*D]
+      // (v % D + v // D * S*D): contiguous within groups when D is a
+      // multiple of the group (16 here), not when it is not (12).
+      {"bf16_heads_merge", R"(graph(%x : BFloat16(2, 4, 5, 16), %y : BFloat16(2, 3, 7, 12)):
+  %p : int[] = prim::Constant[value=[0, 2, 1, 3]]()
+  %s1 : int[] = prim::Constant[value=[2, 5, 64]]()
+  %s2 : int[] = prim::Constant[value=[2, 7, 36]]()
+  %xt : Tensor = aten::permute(%x, %p)
+  %xc : Tensor = aten::contiguous(%xt)
+  %xr : Tensor = aten::reshape(%xc, %s1)
+  %a : Tensor = aten::sigmoid(%xr)
+  %yt : Tensor = aten::permute(%y, %p)
+  %yc : Tensor = aten::contiguous(%yt)
+  %yr : Tensor = aten::reshape(%yc, %s2)
+  %b : Tensor = aten::sigmoid(%yr)
+  return (%a, %b))"},
+      {"f32_heads_merge", R"(graph(%x : Float(2, 4, 5, 12)):
+  %p : int[] = prim::Constant[value=[0, 2, 1, 3]]()
+  %s1 : int[] = prim::Constant[value=[2, 5, 48]]()
+  %xt : Tensor = aten::permute(%x, %p)
+  %xc : Tensor = aten::contiguous(%xt)
+  %xr : Tensor = aten::reshape(%xc, %s1)
+  %a : Tensor = aten::exp(%xr)
+  return (%a))"},
       {"pointwise_chain", R"(graph(%x : Float(8, 1024)):
   %one : int = prim::Constant[value=1]()
   %h : float = prim::Constant[value=0.5]()

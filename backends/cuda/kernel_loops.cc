@@ -104,6 +104,7 @@ std::string StoredValue(const std::string& value, DType from, DType to, const st
 absl::StatusOr<std::string> EmitSpaceLoop(KernelContext& ctx, SpaceLoop loop, LoopBody& body,
                                           const std::string& indent) {
   ASSIGN_OR_RETURN(int64_t numel, SpaceSize(loop.sizes, "loop space"));
+  const int width = ctx.lanes;  // elements per group
   std::string out;
   if (numel == 0) return out;
   int inner = -1;  // the grouped dim
@@ -113,9 +114,9 @@ absl::StatusOr<std::string> EmitSpaceLoop(KernelContext& ctx, SpaceLoop loop, Lo
       break;
     }
   }
-  const bool lanes = loop.lanes_allowed && inner >= 0 && loop.sizes[inner] >= kLanes;
+  const bool lanes = loop.lanes_allowed && inner >= 0 && loop.sizes[inner] >= width;
   const int64_t inner_size = inner >= 0 ? loop.sizes[inner] : 1;
-  const int64_t groups_per_row = lanes ? (inner_size + kLanes - 1) / kLanes : inner_size;
+  const int64_t groups_per_row = lanes ? (inner_size + width - 1) / width : inner_size;
   const int64_t groups = inner >= 0 ? numel / inner_size * groups_per_row : 1;
   // 32-bit counters (cheap division) when the counter plus one stride
   // (at most a few million) cannot wrap.
@@ -145,7 +146,7 @@ absl::StatusOr<std::string> EmitSpaceLoop(KernelContext& ctx, SpaceLoop loop, Lo
     const std::string value = remaining == 0 ? "l_rem" : absl::StrCat("l_rem % ", extent, "U");
     if (static_cast<int>(i) == inner && lanes) {
       lane_base = absl::StrCat(loop.prefix, "b", i);
-      absl::StrAppend(&out, in, "const long long ", lane_base, " = static_cast<long long>(", value, ") * ", kLanes,
+      absl::StrAppend(&out, in, "const long long ", lane_base, " = static_cast<long long>(", value, ") * ", width,
                       "LL;\n");
     } else {
       absl::StrAppend(&out, in, "const long long ", name, " = static_cast<long long>(", value, ");\n");
@@ -177,25 +178,31 @@ absl::StatusOr<std::string> EmitSpaceLoop(KernelContext& ctx, SpaceLoop loop, Lo
     absl::StrAppend(&out, body_text, indent, "}\n");
     return out;
   }
-  // Fast path: all kLanes lanes, vector accesses where possible.
+  // Fast path: all `width` lanes, vector accesses where possible.
   const std::string in2 = in + "  ";
   std::vector<std::string> fast_bindings = loop.bindings;
   fast_bindings[lane_var] = lane_base;
   CudaExprEmitter fast(&ctx.refs, fast_bindings, &ctx.temps);
-  fast.SetLanes(lane_var, true);
+  fast.SetLanes(lane_var, true, width, inner_size);
   if (loop.cache != nullptr && loop.unrolled_trips > 0) fast.SetRowCache(loop.cache);
   fast.set_indent(in2);
   std::vector<std::string> fast_pos;
-  for (int k = 0; k < kLanes; ++k) {
+  for (int k = 0; k < width; ++k) {
     fast_pos.push_back(position(k == 0 ? lane_base : absl::StrCat("(", lane_base, " + ", k, "LL)")));
   }
   std::string fast_text;
-  RETURN_IF_ERROR(body.Emit(fast, kLanes, lane_var, true, fast_pos, in2, &fast_text));
+  RETURN_IF_ERROR(body.Emit(fast, width, lane_var, true, fast_pos, in2, &fast_text));
   for (const std::string& b : fast.vector_buffers()) ctx.vector_buffers.insert(b);
   const bool uses_vectors = !fast.vector_buffers().empty();
   std::vector<std::string> conditions;
-  if (uses_vectors) conditions.push_back("l_aligned");
-  if (inner_size % kLanes != 0) conditions.push_back(absl::StrCat(lane_base, " + ", kLanes, "LL <= ", inner_size, "LL"));
+  const bool cached = loop.cache != nullptr && loop.unrolled_trips > 0;
+  if (cached) {
+    // Every pass of a cached row under one condition (see RowCache).
+    conditions.push_back(kRowCacheCondition);
+  } else if (uses_vectors) {
+    conditions.push_back("l_aligned");
+  }
+  if (inner_size % width != 0) conditions.push_back(absl::StrCat(lane_base, " + ", width, "LL <= ", inner_size, "LL"));
   if (loop.cache != nullptr && !loop.cache->declarations.empty()) {
     // Arrays this loop fills, declared before it (at the row's scope).
     std::string decls;
@@ -218,8 +225,8 @@ absl::StatusOr<std::string> EmitSpaceLoop(KernelContext& ctx, SpaceLoop loop, Lo
   // The row's end is in the loop condition: a `break` on it inside the body
   // made NVRTC/cicc of CUDA 13.0 crash (SIGSEGV) on convnext_tiny's
   // layer-norm reductions at batch 1.
-  absl::StrAppend(&out, in2, "for (int l_k = 0; l_k < ", kLanes);
-  if (inner_size % kLanes != 0) absl::StrAppend(&out, " && ", lane_base, " + l_k < ", inner_size, "LL");
+  absl::StrAppend(&out, in2, "for (int l_k = 0; l_k < ", width);
+  if (inner_size % width != 0) absl::StrAppend(&out, " && ", lane_base, " + l_k < ", inner_size, "LL");
   absl::StrAppend(&out, "; ++l_k) {\n");
   const std::string in3 = in2 + "  ";
   absl::StrAppend(&out, in3, "const long long ", lane_name, " = ", lane_base, " + l_k;\n");
@@ -240,19 +247,29 @@ absl::Status StoreBody::Emit(CudaExprEmitter& em, int lanes, int lane_var, bool 
     const DType dtype = m.buf->layout.dtype;
     ASSIGN_OR_RETURN(std::string type, CudaTypeName(dtype));
     ASSIGN_OR_RETURN(std::string storage_type, CudaStorageTypeName(dtype));
+    // A body that ends in a cast to the stored narrow type from float is
+    // rounded by the store alone: rounding twice gives the same bits, and
+    // the cast's round trip (round, widen) per element is saved.
+    const ExprPtr& value_expr = IsNarrowFloat(dtype) && m.body->op == ExprOp::kCast && m.body->dtype == dtype &&
+                                        m.body->args.size() == 1 && m.body->args[0]->dtype == DType::kFloat32
+                                    ? m.body->args[0]
+                                    : m.body;
     std::vector<std::string> values;
     for (int k = 0; k < lanes; ++k) {
-      ASSIGN_OR_RETURN(std::string v, em.Emit(m.body, k));
+      ASSIGN_OR_RETURN(std::string v, em.Emit(value_expr, k));
       // Narrow floats: rounded once, by the conversion of the store.
-      values.push_back(CudaStoreValue(IsNarrowFloat(dtype) && m.body->dtype != dtype
-                                          ? (IsNarrowFloat(m.body->dtype) ? v : absl::StrCat("static_cast<float>(", v, ")"))
-                                          : StoredValue(v, m.body->dtype, dtype, type),
+      const DType vt = value_expr->dtype;
+      values.push_back(CudaStoreValue(IsNarrowFloat(dtype) && vt != dtype
+                                          ? (IsNarrowFloat(vt) || vt == DType::kFloat32
+                                                 ? v
+                                                 : absl::StrCat("static_cast<float>(", v, ")"))
+                                          : StoredValue(v, vt, dtype, type),
                                       dtype));
     }
-    if (vector && lanes == kLanes && IsVectorIndex(m.store_index, lane_var)) {
+    if (vector && lanes == ctx_->lanes && IsVectorIndex(m.store_index, lane_var, lanes)) {
       ASSIGN_OR_RETURN(std::string index, em.Emit(m.store_index, 0));
       absl::StrAppend(out, em.TakeStatements());
-      absl::StrAppend(out, indent, "kiln_store4<", storage_type, ">(", ref.identifier, " + ", index, ", ",
+      absl::StrAppend(out, indent, "kiln_store", lanes, "<", storage_type, ">(", ref.identifier, " + ", index, ", ",
                       absl::StrJoin(values, ", "), ");\n");
       em.NoteVectorBuffer(m.buf->name);
       continue;

@@ -1,5 +1,5 @@
 // The loop machinery of the CUDA kernel codegen: a loop over an index
-// space in groups of kLanes consecutive elements of its innermost non-unit
+// space in groups of lanes (4, or 8 for 16-bit floats) consecutive elements of its innermost non-unit
 // dimension, with a vectorized fast path (all lanes, 16-byte accesses where
 // contiguous and aligned) and a scalar path (tails, misaligned pointers),
 // and what runs per element (stores of pointwise members; reductions add
@@ -38,10 +38,13 @@ struct KernelContext {
   std::map<std::string, CudaBufferRef> refs;
   std::set<std::string> vector_buffers;  // accessed with 16-byte vectors: alignment checked
   int temps = 0;
+  // Elements per group of the vectorized paths: kLanes, or kNarrowLanes
+  // in pointwise kernels over 16-bit floats (16-byte accesses).
+  int lanes = kLanes;
 };
 
 // ---------------------------------------------------------------------------
-// Loops over an index space in groups of kLanes along its innermost non-unit
+// Loops over an index space in groups of ctx.lanes along its innermost non-unit
 // dimension. `vars` binds the body's index variables: the loop's own dims
 // get names here; other entries (outer indices, unit dims) are given.
 
@@ -58,11 +61,11 @@ struct SpaceLoop {
   RowCache* cache = nullptr;
 };
 
-// What runs for each element (or group of kLanes elements) of a loop.
+// What runs for each element (or group of ctx.lanes elements) of a loop.
 class LoopBody {
  public:
   virtual ~LoopBody() = default;
-  // `lanes`: the lanes to compute (0..kLanes-1 in the fast path, {0} in the
+  // `lanes`: the lanes to compute (0..ctx.lanes-1 in the fast path, {0} in the
   // scalar path); `lane_var` is the grouped variable (-1 without lanes);
   // `pos[k]`: lane k's row-major position in the space.
   virtual absl::Status Emit(CudaExprEmitter& em, int lanes, int lane_var, bool vector,

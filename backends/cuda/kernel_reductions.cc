@@ -300,16 +300,17 @@ absl::Status EmitReductionMembers(KernelContext& ctx, const lowering::FusedKerne
       break;
     }
   }
-  const int64_t row_groups = inner >= kLanes ? rnumel / inner * ((inner + kLanes - 1) / kLanes) : rnumel;
+  const int64_t row_groups = inner >= ctx.lanes ? rnumel / inner * ((inner + ctx.lanes - 1) / ctx.lanes) : rnumel;
   const int64_t trips = (row_groups + threads - 1) / threads;
   RowCache cache;
   cache.trips = static_cast<int>(trips);
+  cache.lanes = ctx.lanes;
   cache.buffers.insert(kernel.reads.begin(), kernel.reads.end());
   const bool unroll = row_scheme && trips > 0 && trips <= kMaxRowTrips;
   auto configure = [&](SpaceLoop& loop) {
     if (!unroll) return;
     loop.unrolled_trips = static_cast<int>(trips);
-    if (inner >= kLanes) loop.cache = &cache;
+    if (inner >= ctx.lanes) loop.cache = &cache;
   };
 
   const size_t out_start = out->size();
@@ -501,17 +502,19 @@ absl::Status EmitReductionMembers(KernelContext& ctx, const lowering::FusedKerne
   return absl::OkStatus();
 }
 
-std::string UnravelOuter(const std::vector<int64_t>& outer, const std::string& flat, const std::string& indent) {
+std::string UnravelOuter(const std::vector<int64_t>& outer, const std::string& flat, const std::string& indent,
+                         bool narrow) {
   int remaining = 0;
   for (int64_t r : outer) remaining += r != 1;
   if (remaining == 0) return "";
-  std::string out = absl::StrCat(indent, "unsigned long long l_orem = ", flat, ";\n");
+  const char* suffix = narrow ? "U" : "ULL";
+  std::string out = absl::StrCat(indent, narrow ? "unsigned int" : "unsigned long long", " l_orem = ", flat, ";\n");
   for (size_t i = outer.size(); i-- > 0;) {
     if (outer[i] == 1) continue;
     --remaining;
     absl::StrAppend(&out, indent, "const long long l_o", i, " = static_cast<long long>(",
-                    remaining == 0 ? std::string("l_orem") : absl::StrCat("l_orem % ", outer[i], "ULL"), ");\n");
-    if (remaining > 0) absl::StrAppend(&out, indent, "l_orem /= ", outer[i], "ULL;\n");
+                    remaining == 0 ? std::string("l_orem") : absl::StrCat("l_orem % ", outer[i], suffix), ");\n");
+    if (remaining > 0) absl::StrAppend(&out, indent, "l_orem /= ", outer[i], suffix, ";\n");
   }
   return out;
 }

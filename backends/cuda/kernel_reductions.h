@@ -57,8 +57,11 @@ absl::Status EmitReductionMembers(KernelContext& ctx, const lowering::FusedKerne
                                   const ReductionKernelShape& s, Cooperation coop, int threads,
                                   const std::string& indent, std::string* out);
 
-// Declares l_o<i> for the outer index held in `flat`.
-std::string UnravelOuter(const std::vector<int64_t>& outer, const std::string& flat, const std::string& indent);
+// Declares l_o<i> for the outer index held in `flat`, unravelled in 32 bits
+// when `narrow` (a 64-bit division by a constant is a multi-word multiply
+// sequence, paid per row by every thread of a row).
+std::string UnravelOuter(const std::vector<int64_t>& outer, const std::string& flat, const std::string& indent,
+                         bool narrow = false);
 
 inline int64_t NextPow2(int64_t v) {
   int64_t p = 1;

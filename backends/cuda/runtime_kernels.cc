@@ -244,29 +244,75 @@ const std::string& RuntimeKernelSource() {
   return *source;
 }
 
+absl::StatusOr<ContiguousCopyPlan> PlanContiguousCopy(const lowering::Layout& l, CUdeviceptr src, CUdeviceptr dst) {
+  const int64_t elem = static_cast<int64_t>(DTypeSize(l.dtype));
+  if ((elem != 2 && elem != 4 && elem != 8) || l.sizes.size() != l.strides.size()) {
+    return absl::UnimplementedError("copy to contiguous: element size or layout not handled");
+  }
+  // Size-1 dims dropped, dims a row-major walk crosses as one merged.
+  std::vector<int64_t> sizes, strides;
+  int64_t n = 1;
+  for (size_t d = 0; d < l.sizes.size(); ++d) {
+    n *= l.sizes[d];
+    if (l.sizes[d] == 1) continue;
+    if (!sizes.empty() && strides.back() == l.strides[d] * l.sizes[d]) {
+      sizes.back() *= l.sizes[d];
+      strides.back() = l.strides[d];
+      continue;
+    }
+    sizes.push_back(l.sizes[d]);
+    strides.push_back(l.strides[d]);
+  }
+  if (sizes.empty()) {
+    sizes.push_back(1);
+    strides.push_back(1);
+  }
+  if (sizes.size() > 8) return absl::UnimplementedError("copy to contiguous: more than 8 dims after merging");
+  ContiguousCopyPlan plan;
+  plan.src = src + static_cast<CUdeviceptr>(l.offset * elem);
+  // Elements per unit: the widest (up to 16 bytes) that divides the
+  // innermost dim (unit stride) and every other stride, with both
+  // addresses aligned to it.
+  int64_t per_unit = 1;
+  if (strides.back() == 1) {
+    for (int64_t v = 16 / elem; v > 1; v /= 2) {
+      bool ok = sizes.back() % v == 0 && plan.src % static_cast<CUdeviceptr>(v * elem) == 0 &&
+                dst % static_cast<CUdeviceptr>(v * elem) == 0;
+      for (size_t d = 0; ok && d + 1 < strides.size(); ++d) ok = strides[d] % v == 0;
+      if (ok) {
+        per_unit = v;
+        break;
+      }
+    }
+  }
+  plan.unit_bytes = static_cast<int>(per_unit * elem);
+  plan.units = n / per_unit;
+  plan.view = StridedView{};
+  plan.view.rank = static_cast<int>(sizes.size());
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    const bool inner = d + 1 == sizes.size();
+    plan.view.sizes[d] = inner ? sizes[d] / per_unit : sizes[d];
+    plan.view.strides[d] = inner ? strides[d] : strides[d] / per_unit;
+  }
+  return plan;
+}
+
 absl::StatusOr<CUdeviceptr> CopyToContiguous(const DeviceView& view, int device_index, CUstream stream,
                                              const std::function<absl::StatusOr<CUdeviceptr>(int64_t)>& allocate) {
   const lowering::Layout& l = view.layout;
-  const size_t elem = DTypeSize(l.dtype);
-  const int which = elem == 2 ? 0 : elem == 4 ? 1 : elem == 8 ? 2 : -1;
-  if (which < 0 || l.sizes.size() > 8 || l.sizes.size() != l.strides.size()) {
-    return absl::UnimplementedError("copy to contiguous: element size or rank not handled");
-  }
-  StridedView v = {};
-  v.rank = static_cast<int>(l.sizes.size());
   int64_t n = 1;
-  for (size_t d = 0; d < l.sizes.size(); ++d) {
-    v.sizes[d] = l.sizes[d];
-    v.strides[d] = l.strides[d];
-    n *= l.sizes[d];
-  }
-  ASSIGN_OR_RETURN(CUdeviceptr dst, allocate(std::max<int64_t>(n, 1) * static_cast<int64_t>(elem)));
+  for (int64_t s : l.sizes) n *= s;
+  const int64_t elem = static_cast<int64_t>(DTypeSize(l.dtype));
+  ASSIGN_OR_RETURN(CUdeviceptr dst, allocate(std::max<int64_t>(n, 1) * elem));
   if (n == 0) return dst;
+  ASSIGN_OR_RETURN(ContiguousCopyPlan plan, PlanContiguousCopy(l, view.base, dst));
   ASSIGN_OR_RETURN(const RuntimeKernels* k, GetRuntimeKernels(device_index));
-  CUdeviceptr src = view.base + static_cast<CUdeviceptr>(l.offset) * elem;
-  int64_t count = n;
-  std::vector<void*> params = {&src, &dst, &v, &count};
-  const unsigned blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 132 * 64)));
+  const int which = plan.unit_bytes == 2 ? 0 : plan.unit_bytes == 4 ? 1 : plan.unit_bytes == 8 ? 2 : 3;
+  CUdeviceptr src = plan.src;
+  int64_t count = plan.units;
+  std::vector<void*> params = {&src, &dst, &plan.view, &count};
+  const unsigned blocks =
+      static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((count + 255) / 256, 132 * 64)));
   RETURN_IF_ERROR(CuCheck(LoadCudaLibraries().driver.cuLaunchKernel(k->copy[which], blocks, 1, 1, 256, 1, 1, 0, stream,
                                                                     params.data(), nullptr),
                           "cuLaunchKernel (copy to contiguous)"));

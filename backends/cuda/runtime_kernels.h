@@ -27,9 +27,9 @@ struct RuntimeKernels {
   // bytes (0) or 1 byte (1) and int64 (0) or int32 (1) indices; arguments
   // (table, index, out, n, rows, row_words).
   CUfunction gather[2][2] = {};
-  // dst[i] = the i-th element (row-major) of a strided view: copy[k] for
-  // 2, 4 and 8-byte elements; arguments (src, dst, StridedView, n).
-  CUfunction copy[3] = {};
+  // dst[i] = the i-th unit (row-major) of a strided view: copy[k] for
+  // units of 2, 4, 8 and 16 bytes; arguments (src, dst, StridedView, n).
+  CUfunction copy[4] = {};
   // 2-D pooling per storage type (float32, float16, bfloat16); arguments
   // (x, y, PoolArgs).
   CUfunction max_pool2d[3] = {};
@@ -57,8 +57,21 @@ struct StridedView {
   int rank;
 };
 
+// How CopyToContiguous copies a view: dims merged where the walk crosses
+// them as one (size-1 dims dropped), and up to 16 bytes of a unit-stride
+// innermost dim per access when the sizes, strides and both addresses
+// allow. `view` counts units (sizes and strides); no GPU needed.
+struct ContiguousCopyPlan {
+  CUdeviceptr src = 0;   // the view's first element
+  int unit_bytes = 0;    // 2, 4, 8 or 16
+  int64_t units = 0;     // units to copy
+  StridedView view = {};
+};
+absl::StatusOr<ContiguousCopyPlan> PlanContiguousCopy(const lowering::Layout& layout, CUdeviceptr src,
+                                                      CUdeviceptr dst);
+
 // Copies `view` into `allocate`d contiguous storage on `stream` (2, 4 or
-// 8-byte elements, rank <= 8); returns its address.
+// 8-byte elements, rank <= 8 once merged); returns its address.
 absl::StatusOr<CUdeviceptr> CopyToContiguous(const DeviceView& view, int device_index, CUstream stream,
                                              const std::function<absl::StatusOr<CUdeviceptr>(int64_t)>& allocate);
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "backends/cpu/cpu_program.h"
+#include "backends/cuda/cuda_backend.h"
 #include "deploy/artifact_writer.h"
 #include "driver/precision.h"
 #include "ir/ir.h"
@@ -306,6 +307,15 @@ absl::Status RunCompile(const std::vector<std::string>& args) {
   const bool json = absl::GetFlag(FLAGS_json);
 
   absl::StatusOr<StagedCompile> compiled = RunStagedCompile(options);
+  // No GPU here: the CUDA kernels' sources still get written (kernels.cu
+  // beside the Wrapper IR); only NVRTC's load and the program need a GPU.
+  std::string no_device_note;
+  if (!compiled.ok() && absl::IsUnavailable(compiled.status()) && absl::StartsWith(options.device, "cuda") &&
+      options.stop_after == CompileStage::kProgram) {
+    no_device_note = std::string(compiled.status().message());
+    options.stop_after = CompileStage::kWrapper;
+    compiled = RunStagedCompile(options);
+  }
   if (!compiled.ok()) {
     if (absl::IsResourceExhausted(compiled.status())) {
       return absl::ResourceExhaustedError(absl::StrCat(args[0], ": ", compiled.status().message(),
@@ -330,6 +340,10 @@ absl::Status RunCompile(const std::vector<std::string>& args) {
       RETURN_IF_ERROR(out.Write("loops.txt", LoopsText(*s.compiled)));
       break;
     case CompileStage::kWrapper: {
+      if (!no_device_note.empty()) {
+        RETURN_IF_ERROR(
+            out.Write("kernels.cu", Stamp("//") + backends::cuda::KernelsFileWithoutDevice(s.compiled->program)));
+      }
       RETURN_IF_ERROR(out.Write("wrapper.txt", s.compiled->program.ToString()));
       ASSIGN_OR_RETURN(std::string proto, wrapper::SerializeWrapperProgram(s.compiled->program));
       RETURN_IF_ERROR(out.Write("wrapper.pb", proto));
@@ -363,6 +377,11 @@ absl::Status RunCompile(const std::vector<std::string>& args) {
   RETURN_IF_ERROR(out.Finish());
   if (!trace_path.empty()) RETURN_IF_ERROR(trace.WriteTo(trace_path));
   if (!svg_note.empty()) std::fprintf(stderr, "kiln: note: no SVGs: %s\n", svg_note.c_str());
+  if (!no_device_note.empty()) {
+    std::fprintf(stderr,
+                 "kiln: note: %s; wrote the kernels' sources (kernels.cu) and the Wrapper IR, no program\n",
+                 Printable(no_device_note).c_str());
+  }
   if (!deploy_note.empty()) {
     std::fprintf(stderr, "kiln: note: no deployment library: %s\n", Printable(deploy_note).c_str());
   }
