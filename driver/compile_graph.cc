@@ -66,7 +66,8 @@ class InterpretedProgram : public wrapper::CompiledProgram {
 // Whether a device runs this extern call through a library: the GEMM and
 // convolution ops (wrapper's out-variant list) in float32, with the ranks the
 // CPU's OpenBLAS / convolution paths and cuBLAS take (GEMM: 2-D mm, 3-D bmm;
-// convolution: 1 or 2 spatial dims). Anything else runs a reference kernel.
+// convolution: 1 or 2 spatial dims; the CPU's pooling and channel ops: 1 to 3
+// spatial dims). Anything else runs a reference kernel.
 bool IsLibraryCall(const lowering::Buffer& b) {
   if (!wrapper::ExternUsesOutVariant(*b.extern_call) || b.layout.dtype != DType::kFloat32) return false;
   const size_t rank = b.layout.sizes.size();
@@ -75,6 +76,7 @@ bool IsLibraryCall(const lowering::Buffer& b) {
   absl::ConsumeSuffix(&name, ".default");
   const ir::Operator* op = ir::BuiltinOps().Find(name);
   if (op != nullptr && op->extern_form.library == ops::Library::kConv) return rank == 3 || rank == 4;
+  if (op != nullptr && op->extern_form.library == ops::Library::kDnn) return rank >= 3 && rank <= 5;
   return rank == 2 || rank == 3;
 }
 

@@ -7,6 +7,7 @@ const char* ExternName(const ExternForm& e) {
     case Library::kNone: return "none";
     case Library::kBlas: return e.out_variant ? "blas" : "blas (allocating)";
     case Library::kConv: return e.out_variant ? "conv" : "conv (allocating)";
+    case Library::kDnn: return e.out_variant ? "dnn" : "dnn (allocating)";
   }
   return "?";
 }

@@ -22,6 +22,8 @@ enum class Library : uint8_t {
   kNone,
   kBlas,  // GEMM (OpenBLAS on the CPU, cuBLAS on CUDA)
   kConv,  // a convolution library (im2col + GEMM on the CPU, the GPU's own)
+  kDnn,   // a neural-network primitives library's pooling and broadcast
+          // elementwise ops (oneDNN on the CPU)
 };
 
 // How the compiled program calls it: into a buffer the program allocated
@@ -32,7 +34,7 @@ struct ExternForm {
   bool out_variant = false;
 };
 
-// "blas", "conv (allocating)", "none".
+// "blas", "conv (allocating)", "dnn", "none".
 const char* ExternName(const ExternForm& e);
 
 namespace row {
@@ -55,6 +57,7 @@ inline constexpr uint32_t side_effects = kSideEffects;
 inline constexpr ExternForm blas{Library::kBlas, /*out_variant=*/true};
 inline constexpr ExternForm conv{Library::kConv, /*out_variant=*/true};
 inline constexpr ExternForm conv_allocating{Library::kConv, /*out_variant=*/false};
+inline constexpr ExternForm dnn{Library::kDnn, /*out_variant=*/true};
 
 }  // namespace row
 }  // namespace kiln::ops

@@ -12,6 +12,7 @@
 #include "passes/decompositions.h"
 #include "passes/fuse_attention.h"
 #include "passes/fuse_post_ops.h"
+#include "passes/library_channel_ops.h"
 #include "passes/shape_propagation.h"
 #include "passes/shape_resolution.h"
 #include "support/status.h"
@@ -35,6 +36,7 @@ absl::Status RegisterAllPasses(PassRegistry& registry) {
   RETURN_IF_ERROR(RegisterCanonicalizePass(registry));
   RETURN_IF_ERROR(RegisterFusePostOpsPass(registry));
   RETURN_IF_ERROR(RegisterFuseAttentionPass(registry));
+  RETURN_IF_ERROR(RegisterLibraryChannelOpsPass(registry));
   return absl::OkStatus();
 }
 

@@ -198,6 +198,13 @@ absl::StatusOr<Tensor> LinearPostOps(const std::string& op, const Tensor& x, con
                                      const OptTensor& b, const std::vector<std::string>& post_ops,
                                      const std::vector<double>& post_scalars,
                                      const std::vector<Tensor>& post_operands);
+// The channels-last library forms of a squeeze-excite block's ops
+// (passes/library_channel_ops.h): the mean over every spatial dim of
+// [N, C, *S], kept as [N, C, 1, ...], and x * scale with scale
+// [N or 1, C, 1, ...]. Each runs the kernel of the op it replaced
+// (aten::mean.dim, aten::mul), so it rounds as that op does.
+absl::StatusOr<Tensor> GlobalAvgPool(const std::string& op, const Tensor& x);
+absl::StatusOr<Tensor> ChannelMul(const std::string& op, const Tensor& x, const Tensor& scale);
 // softmax(q @ kt * scale + mask, -1) @ v, as the chain it replaces.
 absl::StatusOr<Tensor> Attention(const Tensor& q, const Tensor& kt, const Tensor& v,
                                  const OptTensor& mask, double scale);

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "ir/post_ops.h"
 #include "runtime/kernels.h"
 #include "runtime/kernels_math.h"
@@ -253,6 +254,27 @@ absl::StatusOr<Tensor> LinearPostOps(const std::string& op, const Tensor& x, con
                    ParsedPostOps(op, post_ops, post_scalars, post_operands));
   ASSIGN_OR_RETURN(Tensor y, Linear(x, w, b));
   return nn::ApplyPostOps(op, std::move(y), post, post_operands);
+}
+
+absl::StatusOr<Tensor> GlobalAvgPool(const std::string& op, const Tensor& x) {
+  if (x.dim() < 3) return Invalid(op, absl::StrCat("input must have at least 3 dims, got ", x.dim()));
+  ReduceOptions o;
+  o.dims.emplace();
+  for (int64_t d = 2; d < x.dim(); ++d) o.dims->push_back(d);
+  o.keepdim = true;
+  return Reduce(ReduceOp::kMean, x, o);
+}
+
+absl::StatusOr<Tensor> ChannelMul(const std::string& op, const Tensor& x, const Tensor& scale) {
+  bool fits = x.dim() >= 2 && scale.dim() == x.dim() && scale.dtype() == x.dtype() &&
+              (scale.size(0) == 1 || scale.size(0) == x.size(0)) && scale.size(1) == x.size(1);
+  for (int64_t d = 2; fits && d < x.dim(); ++d) fits = scale.size(d) == 1;
+  if (!fits) {
+    return Invalid(op, absl::StrCat("scale ", DTypeName(scale.dtype()), "[", absl::StrJoin(scale.sizes(), ", "),
+                                    "] is not one value per channel of input ", DTypeName(x.dtype()), "[",
+                                    absl::StrJoin(x.sizes(), ", "), "] ([N or 1, C, 1, ...] of its dtype)"));
+  }
+  return Binary(BinaryOp::kMul, Operand::FromTensor(x), Operand::FromTensor(scale));
 }
 
 absl::StatusOr<Tensor> Attention(const Tensor& q, const Tensor& kt, const Tensor& v,

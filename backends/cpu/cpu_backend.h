@@ -109,9 +109,14 @@ class CpuCodegen : public wrapper::DeviceCodegen {
   absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> Compile(
       const wrapper::WrapperProgram& program) override;
   // Epilogue fusion for the oneDNN library calls (passes/fuse_post_ops.h),
-  // attention for the generated attention kernel (fuse_attention.h), then
-  // dead-code elimination of what the fused chains left.
-  std::string PreLoweringPipeline() const override { return "fuse_post_ops,fuse_attention,dce"; }
+  // squeeze-excite means and gates as channels-last library calls
+  // (library_channel_ops.h; after the epilogues, which take the gate
+  // multiplies that fuse), attention for the generated attention kernel
+  // (fuse_attention.h), then dead-code elimination of what the fused chains
+  // left.
+  std::string PreLoweringPipeline() const override {
+    return "fuse_post_ops,library_channel_ops,fuse_attention,dce";
+  }
 
  private:
   CpuBackendOptions options_;

@@ -10,6 +10,7 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareLibraryCall(const ExternCall
   if (IsConvolutionOp(spec.op)) return PrepareConvolution(spec, constants);
   if (IsGemmOp(spec.op)) return PrepareGemm(spec, constants);
   if (IsPoolOp(spec.op)) return PreparePool(spec);
+  if (IsBinaryOp(spec.op)) return PrepareBinary(spec);
   return nullptr;
 }
 

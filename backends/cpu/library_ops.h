@@ -1,5 +1,5 @@
 // The op families of library_calls.h, one file each (library_conv.cc,
-// library_gemm.cc, library_pool.cc). Internal to backends/cpu.
+// library_gemm.cc, library_pool.cc, library_binary.cc). Internal to backends/cpu.
 #ifndef KILN_BACKENDS_CPU_LIBRARY_OPS_H_
 #define KILN_BACKENDS_CPU_LIBRARY_OPS_H_
 
@@ -21,6 +21,8 @@ absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareGemm(const ExternCallSpec& s
                                                          const std::vector<Tensor>& constants);
 bool IsPoolOp(const std::string& op);
 absl::StatusOr<std::unique_ptr<LibraryCall>> PreparePool(const ExternCallSpec& spec);
+bool IsBinaryOp(const std::string& op);
+absl::StatusOr<std::unique_ptr<LibraryCall>> PrepareBinary(const ExternCallSpec& spec);
 
 }  // namespace kiln::backends::cpu
 
