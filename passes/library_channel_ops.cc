@@ -51,42 +51,52 @@ bool ResultIs(const Node* n, const std::vector<int64_t>& sizes) {
   return t != nullptr && t->ConcreteSizes() == sizes;
 }
 
-// aten::mean(x, dims, keepdim=True[, dtype=None]) over exactly the spatial
-// dims, or aten::adaptive_avg_poolNd(x, [1, ...]): x, else null.
-Value* GlobalMeanOperand(const Node* n) {
+// A global spatial mean: its operand, and whether the result drops the
+// spatial dims ([N, C], keepdim false).
+struct GlobalMean {
+  Value* x = nullptr;
+  bool flat = false;
+};
+
+// aten::mean(x, dims, keepdim[, dtype=None]) over exactly the spatial dims,
+// or aten::adaptive_avg_poolNd(x, [1, ...]); x null otherwise.
+GlobalMean GlobalMeanOf(const Node* n) {
   const std::string k(n->kind().qualString());
-  if (n->outputs().size() != 1 || n->inputs().empty()) return nullptr;
+  if (n->outputs().size() != 1 || n->inputs().empty()) return {};
   Value* x = n->input(0);
   std::optional<std::vector<int64_t>> xs = ChannelsLastOperand(x);
-  if (!xs || !ResultIs(n, PooledSizes(*xs))) return nullptr;
+  if (!xs) return {};
   const int64_t rank = static_cast<int64_t>(xs->size());
   if (k == "aten::mean") {
-    if (n->inputs().size() < 3 || n->inputs().size() > 4) return nullptr;
-    if (n->inputs().size() == 4 && !IsNone(n->input(3))) return nullptr;
+    if (n->inputs().size() < 3 || n->inputs().size() > 4) return {};
+    if (n->inputs().size() == 4 && !IsNone(n->input(3))) return {};
     std::optional<ir::IValue> keepdim = ir::ConstantValue(n->input(2));
     std::optional<std::vector<int64_t>> dims = IntList(n->input(1));
-    if (!keepdim || !keepdim->isBool() || !keepdim->toBool() || !dims) return nullptr;
+    if (!keepdim || !keepdim->isBool() || !dims) return {};
+    const bool flat = !keepdim->toBool();
+    if (!ResultIs(n, flat ? std::vector<int64_t>{(*xs)[0], (*xs)[1]} : PooledSizes(*xs))) return {};
     std::vector<int64_t> d = *dims;
     for (int64_t& v : d) {
-      if (v < -rank || v >= rank) return nullptr;
+      if (v < -rank || v >= rank) return {};
       if (v < 0) v += rank;
     }
     std::sort(d.begin(), d.end());
     std::vector<int64_t> spatial;
     for (int64_t i = 2; i < rank; ++i) spatial.push_back(i);
-    return d == spatial ? x : nullptr;
+    if (d != spatial) return {};
+    return {x, flat};
   }
   const int64_t spatial = k == "aten::adaptive_avg_pool1d" ? 1
                           : k == "aten::adaptive_avg_pool2d" ? 2
                           : k == "aten::adaptive_avg_pool3d" ? 3
                                                              : 0;
-  if (spatial == 0 || spatial != rank - 2 || n->inputs().size() != 2) return nullptr;
+  if (spatial == 0 || spatial != rank - 2 || n->inputs().size() != 2 || !ResultIs(n, PooledSizes(*xs))) return {};
   std::optional<std::vector<int64_t>> out = IntList(n->input(1));
-  if (!out || out->empty()) return nullptr;
+  if (!out || out->empty()) return {};
   for (int64_t v : *out) {
-    if (v != 1) return nullptr;
+    if (v != 1) return {};
   }
-  return x;
+  return {x, false};
 }
 
 // aten::mul(a, b) of a channels-last value by one value per channel
@@ -108,31 +118,52 @@ std::pair<Value*, Value*> ChannelMulOperands(const Node* n) {
   return {nullptr, nullptr};
 }
 
-// Replaces `old` by `kind`(inputs) with the same output type and name.
-void Replace(ir::Graph& g, Node* old, const char* kind, std::vector<Value*> inputs) {
-  ir::WithInsertPoint guard(old);
-  Node* n = g.create(ir::Symbol::FromQualString(kind), inputs, 1);
-  g.insertNode(n);
+// Replaces `old`'s value by `replacement` (taking its name) and destroys it.
+void ReplaceValue(Node* old, Value* replacement) {
   Value* out = old->output();
-  n->output()->setType(out->type());
   const std::string name = out->hasDebugName() ? out->debugName() : "";
-  out->replaceAllUsesWith(n->output());
+  out->replaceAllUsesWith(replacement);
   fusion_match::DestroyWithUnusedConstants({old});
-  if (!name.empty()) n->output()->setDebugName(name);
+  if (!name.empty()) replacement->setDebugName(name);
 }
 
-bool RewriteBlock(ir::Graph& g, ir::Block* block, PassStatistics& stats) {
+// kind(inputs) before `at`, typed `type`.
+Value* Insert(ir::Graph& g, Node* at, const char* kind, std::vector<Value*> inputs, ir::TypePtr type) {
+  ir::WithInsertPoint guard(at);
+  Node* n = g.create(ir::Symbol::FromQualString(kind), inputs, 1);
+  g.insertNode(n);
+  n->output()->setType(std::move(type));
+  return n->output();
+}
+
+absl::StatusOr<bool> RewriteBlock(ir::Graph& g, ir::Block* block, PassStatistics& stats) {
   bool changed = false;
   std::vector<Node*> nodes;
   for (Node* n : block->nodes()) nodes.push_back(n);
   for (Node* n : nodes) {
-    for (ir::Block* sub : n->blocks()) changed |= RewriteBlock(g, sub, stats);
-    if (Value* x = GlobalMeanOperand(n)) {
-      Replace(g, n, "kiln::global_avg_pool", {x});
+    for (ir::Block* sub : n->blocks()) {
+      ASSIGN_OR_RETURN(bool sub_changed, RewriteBlock(g, sub, stats));
+      changed |= sub_changed;
+    }
+    if (GlobalMean m = GlobalMeanOf(n); m.x != nullptr) {
+      Value* out = n->output();
+      if (!m.flat) {
+        ReplaceValue(n, Insert(g, n, "kiln::global_avg_pool", {m.x}, out->type()));
+      } else {
+        // [N, C, 1, ...], then a reshape to the mean's [N, C] (a view).
+        ir::TensorInfo pooled = out->type()->tensor();
+        const std::vector<int64_t> sizes = PooledSizes(StaticFloat(m.x)->ConcreteSizes());
+        pooled.sizes = std::vector<std::optional<int64_t>>(sizes.begin(), sizes.end());
+        pooled.strides.reset();
+        Value* p = Insert(g, n, "kiln::global_avg_pool", {m.x}, ir::Type::TensorWith(std::move(pooled)));
+        ir::WithInsertPoint guard(n);
+        ASSIGN_OR_RETURN(Value * shape, ir::InsertConstant(g, ir::IValue::IntList(out->type()->tensor().ConcreteSizes())));
+        ReplaceValue(n, Insert(g, n, "aten::reshape", {p, shape}, out->type()));
+      }
       stats.Add("global_avg_pools");
       changed = true;
     } else if (auto [x, s] = ChannelMulOperands(n); x != nullptr) {
-      Replace(g, n, "kiln::channel_mul", {x, s});
+      ReplaceValue(n, Insert(g, n, "kiln::channel_mul", {x, s}, n->output()->type()));
       stats.Add("channel_muls");
       changed = true;
     }

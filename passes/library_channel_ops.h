@@ -17,9 +17,11 @@
 // (a convolution, max pooling, kiln::channel_mul): a value produced by a
 // generated kernel stays with the generated mean and multiply, which fuse
 // with their neighbours.
-//   * aten::mean over exactly the spatial dims (any order or sign),
-//     keepdim true, no dtype (ONNX's GlobalAveragePool and ReduceMean,
-//     torch's x.mean((2, 3), keepdim=True));
+//   * aten::mean over exactly the spatial dims (any order or sign), no
+//     dtype (ONNX's GlobalAveragePool and ReduceMean, torch's
+//     x.mean((2, 3), keepdim=True)); without keepdim, the pooled
+//     [N, C, 1, ...] value is reshaped to [N, C] (a view: the same bytes in
+//     either layout);
 //   * aten::adaptive_avg_pool1d/2d/3d to all-1 output sizes;
 //   * aten::mul of that operand by a [N or 1, C, 1, ...] tensor, either
 //     operand order (the gate broadcast over the spatial dims).

@@ -127,13 +127,31 @@ TEST(LibraryChannelOpsTest, MeanForms) {
             kPooled);
 }
 
-TEST(LibraryChannelOpsTest, OtherMeansStay) {
-  // keepdim false ([N, C]).
-  EXPECT_EQ(Kinds(Block(R"IR(  %dims : int[] = prim::Constant[value=[2, 3]]()
+TEST(LibraryChannelOpsTest, MeanWithoutKeepdimIsAPoolThenAReshape) {
+  EXPECT_EQ(Rewritten(Block(R"IR(  %dims : int[] = prim::Constant[value=[3, 2]]()
   %f : bool = prim::Constant[value=0]()
-  %m : Float(1, 72) = aten::mean(%y, %dims, %f)
-  return (%m))IR")),
-            "kiln::conv_post_ops aten::mean");
+  %m : Float(2, 72) = aten::mean(%y, %dims, %f)
+  return (%m))IR",
+                            2)),
+            R"IR(graph(%x : Float(2, 72, 5, 5),
+      %w : Float(72, 1, 3, 3),
+      %b : Float(72),
+      %s : Float(1, 72, 1, 1)):
+  %one : int[] = prim::Constant[value=[1, 1]]()
+  %pad : int[] = prim::Constant[value=[1, 1, 1, 1]]()
+  %g : int = prim::Constant[value=72]()
+  %names : str[] = prim::Constant[value=["relu"]]()
+  %scalars : float[] = prim::Constant[value=[]]()
+  %ops : Tensor[] = prim::ListConstruct()
+  %y : Float(2, 72, 5, 5) = kiln::conv_post_ops(%x, %w, %b, %one, %pad, %one, %g, %names, %scalars, %ops)
+  %0 : Float(2, 72, 1, 1) = kiln::global_avg_pool(%y)
+  %1 : int[] = prim::Constant[value=[2, 72]]()
+  %m : Float(2, 72) = aten::reshape(%0, %1)
+  return (%m)
+)IR");
+}
+
+TEST(LibraryChannelOpsTest, OtherMeansStay) {
   // Not only the spatial dims.
   EXPECT_EQ(Kinds(Block(R"IR(  %dims : int[] = prim::Constant[value=[1, 2, 3]]()
   %t : bool = prim::Constant[value=1]()

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_program.h"
@@ -174,8 +175,8 @@ constexpr char kConvConstants[] = R"IR(
 )IR";
 
 // conv3x3+relu -> maxpool -> [conv1x1+relu -> conv3x3 + residual + relu] ->
-// mean: the block's values stay channels-last; the input and the mean's
-// operand are the boundaries.
+// mean (without keepdim, resnet's global pool): every value stays
+// channels-last; the input is the one boundary.
 TEST_F(LibraryCallsTest, ResidualBlock) {
   Case c;
   c.ir = std::string(R"IR(graph(%x : Float(1, 3, 20, 20), %w0 : Float(16, 3, 3, 3), %b0 : Float(16),
@@ -197,10 +198,12 @@ TEST_F(LibraryCallsTest, ResidualBlock) {
                  {4, Random({16}, 4)},               {5, Random({16, 16, 3, 3}, 5, 0.1)}, {6, Random({16}, 6)}};
   c.inputs = {Random({1, 3, 20, 20}, 7)};
   const LibraryStats st = Check(c, 3);
-  EXPECT_EQ(st.library_calls, 4);  // three convolutions and the pooling
+  EXPECT_EQ(st.library_calls, 5);  // three convolutions, the max pooling and the mean
   EXPECT_EQ(st.reference_externs, 0);
-  EXPECT_GE(st.channels_last_values, 3);  // conv0 -> pool -> conv1 -> conv2
-  EXPECT_EQ(st.reorders, 2);               // the input in, the block's result out
+  EXPECT_GE(st.channels_last_values, 4);  // conv0 -> pool -> conv1 -> conv2 -> mean
+  // The input in; the mean's [1, 16, 1, 1] is the same bytes in either
+  // layout, so its plain result (reshaped to [1, 16]) needs no reorder.
+  EXPECT_EQ(st.reorders, 1);
 }
 
 // A program's thread count changes after load: the primitives are made
@@ -288,8 +291,9 @@ TEST_F(LibraryCallsTest, NoThreadStartedPerCall) {
 }
 
 // Depthwise 5x5 stride 2 with hardswish, a squeeze-excite gate (mean, two
-// 1x1 convolutions, ONNX's HardSigmoid as mul/add/clamp, the gate multiply
-// as a generated kernel) and a projection: boundaries at the gate.
+// 1x1 convolutions, ONNX's HardSigmoid as mul/add/clamp, the gate multiply)
+// and a projection: all library calls (passes/library_channel_ops.h), the
+// block channels-last from the input to the result.
 TEST_F(LibraryCallsTest, DepthwiseSqueezeExcite) {
   Case c;
   c.ir = std::string(R"IR(graph(%x : Float(1, 24, 14, 14), %wd : Float(24, 1, 5, 5), %bd : Float(24),
@@ -321,8 +325,104 @@ TEST_F(LibraryCallsTest, DepthwiseSqueezeExcite) {
                  {7, Random({32, 24, 1, 1}, 17, 0.3)}};
   c.inputs = {Random({1, 24, 14, 14}, 18)};
   const LibraryStats st = Check(c, 3);
-  EXPECT_EQ(st.library_calls, 4);
+  EXPECT_EQ(st.library_calls, 6);  // four convolutions, the mean, the gate
   EXPECT_EQ(st.reference_externs, 0);
+  EXPECT_GE(st.channels_last_values, 5);
+  EXPECT_EQ(st.reorders, 2) << absl::StrJoin(st.calls, "\n");  // the input in, the result out
+}
+
+// A squeeze-excite block as efficientnet_b0 writes it (SiLU as x *
+// sigmoid(x), a sigmoid gate, the dynamo exporter's mean over [-1, -2]) at
+// the odd channel counts of the real models and batch 1 and 2: the mean is
+// oneDNN's average pooling and the gate its binary multiply, both on the
+// depthwise convolution's channels-last result, with no reorder inside.
+TEST_F(LibraryCallsTest, SqueezeExciteStaysChannelsLast) {
+  for (const auto& [channels, batch] : std::vector<std::pair<int64_t, int64_t>>{{72, 1}, {120, 2}, {40, 1}}) {
+    SCOPED_TRACE(absl::StrCat(channels, " channels, batch ", batch));
+    const std::string C = absl::StrCat(channels), N = absl::StrCat(batch), R = absl::StrCat(channels / 4);
+    Case c;
+    c.ir = "graph(%x : Float(" + N + ", " + C + ", 11, 11), %wd : Float(" + C + ", 1, 3, 3), %w1 : Float(" + R +
+           ", " + C + ", 1, 1), %b1 : Float(" + R + "), %w2 : Float(" + C + ", " + R + ", 1, 1), %b2 : Float(" + C +
+           "), %wp : Float(24, " + C + ", 1, 1)):" + kConvConstants + "  %g : int = prim::Constant[value=" + C +
+           R"IR(]()
+  %dims : int[] = prim::Constant[value=[-1, -2]]()
+  %t : bool = prim::Constant[value=1]()
+  %d : Float(N, C, 11, 11) = aten::convolution(%x, %wd, %n, %s1, %p1, %s1, %f, %p0, %g)
+  %sd : Float(N, C, 11, 11) = aten::sigmoid(%d)
+  %h : Float(N, C, 11, 11) = aten::mul(%d, %sd)
+  %pool : Float(N, C, 1, 1) = aten::mean(%h, %dims, %t)
+  %e1 : Float(N, R, 1, 1) = aten::convolution(%pool, %w1, %b1, %s1, %p0, %s1, %f, %p0, %g1)
+  %s1g : Float(N, R, 1, 1) = aten::sigmoid(%e1)
+  %r1 : Float(N, R, 1, 1) = aten::mul(%e1, %s1g)
+  %e2 : Float(N, C, 1, 1) = aten::convolution(%r1, %w2, %b2, %s1, %p0, %s1, %f, %p0, %g1)
+  %gate : Float(N, C, 1, 1) = aten::sigmoid(%e2)
+  %gated : Float(N, C, 11, 11) = aten::mul(%h, %gate)
+  %y : Float(N, 24, 11, 11) = aten::convolution(%gated, %wp, %n, %s1, %p0, %s1, %f, %p0, %g1)
+  return (%y))IR";
+    for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+             {"Float(N, C,", "Float(" + N + ", " + C + ","}, {"Float(N, R,", "Float(" + N + ", " + R + ","},
+             {"Float(N, 24,", "Float(" + N + ", 24,"}}) {
+      for (size_t at = c.ir.find(from); at != std::string::npos; at = c.ir.find(from, at)) c.ir.replace(at, from.size(), to);
+    }
+    c.constants = {{1, Random({channels, 1, 3, 3}, 91, 0.3)}, {2, Random({channels / 4, channels, 1, 1}, 92, 0.2)},
+                   {3, Random({channels / 4}, 93)},           {4, Random({channels, channels / 4, 1, 1}, 94, 0.3)},
+                   {5, Random({channels}, 95)},               {6, Random({24, channels, 1, 1}, 96, 0.2)}};
+    c.inputs = {Random({batch, channels, 11, 11}, 97)};
+    const LibraryStats st = Check(c, 3);
+    EXPECT_EQ(st.library_calls, 6);
+    EXPECT_EQ(st.reference_externs, 0);
+    EXPECT_EQ(st.reorders, 2) << absl::StrJoin(st.calls, "\n");  // the input in, the result out
+    int pools = 0, gates = 0;
+    for (const std::string& call : st.calls) {
+      pools += absl::StartsWith(call, "global_avg_pool");
+      gates += absl::StartsWith(call, "channel_mul");
+      if (absl::StartsWith(call, "global_avg_pool") || absl::StartsWith(call, "channel_mul")) {
+        EXPECT_EQ(call.find("reorder"), std::string::npos) << call;
+      }
+    }
+    EXPECT_EQ(pools, 1);
+    EXPECT_EQ(gates, 1);
+  }
+}
+
+// The same ops on plain values: the depthwise result is also read by a
+// generated kernel (an output of exp), so it stays plain; the mean reorders
+// it in (oneDNN's pooling is jitted channels-last only), the gate computes
+// in the plain layout and reorders its result out for the projection. The
+// second gate is a graph input shared by the batch ([1, C, 1, 1]).
+TEST_F(LibraryCallsTest, SqueezeExciteOnPlainValues) {
+  Case c;
+  c.ir = std::string(R"IR(graph(%x : Float(2, 40, 9, 9), %wd : Float(40, 1, 3, 3), %w1 : Float(40, 40, 1, 1),
+      %wp : Float(16, 40, 1, 1), %shared : Float(1, 40, 1, 1)):)IR") +
+         kConvConstants + R"IR(
+  %g : int = prim::Constant[value=40]()
+  %dims : int[] = prim::Constant[value=[2, 3]]()
+  %t : bool = prim::Constant[value=1]()
+  %d : Float(2, 40, 9, 9) = aten::convolution(%x, %wd, %n, %s1, %p1, %s1, %f, %p0, %g)
+  %h : Float(2, 40, 9, 9) = aten::relu(%d)
+  %ex : Float(2, 40, 9, 9) = aten::exp(%h)
+  %pool : Float(2, 40, 1, 1) = aten::mean(%h, %dims, %t)
+  %e1 : Float(2, 40, 1, 1) = aten::convolution(%pool, %w1, %n, %s1, %p0, %s1, %f, %p0, %g1)
+  %gate : Float(2, 40, 1, 1) = aten::sigmoid(%e1)
+  %gated : Float(2, 40, 9, 9) = aten::mul(%gate, %h)
+  %twice : Float(2, 40, 9, 9) = aten::mul(%gated, %shared)
+  %y : Float(2, 16, 9, 9) = aten::convolution(%twice, %wp, %n, %s1, %p0, %s1, %f, %p0, %g1)
+  return (%y, %ex))IR";
+  c.constants = {{1, Random({40, 1, 3, 3}, 101, 0.3)}, {2, Random({40, 40, 1, 1}, 102, 0.2)},
+                 {3, Random({16, 40, 1, 1}, 103, 0.2)}};
+  c.inputs = {Random({2, 40, 9, 9}, 104), Random({1, 40, 1, 1}, 105)};
+  const LibraryStats st = Check(c, 2);
+  EXPECT_EQ(st.library_calls, 6);  // three convolutions, the mean, two gates
+  EXPECT_EQ(st.reference_externs, 0);
+  std::string pool, first_gate;
+  for (const std::string& call : st.calls) {
+    if (absl::StartsWith(call, "global_avg_pool")) pool = call;
+    if (absl::StartsWith(call, "channel_mul") && first_gate.empty()) first_gate = call;
+  }
+  EXPECT_NE(pool.find("reorder in"), std::string::npos) << pool;
+  // The first gate reads the plain value and writes the second's input,
+  // which only library calls touch: computed plain, reordered out.
+  EXPECT_NE(first_gate.find("reorder out"), std::string::npos) << first_gate;
 }
 
 // x * sigmoid(x) (efficientnet's SiLU), ONNX-style asymmetric pads
