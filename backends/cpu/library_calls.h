@@ -2,7 +2,9 @@
 // than through their reference kernels -- float32 convolutions
 // (kiln::conv_post_ops with its fused epilogue, aten::convolution,
 // aten::conv1d/2d/3d, kiln::conv_nd), GEMMs (aten::mm/bmm/matmul/linear,
-// aten::addmm with a 1-D bias, kiln::linear_post_ops) and max pooling.
+// aten::addmm with a 1-D bias, kiln::linear_post_ops), max pooling and the
+// squeeze-excite block's kiln::global_avg_pool and kiln::channel_mul
+// (passes/library_channel_ops.h).
 //
 // Each call is prepared once, when the program loads (PrepareLibraryCall):
 // the primitive with its post-ops, constant weights reordered into the
