@@ -202,10 +202,11 @@ absl::StatusOr<CompiledGraph> CompileGraph(ir::Graph& graph, const CompileOption
     guard.emplace(std::move(g));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<wrapper::DeviceCodegen> codegen, wrapper::CreateDeviceCodegen(options.device));
-  if (options.device_passes && !codegen->PreLoweringPipeline().empty()) {
+  const std::string device_pipeline = options.device_passes ? codegen->PreLoweringPipeline(graph) : "";
+  if (!device_pipeline.empty()) {
     t = Clock::now();
     ASSIGN_OR_RETURN(std::unique_ptr<passes::Pipeline> device_passes,
-                     passes::Pipeline::Create(codegen->PreLoweringPipeline(), passes::DefaultPassRegistry()));
+                     passes::Pipeline::Create(device_pipeline, passes::DefaultPassRegistry()));
     ASSIGN_OR_RETURN(changed, device_passes->Run(graph));
     out.times.device_passes_ms = StageDone(options, "device passes", t);
   }

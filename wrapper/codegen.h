@@ -41,10 +41,14 @@ class DeviceCodegen {
   virtual absl::StatusOr<std::unique_ptr<class CompiledProgram>> Compile(
       const WrapperProgram& program) = 0;
   // Graph passes (a pipeline spec, passes/pipeline_spec.h) the driver runs
-  // after shape propagation and before lowering, for ops this device runs
-  // in a library: the CPU's "fuse_post_ops" (convolution/GEMM epilogues
-  // for oneDNN). Empty: none.
-  virtual std::string PreLoweringPipeline() const { return ""; }
+  // on `graph` after shape propagation and before lowering, for ops this
+  // device runs in a library: the CPU's "fuse_post_ops" (convolution/GEMM
+  // epilogues for oneDNN); CUDA's depend on the graph (where they measured
+  // faster). Empty: none.
+  virtual std::string PreLoweringPipeline(const ir::Graph& graph) const {
+    (void)graph;
+    return "";
+  }
   // How the driver should lower graphs for this device: whether
   // KernelSource handles float16/bfloat16 buffers, whether convolution
   // biases become pointwise epilogues (lowering/lower.h).

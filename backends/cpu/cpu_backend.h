@@ -114,7 +114,7 @@ class CpuCodegen : public wrapper::DeviceCodegen {
   // multiplies that fuse), attention for the generated attention kernel
   // (fuse_attention.h), then dead-code elimination of what the fused chains
   // left.
-  std::string PreLoweringPipeline() const override {
+  std::string PreLoweringPipeline(const ir::Graph&) const override {
     return "fuse_post_ops,library_channel_ops,fuse_attention,dce";
   }
 

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+
 #include "backends/cuda/cuda_conv.h"
 #include "backends/cuda/cuda_pool.h"
 #include "backends/cuda/cuda_program.h"
@@ -51,11 +52,23 @@ bool ChannelsLastConv(const ResolvedProgram& p, const ExternStep& e, const std::
          yl.dtype == wl.dtype;
 }
 
+// kWhereFaster plans the programs whose convolutions the device fused
+// (conv_fusion_policy.h chose them before lowering: where channels-last
+// measured faster); the others keep their generated epilogues, NCHW.
+bool HasFusedConvolutions(const ResolvedProgram& p) {
+  for (const ExternStep& e : p.externs) {
+    if (!e.island && e.op == "kiln::conv_post_ops") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-bool ChannelsLastEnabled() {
+ChannelsLastMode ChannelsLastSetting() {
   const char* v = std::getenv("KILN_CUDA_CHANNELS_LAST");
-  return v == nullptr || std::string(v) != "0";
+  if (v == nullptr) return ChannelsLastMode::kWhereFaster;
+  const std::string s(v);
+  return s == "0" ? ChannelsLastMode::kOff : s == "1" ? ChannelsLastMode::kAlways : ChannelsLastMode::kWhereFaster;
 }
 
 bool IsChannelsLastLayout(const Layout& l) {
@@ -75,7 +88,13 @@ Layout ChannelsLastLayout(const Layout& l) {
   return out;
 }
 
-ChannelsLastPlan PlanChannelsLast(ResolvedProgram& p) {
+ChannelsLastPlan PlanChannelsLast(ResolvedProgram& p, ChannelsLastMode mode) {
+  ChannelsLastPlan plan;
+  if (mode == ChannelsLastMode::kOff) return plan;
+  if (mode == ChannelsLastMode::kWhereFaster && !HasFusedConvolutions(p)) {
+    plan.skipped = "convolutions measured faster NCHW with generated epilogues (conv_fusion_policy.h)";
+    return plan;
+  }
   const size_t slots = p.slot_layouts.size();
   std::vector<int> constant_of(slots, -1);
   for (size_t i = 0; i < p.constants.size(); ++i) constant_of[static_cast<size_t>(p.constants[i].first)] = static_cast<int>(i);
@@ -117,7 +136,6 @@ ChannelsLastPlan PlanChannelsLast(ResolvedProgram& p) {
       if (!conv[i] && !pool) plain[static_cast<size_t>(o)] = true;
     }
   }
-  ChannelsLastPlan plan;
   std::vector<bool> nhwc(slots, false);
   for (size_t s = 0; s < slots; ++s) {
     if (!written[s] || plain[s]) continue;

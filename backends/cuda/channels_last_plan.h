@@ -10,10 +10,12 @@
 // fallback, the caller) is converted by one transpose kernel inside the
 // call. Decided on the host from the resolved steps alone (tested without a
 // GPU): slot layouts are rewritten, the convolutions marked.
-// KILN_CUDA_CHANNELS_LAST=0 turns the plan off.
+// Which programs get it: conv_fusion_policy.h (where it measured faster);
+// KILN_CUDA_CHANNELS_LAST=0 turns the plan off, =1 plans every program.
 #ifndef KILN_BACKENDS_CUDA_CHANNELS_LAST_PLAN_H_
 #define KILN_BACKENDS_CUDA_CHANNELS_LAST_PLAN_H_
 
+#include <string>
 #include <vector>
 
 #include "lowering/loop_ir.h"
@@ -22,6 +24,10 @@ namespace kiln::backends::cuda {
 
 struct ResolvedProgram;
 
+// kOff: no plan; kWhereFaster: programs whose convolutions the device fused
+// (conv_fusion_policy.h); kAlways: every program (tests, measurements).
+enum class ChannelsLastMode { kOff, kWhereFaster, kAlways };
+
 struct ChannelsLastPlan {
   std::vector<int> slots;    // slots whose layouts now have NHWC strides
   std::vector<int> externs;  // convolutions computing channels-last
@@ -29,13 +35,15 @@ struct ChannelsLastPlan {
   // transposed to NHWC, an NHWC result transposed to a plain output.
   int input_transposes = 0;
   int output_transposes = 0;
+  // Why kWhereFaster planned nothing ("" when it planned).
+  std::string skipped;
 };
 
-// False when KILN_CUDA_CHANNELS_LAST=0.
-bool ChannelsLastEnabled();
+// KILN_CUDA_CHANNELS_LAST: 0 = kOff, 1 = kAlways, unset = kWhereFaster.
+ChannelsLastMode ChannelsLastSetting();
 
 // Plans `program` (rewriting its slot layouts and ExternStep::channels_last).
-ChannelsLastPlan PlanChannelsLast(ResolvedProgram& program);
+ChannelsLastPlan PlanChannelsLast(ResolvedProgram& program, ChannelsLastMode mode);
 
 // [N, C, H, W] with NHWC strides {HWC, 1, WC, C} (dims of size 1 ignored).
 bool IsChannelsLastLayout(const lowering::Layout& l);

@@ -5,9 +5,11 @@
 
 #include <map>
 
+#include "backends/cuda/conv_fusion_policy.h"
 #include "backends/cuda/cuda_conv.h"
 #include "backends/cuda/cuda_program.h"
 #include "backends/cuda/cuda_test_util.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "runtime/tensor_ops.h"
 
@@ -29,10 +31,21 @@ std::map<std::string, Tensor> ChainWeights(DType dtype) {
   return w;
 }
 
-absl::StatusOr<ResolvedProgram> Resolve(const std::string& text, DType dtype, bool channels_last) {
+// Compiled with the convolutions fused, as conv_fusion_policy.h compiles
+// large float32 batches (these graphs are small), then resolved in `mode`.
+absl::StatusOr<ResolvedProgram> Resolve(const std::string& text, DType dtype, ChannelsLastMode mode) {
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, ParseWithConstants(text, ChainWeights(dtype)));
-  ASSIGN_OR_RETURN(driver::CompiledGraph c, CompileGraphForCuda(*g, /*generate_only=*/true));
-  return ResolveProgram(c.program, channels_last);
+  absl::StatusOr<driver::CompiledGraph> c;
+  {
+    test::ScopedEnv fused("KILN_CUDA_CHANNELS_LAST", "1");
+    c = CompileGraphForCuda(*g, /*generate_only=*/true);
+  }
+  RETURN_IF_ERROR(c.status());
+  return ResolveProgram(c->program, mode);
+}
+// The plan's mechanics, whatever the measured policy says.
+absl::StatusOr<ResolvedProgram> Resolve(const std::string& text, DType dtype, bool channels_last) {
+  return Resolve(text, dtype, channels_last ? ChannelsLastMode::kAlways : ChannelsLastMode::kOff);
 }
 
 std::vector<const ExternStep*> Convolutions(const ResolvedProgram& r) {
@@ -151,6 +164,63 @@ TEST(ChannelsLastPlanTest, DownsampleConvolutionsStayNhwc) {
   EXPECT_EQ(empty_chains, 1);
   EXPECT_EQ(r->channels_last_slots.size(), 3u) << "conv 1's, the downsample's and conv 2's results";
   EXPECT_EQ(r->boundary_transposes, 2);
+}
+
+// ConvChainText at batch 32.
+std::string Batch32(std::string text) {
+  for (const std::string shape : {"(2, 8, 10, 10)", "(2, 16, 10, 10)"}) {
+    for (size_t at = text.find(shape); at != std::string::npos; at = text.find(shape, at)) text.replace(at + 1, 1, "32");
+  }
+  return text;
+}
+
+bool Fused(const std::string& text, DType dtype) {
+  absl::StatusOr<std::unique_ptr<ir::Graph>> g = ParseWithConstants(text, ChainWeights(dtype));
+  EXPECT_TRUE(g.ok()) << g.status() << "\n" << text;
+  return g.ok() && FuseConvolutionEpilogues(**g);
+}
+
+// The default policy (conv_fusion_policy.h) fuses, and so plans, only what
+// measured faster: float32, ungrouped convolutions at batch >= 16. The
+// plan then follows the fused convolutions; a program without them stays
+// plain and says why.
+TEST(ChannelsLastPlanTest, DefaultPolicyPlansWhatMeasuredFaster) {
+  RegisterAll();
+  EXPECT_TRUE(Fused(Batch32(ConvChainText("Float", "relu")), DType::kFloat32));
+  EXPECT_FALSE(Fused(ConvChainText("Float", "relu"), DType::kFloat32));  // batch 2
+  EXPECT_FALSE(Fused(Batch32(ConvChainText("BFloat16", "relu")), DType::kBFloat16));
+  // The second convolution grouped (8 channels in 2 groups).
+  std::string grouped = Batch32(ConvChainText("Float", "relu"));
+  const std::string conv2 = "aten::conv2d(%r1, %w2, %b2, %s, %p1, %s, %g)";
+  ASSERT_NE(grouped.find(conv2), std::string::npos) << grouped;
+  grouped.replace(grouped.find(conv2), conv2.size(), "aten::conv2d(%r1, %w2, %b2, %s, %p1, %s, %two)");
+  grouped.insert(grouped.find("  %s : int[]"), "  %two : int = prim::Constant[value=2]()\n");
+  EXPECT_FALSE(Fused(grouped, DType::kFloat32));
+  {
+    test::ScopedEnv always("KILN_CUDA_CHANNELS_LAST", "1");
+    EXPECT_TRUE(Fused(ConvChainText("Float", "relu"), DType::kFloat32));
+  }
+  {
+    test::ScopedEnv never("KILN_CUDA_CHANNELS_LAST", "0");
+    EXPECT_FALSE(Fused(Batch32(ConvChainText("Float", "relu")), DType::kFloat32));
+  }
+
+  // Compiled by the policy: batch 32 fused and planned, batch 2 neither.
+  for (const bool large : {true, false}) {
+    SCOPED_TRACE(large ? "batch 32" : "batch 2");
+    const std::string text = large ? Batch32(ConvChainText("Float", "relu")) : ConvChainText("Float", "relu");
+    absl::StatusOr<std::unique_ptr<ir::Graph>> g = ParseWithConstants(text, ChainWeights(DType::kFloat32));
+    ASSERT_TRUE(g.ok()) << g.status();
+    absl::StatusOr<driver::CompiledGraph> c = CompileGraphForCuda(**g, /*generate_only=*/true);
+    ASSERT_TRUE(c.ok()) << c.status();
+    absl::StatusOr<ResolvedProgram> r = ResolveProgram(c->program, ChannelsLastMode::kWhereFaster);
+    ASSERT_TRUE(r.ok()) << r.status();
+    int fused = 0;
+    for (const ExternStep* e : Convolutions(*r)) fused += e->op == "kiln::conv_post_ops";
+    EXPECT_EQ(fused, large ? 3 : 0);
+    EXPECT_EQ(r->channels_last_slots.size(), large ? 2u : 0u);
+    EXPECT_EQ(r->channels_last_skipped.empty(), large) << r->channels_last_skipped;
+  }
 }
 
 TEST(ChannelsLastPlanTest, LayoutHelpers) {

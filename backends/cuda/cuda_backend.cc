@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "backends/cuda/channels_last_plan.h"
+#include "backends/cuda/conv_fusion_policy.h"
 #include "backends/cuda/cubin_cache.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_device_op_overrides.h"
@@ -183,6 +184,10 @@ absl::StatusOr<CudaCodegen::CubinBuild> CudaCodegen::BuildCubins(const std::vect
   return build;
 }
 
+std::string CudaCodegen::PreLoweringPipeline(const ir::Graph& graph) const {
+  return FuseConvolutionEpilogues(graph) ? "fuse_conv_post_ops,dce" : "";
+}
+
 absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
     const wrapper::WrapperProgram& program) {
   auto t0 = std::chrono::steady_clock::now();
@@ -190,7 +195,8 @@ absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
   // convolutions take NCHW only: without cuDNN the plan would send every
   // convolution to the host).
   ASSIGN_OR_RETURN(ResolvedProgram resolved,
-                   ResolveProgram(program, ChannelsLastEnabled() && LoadCudaLibraries().cudnn_status.ok()));
+                   ResolveProgram(program, LoadCudaLibraries().cudnn_status.ok() ? ChannelsLastSetting()
+                                                                                  : ChannelsLastMode::kOff));
   std::vector<CudaKernelSource> kernels;
   std::map<std::string, CudaProgram::LoadedKernel> loaded;
   std::map<std::string, std::string> function_of;  // kernel name -> function name

@@ -62,7 +62,9 @@ class CudaCodegen : public wrapper::DeviceCodegen {
   // float16 and bfloat16) fused into kiln::conv_post_ops, which cuDNN + one
   // epilogue kernel run (cuda_conv.h) and whose values may stay
   // channels-last (channels_last_plan.h). GEMMs stay plain ops (cuBLAS).
-  std::string PreLoweringPipeline() const override { return "fuse_conv_post_ops,dce"; }
+  // Only for graphs whose convolutions measured faster that way
+  // (conv_fusion_policy.h); elsewhere the epilogues stay generated kernels.
+  std::string PreLoweringPipeline(const ir::Graph& graph) const override;
   // float16/bfloat16 buffers as 16-bit words computed in float; the biases
   // of convolutions left unfused go into the kernel after cuDNN's.
   lowering::LowerOptions LoweringOptions() const override {

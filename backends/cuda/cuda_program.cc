@@ -191,7 +191,10 @@ std::vector<std::string> CudaProgram::ReportLines() const {
       "channels-last: ", nhwc_fused.size() + nhwc_plain.size(), " of ", convs, " convolutions NHWC (",
       resolved_.channels_last_slots.size(), " values NHWC, ", resolved_.boundary_transposes,
       " boundary transposes per call",
-      !ChannelsLastEnabled() ? "; off: KILN_CUDA_CHANNELS_LAST=0" : libs.cudnn_status.ok() ? "" : "; off: no cuDNN",
+      ChannelsLastSetting() == ChannelsLastMode::kOff ? "; off: KILN_CUDA_CHANNELS_LAST=0"
+      : !libs.cudnn_status.ok()                       ? "; off: no cuDNN"
+      : !resolved_.channels_last_skipped.empty()      ? absl::StrCat("; off: ", resolved_.channels_last_skipped)
+                                                      : "",
       "); fused epilogues ", nhwc_fused.size() + fused_nchw.size(), "; NHWC+fused [", absl::StrJoin(nhwc_fused, " "),
       "] NHWC [", absl::StrJoin(nhwc_plain, " "), "] NCHW+fused [", absl::StrJoin(fused_nchw, " "), "]");
   if (s.runs.load() > 0) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backends/cuda/channels_last_plan.h"
 #include "backends/cuda/cublas_matmul.h"
 #include "backends/cuda/cuda_api.h"
 #include "backends/cuda/cuda_device.h"
@@ -101,9 +102,10 @@ struct ResolvedProgram {
   // The layout plan applied (empty when off).
   std::vector<int> channels_last_slots;
   int boundary_transposes = 0;
+  std::string channels_last_skipped;  // why the measured policy planned nothing
 };
-// `channels_last`: apply the layout plan (channels_last_plan.h).
-absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program, bool channels_last);
+// `channels_last`: how to apply the layout plan (channels_last_plan.h).
+absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program, ChannelsLastMode channels_last);
 absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program);  // the environment's choice
 
 // How an extern step ran.

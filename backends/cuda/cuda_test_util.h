@@ -4,8 +4,10 @@
 #ifndef KILN_BACKENDS_CUDA_CUDA_TEST_UTIL_H_
 #define KILN_BACKENDS_CUDA_CUDA_TEST_UTIL_H_
 
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -48,6 +50,30 @@ inline absl::StatusOr<driver::CompiledGraph> CompileForCuda(const std::string& t
 
 // Parses `text` and turns its inputs named in `constants` (in order of
 // the map) into tensor constants (weights a layout plan may permute).
+// Sets an environment variable for a scope (the CUDA backend's switches,
+// e.g. KILN_CUDA_CHANNELS_LAST=1 to compile small test graphs the way the
+// policy compiles large ones); restores the previous value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
 inline absl::StatusOr<std::unique_ptr<ir::Graph>> ParseWithConstants(const std::string& text,
                                                                       const std::map<std::string, Tensor>& constants) {
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, ir::ParseGraph(text));

@@ -230,19 +230,18 @@ class Resolver {
 
 }  // namespace
 
-absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program, bool channels_last) {
+absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program, ChannelsLastMode channels_last) {
   if (program.interpreted_graph) return Error("a whole-graph island has no lines to resolve");
   ASSIGN_OR_RETURN(ResolvedProgram resolved, Resolver(program).Run());
-  if (channels_last) {
-    ChannelsLastPlan plan = PlanChannelsLast(resolved);
-    resolved.channels_last_slots = plan.slots;
-    resolved.boundary_transposes = plan.input_transposes + plan.output_transposes;
-  }
+  ChannelsLastPlan plan = PlanChannelsLast(resolved, channels_last);
+  resolved.channels_last_slots = plan.slots;
+  resolved.boundary_transposes = plan.input_transposes + plan.output_transposes;
+  resolved.channels_last_skipped = plan.skipped;
   return resolved;
 }
 
 absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program) {
-  return ResolveProgram(program, ChannelsLastEnabled());
+  return ResolveProgram(program, ChannelsLastSetting());
 }
 
 }  // namespace kiln::backends::cuda

@@ -59,6 +59,10 @@ extern "C" void emu_copy_u32(const void* src, void* dst, const void* view, long 
   const kiln_rt_strided& v = *static_cast<const kiln_rt_strided*>(view);
   kiln_run_grid(grid, block, [&] { kiln_rt_copy_u32((const unsigned*)src, (unsigned*)dst, v, n); });
 }
+extern "C" void emu_copy_u128(const void* src, void* dst, const void* view, long long n, long long grid, int block) {
+  const kiln_rt_strided& v = *static_cast<const kiln_rt_strided*>(view);
+  kiln_run_grid(grid, block, [&] { kiln_rt_copy_u128((const kiln_rt_u128*)src, (kiln_rt_u128*)dst, v, n); });
+}
 )CC";
 
 class RuntimeEmulator {
@@ -85,8 +89,9 @@ class RuntimeEmulator {
     if (handle_ == nullptr) return absl::InternalError(dlerror());
     epilogue_ = reinterpret_cast<EpilogueFn>(dlsym(handle_, "emu_epilogue"));
     copy_ = reinterpret_cast<CopyFn>(dlsym(handle_, "emu_copy_u32"));
+    copy128_ = reinterpret_cast<CopyFn>(dlsym(handle_, "emu_copy_u128"));
     pool_ = reinterpret_cast<PoolFn>(dlsym(handle_, "emu_pool"));
-    if (epilogue_ == nullptr || copy_ == nullptr || pool_ == nullptr) return absl::InternalError("launchers not found");
+    if (epilogue_ == nullptr || copy_ == nullptr || copy128_ == nullptr || pool_ == nullptr) return absl::InternalError("launchers not found");
     return absl::OkStatus();
   }
   using EpilogueFn = void (*)(int, void*, const void*, const void* const*, const void*, long long, int);
@@ -94,6 +99,7 @@ class RuntimeEmulator {
   using PoolFn = void (*)(int, const float*, float*, const void*, long long, int);
   EpilogueFn epilogue_ = nullptr;
   CopyFn copy_ = nullptr;
+  CopyFn copy128_ = nullptr;
   PoolFn pool_ = nullptr;
 
  private:
@@ -302,6 +308,40 @@ TEST(RuntimeKernelEmulation, CopyKernelTransposesBetweenLayouts) {
   for (int d = 0; d < 4; ++d) from.sizes[d] = sizes[static_cast<size_t>(d)], from.strides[d] = cl.strides[static_cast<size_t>(d)];
   emu->copy_(nhwc.data(), back.data(), &from, n, 2, 32);
   EXPECT_EQ(back, nchw);
+}
+
+// The attention matmul's copy of a bfloat16 head view ([B, H, S, D] of a
+// [B, S, 3*H*D] projection, D = 16): PlanContiguousCopy packs 8 elements
+// into each 16-byte unit, which the u128 kernel moves; the result is the
+// element-by-element copy.
+TEST(RuntimeKernelEmulation, CopyOfAHeadViewMovesSixteenByteUnits) {
+  RuntimeEmulator* emu = Emulator();
+  ASSERT_NE(emu, nullptr);
+  const int64_t B = 2, S = 5, H = 3, D = 16;
+  Layout view = Layout::Contiguous(DType::kBFloat16, {B, H, S, D}, "cuda");
+  view.strides = {S * 3 * H * D, D, 3 * H * D, 1};
+  view.offset = H * D;  // the k slice of the projection
+  std::vector<uint16_t> src(static_cast<size_t>(B * S * 3 * H * D) + 8);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint16_t>(i * 13 + 5);
+  // 16-byte aligned buffers, as the allocator's are.
+  alignas(16) static uint16_t dst[B * H * S * D];
+  const uint16_t* base = reinterpret_cast<const uint16_t*>((reinterpret_cast<uintptr_t>(src.data()) + 15) & ~uintptr_t{15});
+  absl::StatusOr<ContiguousCopyPlan> plan =
+      PlanContiguousCopy(view, reinterpret_cast<CUdeviceptr>(base), reinterpret_cast<CUdeviceptr>(dst));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->unit_bytes, 16);
+  emu->copy128_(reinterpret_cast<const void*>(plan->src), dst, &plan->view, plan->units, 2, 32);
+  int64_t i = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t t = 0; t < S; ++t) {
+        for (int64_t d = 0; d < D; ++d, ++i) {
+          const int64_t at = view.offset + b * view.strides[0] + h * view.strides[1] + t * view.strides[2] + d;
+          ASSERT_EQ(dst[i], base[at]) << b << "," << h << "," << t << "," << d;
+        }
+      }
+    }
+  }
 }
 
 // Pooling with a channels-last output (the plan keeps resnet's max pool

@@ -99,16 +99,29 @@ struct kiln_rt_strided {
   long long strides[8];
   int rank;
 };
-template <typename T>
-__device__ void kiln_rt_copy(const T* __restrict__ src, T* __restrict__ dst, kiln_rt_strided v, i64 n) {
-  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
-    i64 rem = i, at = 0;
+// Units of 16 bytes (8 half/bfloat16, 4 float): one vector access each.
+struct alignas(16) kiln_rt_u128 { unsigned long long lo, hi; };
+template <typename T, typename I>
+__device__ void kiln_rt_copy_walk(const T* __restrict__ src, T* __restrict__ dst, const kiln_rt_strided& v, I n) {
+  for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+    I rem = i;
+    i64 at = 0;
     for (int d = v.rank - 1; d >= 0; --d) {
-      const i64 size = v.sizes[d];
-      at += (rem % size) * v.strides[d];
+      const I size = (I)v.sizes[d];
+      at += (i64)(rem % size) * v.strides[d];
       rem /= size;
     }
     dst[i] = src[at];
+  }
+}
+// Below 2^31 units the unravel divides in 32 bits (a 64-bit division by a
+// runtime value is a ~70-instruction routine).
+template <typename T>
+__device__ void kiln_rt_copy(const T* __restrict__ src, T* __restrict__ dst, kiln_rt_strided v, i64 n) {
+  if (n < (1LL << 31)) {
+    kiln_rt_copy_walk<T, unsigned>(src, dst, v, (unsigned)n);
+  } else {
+    kiln_rt_copy_walk<T, i64>(src, dst, v, n);
   }
 }
 extern "C" __global__ void __launch_bounds__(256) kiln_rt_copy_u16(
@@ -121,6 +134,10 @@ extern "C" __global__ void __launch_bounds__(256) kiln_rt_copy_u32(
 }
 extern "C" __global__ void __launch_bounds__(256) kiln_rt_copy_u64(
     const unsigned long long* __restrict__ src, unsigned long long* __restrict__ dst, kiln_rt_strided v, i64 n) {
+  kiln_rt_copy(src, dst, v, n);
+}
+extern "C" __global__ void __launch_bounds__(256) kiln_rt_copy_u128(
+    const kiln_rt_u128* __restrict__ src, kiln_rt_u128* __restrict__ dst, kiln_rt_strided v, i64 n) {
   kiln_rt_copy(src, dst, v, n);
 }
 
@@ -354,6 +371,7 @@ absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[0], module, "kiln_rt_copy_u16"), "copy"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[1], module, "kiln_rt_copy_u32"), "copy"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[2], module, "kiln_rt_copy_u64"), "copy"));
+      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[3], module, "kiln_rt_copy_u128"), "copy"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[0][0], module, "kiln_rt_gather_u32_i64"), "gather"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[0][1], module, "kiln_rt_gather_u32_i32"), "gather"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[1][0], module, "kiln_rt_gather_u8_i64"), "gather"));
