@@ -102,6 +102,22 @@ absl::Status TimerEnd(StepTimer* timer, size_t step, CUstream stream, const char
   return CuCheck(Driver().cuEventRecord(e.end, stream), "cuEventRecord");
 }
 
+// A profile row's name: the op and its first two operands' shapes (a
+// convolution's input and weight, a matmul's two sides) and "nhwc" for a
+// channels-last convolution, so that the table tells one convolution
+// shape from another (rows with the same name add up); at most 56
+// characters, the table's column.
+std::string ExternStepName(const ResolvedProgram& r, const ExternStep& e) {
+  if (e.island) return "kiln::interpret";
+  std::string name = e.op;
+  for (size_t k = 0; k < e.buffer_slots.size() && k < 2; ++k) {
+    absl::StrAppend(&name, k == 0 ? " [" : "x[",
+                    absl::StrJoin(r.slot_layouts[static_cast<size_t>(e.buffer_slots[k])].sizes, ","), "]");
+  }
+  if (e.channels_last) absl::StrAppend(&name, " nhwc");
+  return name;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<wrapper::StepProfile>> CudaProgram::Profile(const std::vector<DeviceTensor>& inputs,
@@ -126,8 +142,7 @@ absl::StatusOr<std::vector<wrapper::StepProfile>> CudaProgram::Profile(const std
         if (step.kind == ProgramStep::Kind::kLaunch) {
           p.name = r.kernel_names[static_cast<size_t>(step.index)];
         } else {
-          const ExternStep& ex = r.externs[static_cast<size_t>(step.index)];
-          p.name = ex.island ? "kiln::interpret" : ex.op;
+          p.name = ExternStepName(r, r.externs[static_cast<size_t>(step.index)]);
         }
         p.kind = e.kind;
       }
