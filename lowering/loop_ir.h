@@ -151,6 +151,14 @@ struct ExternArg {
   // in order. `is_buffer_list` tells an empty list from a constant.
   bool is_buffer_list = false;
   std::vector<std::string> buffer_list;
+
+  // Whether the argument can be a Tensor[]: a list of buffers, or a
+  // constant empty list (an empty Tensor[], e.g. kiln::conv_post_ops'
+  // operands of a chain without tensor steps, lowers as a constant).
+  bool IsTensorList() const {
+    return is_buffer_list || !buffer_list.empty() ||
+           (constant.has_value() && constant->isList() && constant->elements().empty());
+  }
 };
 
 // A canonical op run by a kernel outside generated code: the reference

@@ -86,8 +86,7 @@ Args DecodeArgs(const ExternCallSpec& spec) {
       for (size_t k = 0; k < a.buffer_list.size(); ++k) arg.buffer_list.push_back(next++);
     } else if (a.constant) {
       arg.constant = &*a.constant;
-      // An empty Tensor[] lowers as a constant empty list.
-      arg.is_list = a.constant->isList() && a.constant->elements().empty();
+      arg.is_list = a.IsTensorList();  // an empty Tensor[]
     }
     out.args.push_back(std::move(arg));
   }

@@ -83,12 +83,7 @@ std::optional<ConvProblem> ParseConv(const std::string& op, const std::vector<lo
   const bool has_bias = !args[2].buffer.empty();
   if (!has_bias && args[2].constant && !args[2].constant->isNone()) return std::nullopt;
   const size_t scalar_args = fused ? 9 : args.size();  // conv_post_ops' arg 9 is the operand list
-  // The operand list: buffers, or (a chain without tensor operands) lowering's
-  // constant empty list.
-  if (fused && (args.size() != 10 || !(args[9].is_buffer_list || (args[9].constant && args[9].constant->isList() &&
-                                                                    args[9].constant->elements().empty())))) {
-    return std::nullopt;
-  }
+  if (fused && (args.size() != 10 || !args[9].IsTensorList())) return std::nullopt;
   for (size_t i = 3; i < scalar_args; ++i) {
     if (!args[i].buffer.empty() || args[i].is_buffer_list) return std::nullopt;
   }
