@@ -531,18 +531,22 @@ TEST(CudaProgramGpuTest, ConvolutionChainsRunChannelsLastWithFusedEpilogues) {
         absl::StatusOr<std::unique_ptr<ir::Graph>> graph = test::ParseWithConstants(text, weights);
         absl::StatusOr<std::unique_ptr<ir::Graph>> oracle = test::ParseWithConstants(text, weights);
         ASSERT_TRUE(graph.ok() && oracle.ok());
-        ASSERT_EQ(setenv("KILN_CUDA_CHANNELS_LAST", channels_last ? "1" : "0", 1), 0);
-        absl::StatusOr<driver::CompiledGraph> c = test::CompileGraphForCuda(**graph);
-        unsetenv("KILN_CUDA_CHANNELS_LAST");
+        absl::StatusOr<driver::CompiledGraph> c;
+        {
+          test::ScopedEnv plan("KILN_CUDA_CHANNELS_LAST", channels_last ? "1" : "0");
+          c = test::CompileGraphForCuda(**graph);
+        }
         ASSERT_TRUE(c.ok()) << c.status();
         std::vector<Tensor> inputs = {*runtime::CastTo(Random({2, 8, 10, 10}, 7), dtype)};
         absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
         ASSERT_TRUE(got.ok()) << got.status();
         // The opt-in cuDNN fused path (bias [+ residual] [+ relu] in one call)
         // gives the same result (within the numeric tolerance below).
-        ASSERT_EQ(setenv("KILN_CUDNN_FUSED", "1", 1), 0);
-        absl::StatusOr<std::vector<Tensor>> fused = c->compiled->Run(inputs);
-        unsetenv("KILN_CUDNN_FUSED");
+        absl::StatusOr<std::vector<Tensor>> fused;
+        {
+          test::ScopedEnv cudnn_fused("KILN_CUDNN_FUSED", "1");
+          fused = c->compiled->Run(inputs);
+        }
         ASSERT_TRUE(fused.ok()) << fused.status();
         std::vector<ir::IValue> args = {ir::IValue::FromTensor(inputs[0])};
         absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(**oracle, args);
