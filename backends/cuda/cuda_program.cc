@@ -24,7 +24,10 @@ using lowering::Layout;
 
 const CudaDriverApi& Driver() { return LoadCudaLibraries().driver; }
 
-std::string Shape(const std::vector<int64_t>& s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
+// "[2, 3]"; with separator "," the compact "[2,3]" of the profile's rows.
+std::string Shape(const std::vector<int64_t>& s, absl::string_view separator = ", ") {
+  return absl::StrCat("[", absl::StrJoin(s, separator), "]");
+}
 
 int64_t Elements(const Layout& l) { return std::max<int64_t>(l.StorageElements(), 1); }
 
@@ -111,8 +114,7 @@ std::string ExternStepName(const ResolvedProgram& r, const ExternStep& e) {
   if (e.island) return "kiln::interpret";
   std::string name = e.op;
   for (size_t k = 0; k < e.buffer_slots.size() && k < 2; ++k) {
-    absl::StrAppend(&name, k == 0 ? " [" : "x[",
-                    absl::StrJoin(r.slot_layouts[static_cast<size_t>(e.buffer_slots[k])].sizes, ","), "]");
+    absl::StrAppend(&name, k == 0 ? " " : "x", Shape(r.slot_layouts[static_cast<size_t>(e.buffer_slots[k])].sizes, ","));
   }
   if (e.channels_last) absl::StrAppend(&name, " nhwc");
   return name;
