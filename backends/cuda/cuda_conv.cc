@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/cudnn_conv.h"
+#include "backends/cuda/depthwise_conv.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "support/status.h"
 
@@ -205,6 +206,7 @@ std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector
 }
 
 std::optional<absl::Status> TryCudaConv(ConvProblem c, const ConvContext& ctx) {
+  if (DepthwiseKernelTakes(c, ctx.channels_last)) return LaunchDepthwise(c, ctx.device_index, ctx.stream);
   if (ctx.cudnn != nullptr) {
     if (std::optional<absl::Status> done = CudnnConvolution(c, ctx)) {
       if (done->ok() && ctx.used_cudnn != nullptr) *ctx.used_cudnn = true;

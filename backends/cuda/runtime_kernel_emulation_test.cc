@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/channels_last_plan.h"
 #include "backends/cuda/conv_epilogue.h"
+#include "backends/cuda/depthwise_conv.h"
 #include "backends/cuda/kernel_emulation.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "gtest/gtest.h"
@@ -55,6 +56,25 @@ extern "C" void emu_pool(int is_max, const float* x, float* y, const void* args,
     if (is_max) kiln_rt_max_pool2d_f32(x, y, a); else kiln_rt_avg_pool2d_f32(x, y, a);
   });
 }
+extern "C" void emu_depthwise(int bf16, int k, int s, const void* x, const void* w, const void* b, void* y,
+                              const void* args, long long grid, int block) {
+  const kiln_rt_dw_args& a = *static_cast<const kiln_rt_dw_args*>(args);
+  typedef unsigned short u16;
+#define EMU_DW(K, S)                                                                                          \
+  if (k == K && s == S) {                                                                                     \
+    kiln_run_grid(grid, block, [&] {                                                                          \
+      if (bf16) {                                                                                             \
+        kiln_rt_depthwise##K##x##K##_s##S##_bf16((const u16*)x, (const u16*)w, (const u16*)b, (u16*)y, a);    \
+      } else {                                                                                                \
+        kiln_rt_depthwise##K##x##K##_s##S##_f32((const float*)x, (const float*)w, (const float*)b, (float*)y, \
+                                                a);                                                           \
+      }                                                                                                       \
+    });                                                                                                       \
+    return;                                                                                                   \
+  }
+  EMU_DW(3, 1) EMU_DW(3, 2) EMU_DW(5, 1) EMU_DW(5, 2) EMU_DW(7, 1) EMU_DW(7, 2)
+  abort();
+}
 extern "C" void emu_copy_u32(const void* src, void* dst, const void* view, long long n, long long grid, int block) {
   const kiln_rt_strided& v = *static_cast<const kiln_rt_strided*>(view);
   kiln_run_grid(grid, block, [&] { kiln_rt_copy_u32((const unsigned*)src, (unsigned*)dst, v, n); });
@@ -91,16 +111,22 @@ class RuntimeEmulator {
     copy_ = reinterpret_cast<CopyFn>(dlsym(handle_, "emu_copy_u32"));
     copy128_ = reinterpret_cast<CopyFn>(dlsym(handle_, "emu_copy_u128"));
     pool_ = reinterpret_cast<PoolFn>(dlsym(handle_, "emu_pool"));
-    if (epilogue_ == nullptr || copy_ == nullptr || copy128_ == nullptr || pool_ == nullptr) return absl::InternalError("launchers not found");
+    depthwise_ = reinterpret_cast<DepthwiseFn>(dlsym(handle_, "emu_depthwise"));
+    if (epilogue_ == nullptr || copy_ == nullptr || copy128_ == nullptr || pool_ == nullptr || depthwise_ == nullptr) {
+      return absl::InternalError("launchers not found");
+    }
     return absl::OkStatus();
   }
   using EpilogueFn = void (*)(int, void*, const void*, const void* const*, const void*, long long, int);
   using CopyFn = void (*)(const void*, void*, const void*, long long, long long, int);
   using PoolFn = void (*)(int, const float*, float*, const void*, long long, int);
+  using DepthwiseFn = void (*)(int, int, int, const void*, const void*, const void*, void*, const void*, long long,
+                               int);
   EpilogueFn epilogue_ = nullptr;
   CopyFn copy_ = nullptr;
   CopyFn copy128_ = nullptr;
   PoolFn pool_ = nullptr;
+  DepthwiseFn depthwise_ = nullptr;
 
  private:
   void* handle_ = nullptr;
@@ -368,6 +394,58 @@ TEST(RuntimeKernelEmulation, PoolingWritesChannelsLast) {
     const Layout plain = Layout::Contiguous(DType::kFloat32, ys, "cuda");
     const Layout cl = ChannelsLastLayout(plain);
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(Load(nhwc, cl, i), Load(nchw, plain, i)) << i;
+  }
+}
+
+// The depthwise kernels (depthwise_conv.h) against the reference
+// convolution: every filter size and stride, odd planes (strips cut by the
+// last row, columns by the pad), a channel multiplier, a bias, x read through
+// a channels-last view and y written into a wider buffer (strides are data),
+// float32 and bfloat16 storage (the reference rounds the same inputs).
+TEST(RuntimeKernelEmulation, DepthwiseMatchesTheReferenceConvolution) {
+  RuntimeEmulator* emu = Emulator();
+  ASSERT_NE(emu, nullptr);
+  for (const DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+    for (const int k : kDepthwiseSizes) {
+      for (const int s : kDepthwiseStrides) {
+        for (const int64_t mult : {1, 2}) {
+          SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " k", k, " s", s, " mult", mult));
+          const int64_t n = 2, cin = 3, cout = cin * mult, h = 13, w = 11, pad = k / 2;
+          const int64_t oh = (h + 2 * pad - k) / s + 1, ow = (w + 2 * pad - k) / s + 1;
+          const std::vector<int64_t> xs = {n, cin, h, w}, ws = {cout, 1, k, k}, ys = {n, cout, oh, ow};
+          const Tensor x = Rounded(RandomFloats(xs, 11), dtype), wt = Rounded(RandomFloats(ws, 12), dtype);
+          const Tensor bias = Rounded(RandomFloats({cout}, 13), dtype);
+          runtime::nn::ConvOptions o;
+          o.stride = {s, s};
+          o.pad_begin = o.pad_end = {pad, pad};
+          o.dilation = {1, 1};
+          o.groups = cin;
+          absl::StatusOr<Tensor> want = runtime::nn::Convolution("aten::convolution", x, wt, bias, o);
+          ASSERT_TRUE(want.ok()) << want.status();
+          const Layout xl = ChannelsLastLayout(Layout::Contiguous(dtype, xs, "cuda"));
+          const Layout wl = Layout::Contiguous(dtype, ws, "cuda");
+          const Layout bl = Layout::Contiguous(dtype, {cout}, "cuda");
+          // y: channels [0, cout) of a [n, cout + 1, oh, ow] buffer.
+          Layout yl = Layout::Contiguous(dtype, {n, cout + 1, oh, ow}, "cuda");
+          yl.sizes = ys;
+          std::vector<uint32_t> xb = Store(x, xl), wb = Store(wt, wl), bb = Store(bias, bl);
+          std::vector<uint32_t> yb(static_cast<size_t>(yl.StorageElements()), 0);
+          DepthwiseArgs a = {};
+          a.n = n, a.c = cout, a.h = h, a.w = w, a.oh = oh, a.ow = ow, a.ph = pad, a.pw = pad, a.mult = mult;
+          for (size_t d = 0; d < 4; ++d) {
+            a.x_strides[d] = xl.strides[d];
+            a.y_strides[d] = yl.strides[d];
+          }
+          a.has_bias = 1;
+          emu->depthwise_(dtype == DType::kBFloat16, k, s, xb.data(), wb.data(), bb.data(), yb.data(), &a, 3, 64);
+          const float tol = dtype == DType::kBFloat16 ? 2e-2f : 1e-4f;
+          for (int64_t i = 0; i < want->numel(); ++i) {
+            const float expect = want->data<float>()[i];
+            ASSERT_NEAR(Load(yb, yl, i), expect, tol * (1.0f + std::fabs(expect))) << i;
+          }
+        }
+      }
+    }
   }
 }
 

@@ -11,6 +11,7 @@
 #include "backends/cuda/cubin_cache.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_loader.h"
+#include "backends/cuda/depthwise_conv.h"
 #include "support/status.h"
 
 namespace kiln::backends::cuda {
@@ -256,8 +257,10 @@ struct Loaded {
 }  // namespace
 
 const std::string& RuntimeKernelSource() {
-  // The convolution epilogue (conv_epilogue.h) shares the unit's storage helpers.
-  static const std::string* source = new std::string(absl::StrCat(kSource, EpilogueKernelSource()));
+  // The convolution epilogue (conv_epilogue.h) and the depthwise kernels
+  // (depthwise_conv.h) share the unit's storage helpers.
+  static const std::string* source =
+      new std::string(absl::StrCat(kSource, EpilogueKernelSource(), DepthwiseKernelSource()));
   return *source;
 }
 
@@ -363,6 +366,15 @@ absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
       for (int t = 0; t < 3; ++t) {
         RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.max_pool2d[t], module, pools[0][t]), pools[0][t]));
         RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.avg_pool2d[t], module, pools[1][t]), pools[1][t]));
+      }
+      for (int t = 0; t < 3; ++t) {
+        for (size_t k = 0; k < std::size(kDepthwiseSizes); ++k) {
+          for (size_t st = 0; st < std::size(kDepthwiseStrides); ++st) {
+            const std::string name = DepthwiseKernelName(t, kDepthwiseSizes[k], kDepthwiseStrides[st]);
+            RETURN_IF_ERROR(
+                CuCheck(d.cuModuleGetFunction(&l->kernels.depthwise_tiled[t][k][st], module, name.c_str()), name.c_str()));
+          }
+        }
       }
       const char* const epilogues[3] = {"kiln_rt_epilogue_f32", "kiln_rt_epilogue_f16", "kiln_rt_epilogue_bf16"};
       for (int t = 0; t < 3; ++t) {

@@ -1,0 +1,57 @@
+// Depthwise 2-D convolutions (groups == input channels, one filter plane
+// per output channel) with kiln's own runtime kernel instead of cuDNN.
+// Why: cuDNN's NCHW depthwise algorithms are slow on the large filters of
+// convnext (7x7): on an H200, [32,96,56,56] x [96,1,7,7] in bfloat16 took
+// 0.6 ms a call, about 40x its memory traffic. The kernel gives each thread
+// a strip of 4 or 8 outputs down one column: it reads each input row
+// of the strip's window once (K values) and adds it into every output of the
+// strip whose filter covers that row, with the K x K filter in registers, so
+// an output costs about (R*S + K) * K / R loads instead of K * K. Filter
+// size and stride are template arguments (3, 5, 7; 1, 2: the unrolled
+// loops), everything else (shape, pads, x/y strides) is data; float32,
+// float16 and bfloat16 storage, float math, the bias added in the kernel.
+// `KILN_CUDA_DEPTHWISE=0` sends them to cuDNN (before/after measurements).
+#ifndef KILN_BACKENDS_CUDA_DEPTHWISE_CONV_H_
+#define KILN_BACKENDS_CUDA_DEPTHWISE_CONV_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "backends/cuda/cuda_conv.h"
+
+namespace kiln::backends::cuda {
+
+// The filter sizes and strides with a compiled kernel (square filters,
+// equal strides, dilation 1).
+inline constexpr int kDepthwiseSizes[] = {3, 5, 7};
+inline constexpr int kDepthwiseStrides[] = {1, 2};
+
+// The kernel's arguments (passed by value; the source's struct lays them out
+// the same). c counts output channels; input channel = output / mult.
+struct DepthwiseArgs {
+  long long n, c, h, w, oh, ow, ph, pw, mult;  // NOLINT(runtime/int)
+  long long x_strides[4];                      // NOLINT(runtime/int): n, c, h, w
+  long long y_strides[4];                      // NOLINT(runtime/int)
+  int has_bias;
+};
+
+// Whether the kernel takes `c` (a 2-D depthwise convolution of a filter size
+// and stride above, NCHW [K, 1, R, S] weight, x and y of one storage type)
+// and the switch allows it.
+bool DepthwiseKernelTakes(const ConvProblem& c, bool channels_last);
+
+// Runs `c` (DepthwiseKernelTakes) on `stream`.
+absl::Status LaunchDepthwise(const ConvProblem& c, int device_index, CUstream stream);
+
+// The kernel's name for a storage type (0 float32, 1 float16, 2 bfloat16),
+// filter size and stride.
+std::string DepthwiseKernelName(int storage, int size, int stride);
+
+// The kernels' CUDA source (part of the runtime kernels' unit; uses its
+// storage helpers kiln_rt_f32 / kiln_rt_f16).
+const std::string& DepthwiseKernelSource();
+
+}  // namespace kiln::backends::cuda
+
+#endif  // KILN_BACKENDS_CUDA_DEPTHWISE_CONV_H_
