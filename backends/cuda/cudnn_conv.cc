@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/cuda/channels_last_plan.h"
 #include "backends/cuda/cuda_loader.h"
+#include "backends/cuda/cudnn_graph_conv.h"
 #include "support/status.h"
 
 namespace kiln::backends::cuda {
@@ -219,11 +220,56 @@ absl::StatusOr<CUdeviceptr> Workspace(const ConvContext& ctx, size_t bytes) {
   return ctx.scratch(static_cast<int64_t>(bytes));
 }
 
+// y += bias (broadcast over N, H, W) with cudnnAddTensor; the descriptors
+// are kept per dtype and y layout.
+absl::Status AddBias(const ConvProblem& p, int dtype, const ConvContext& ctx) {
+  struct BiasDescriptors {
+    cudnnTensorDescriptor_t bias = nullptr, y = nullptr;
+  };
+  static std::mutex mu;
+  static auto* kept = new std::map<std::string, BiasDescriptors>();  // never destroyed, as the plans
+  const CudnnApi& c = Cudnn();
+  std::lock_guard<std::mutex> lock(mu);
+  const std::string key = absl::StrCat(dtype, "|", absl::StrJoin(p.y.layout.sizes, ","), "/",
+                                       absl::StrJoin(p.y.layout.strides, ","));
+  auto it = kept->find(key);
+  if (it == kept->end()) {
+    int yd[4], ys[4];
+    if (!Dims4(p.y.layout, yd, ys)) return absl::InvalidArgumentError("cudnn conv bias: sizes beyond int");
+    BiasDescriptors d;
+    const int bd[4] = {1, yd[1], 1, 1};
+    const int bs[4] = {yd[1], 1, 1, 1};
+    RETURN_IF_ERROR(CudnnCheck(c.cudnnCreateTensorDescriptor(&d.y), "cudnnCreateTensorDescriptor"));
+    absl::Status s = CudnnCheck(c.cudnnSetTensorNdDescriptor(d.y, dtype, 4, yd, ys), "cudnnSetTensorNdDescriptor(y)");
+    if (s.ok()) s = CudnnCheck(c.cudnnCreateTensorDescriptor(&d.bias), "cudnnCreateTensorDescriptor");
+    if (s.ok()) {
+      s = CudnnCheck(c.cudnnSetTensorNdDescriptor(d.bias, dtype, 4, bd, bs), "cudnnSetTensorNdDescriptor(bias)");
+    }
+    if (!s.ok()) {
+      c.cudnnDestroyTensorDescriptor(d.y);
+      if (d.bias != nullptr) c.cudnnDestroyTensorDescriptor(d.bias);
+      return s;
+    }
+    it = kept->emplace(key, d).first;
+  }
+  const float one = 1.0f;
+  return CudnnCheck(c.cudnnAddTensor(ctx.cudnn, &one, it->second.bias, reinterpret_cast<const void*>(Address(*p.bias)),
+                                     &one, it->second.y, reinterpret_cast<void*>(Address(p.y))),
+                    "cudnnAddTensor");
+}
+
 }  // namespace
 
 std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvContext& ctx) {
   const std::optional<int> dtype = Supported(p, ctx);
   if (!dtype) return std::nullopt;
+  // The graph API first; the legacy API for what it does not take.
+  if (std::optional<absl::Status> done = CudnnGraphConvolution(p, ctx)) {
+    if (!done->ok()) return done;
+    if (ctx.used_cudnn_graph != nullptr) *ctx.used_cudnn_graph = true;
+    if (!p.bias) return absl::OkStatus();
+    return AddBias(p, *dtype, ctx);
+  }
   PlanCache& cache = Plans();
   std::lock_guard<std::mutex> lock(cache.mu);
   absl::StatusOr<const ConvPlan*> found = PlanOf(cache, p, *dtype, ctx);
