@@ -1,6 +1,7 @@
 #include "backends/cuda/cudnn_graph_conv.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -489,15 +490,17 @@ std::optional<absl::Status> CudnnGraphConvolution(const ConvProblem& p, const Co
   if (!spec.ok()) return std::nullopt;  // the legacy path's preconditions decide
   GraphPlanCache& cache = GraphPlans();
   std::lock_guard<std::mutex> lock(cache.mu);
-  const std::string timed_key = GraphPlanKey(*spec, ctx.device_index, ctx.tf32, true);
+  // Plans are finalized for a handle (a handle per device and stream): one
+  // executes only with its own.
+  const std::string handle = absl::StrCat(reinterpret_cast<uintptr_t>(ctx.cudnn), "|");
+  const std::string timed_key = handle + GraphPlanKey(*spec, ctx.device_index, ctx.tf32, true);
+  const std::string first_key = handle + GraphPlanKey(*spec, ctx.device_index, ctx.tf32, false);
   auto it = cache.plans.find(timed_key);
-  if (it == cache.plans.end() && ctx.capturing) {
-    it = cache.plans.find(GraphPlanKey(*spec, ctx.device_index, ctx.tf32, false));
-  }
+  if (it == cache.plans.end() && ctx.capturing) it = cache.plans.find(first_key);
   if (it == cache.plans.end()) {
     // Timing synchronizes, which a capture cannot: the first plan then.
     const bool timed = !ctx.capturing;
-    const std::string key = timed ? timed_key : GraphPlanKey(*spec, ctx.device_index, ctx.tf32, false);
+    const std::string& key = timed ? timed_key : first_key;
     absl::StatusOr<std::unique_ptr<GraphPlan>> made = MakeGraphPlan(*spec, p, ctx, timed);
     if (!made.ok()) {
       Refuse(cache, key, *spec, made.status());
