@@ -25,19 +25,6 @@ namespace {
 
 const CudnnApi& Cudnn() { return LoadCudaLibraries().cudnn; }
 
-std::optional<int> GraphDataType(DType t) {
-  switch (t) {
-    case DType::kFloat32: return kCudnnDataFloat;
-    case DType::kFloat16: return kCudnnDataHalf;
-    case DType::kBFloat16: return kCudnnDataBfloat16;
-    default: return std::nullopt;
-  }
-}
-
-CUdeviceptr AddressOf(const DeviceView& v) {
-  return v.base + static_cast<CUdeviceptr>(v.layout.offset) * DTypeSize(v.layout.dtype);
-}
-
 // A 3-D [N, C, W] layout as 4-D [N, C, 1, W] (the unit dim's stride is
 // normalized later); 4-D ones as they are.
 absl::StatusOr<std::pair<std::vector<int64_t>, std::vector<int64_t>>> As4d(const lowering::Layout& l,
@@ -51,7 +38,8 @@ absl::StatusOr<std::pair<std::vector<int64_t>, std::vector<int64_t>>> As4d(const
 }
 
 // Whether `strides` never increase along `order` over the dims larger than 1.
-bool FollowsOrder(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, const std::vector<int>& order) {
+bool FollowsOrder(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                  const std::vector<int>& order) {
   int64_t outer = std::numeric_limits<int64_t>::max();
   for (int d : order) {
     if (dims[static_cast<size_t>(d)] == 1) continue;
@@ -88,11 +76,24 @@ absl::StatusOr<GraphTensorSpec> TensorSpec(const DeviceView& v, int64_t uid, int
   t.data_type = data_type;
   t.dims = dims;
   t.strides = NormalizeUnitStrides(dims, strides, order);
-  t.alignment = ByteAlignment(AddressOf(v));
+  t.alignment = ByteAlignment(ViewAddress(v));
   return t;
 }
 
 }  // namespace
+
+std::optional<int> CudnnDataType(DType t) {
+  switch (t) {
+    case DType::kFloat32: return kCudnnDataFloat;
+    case DType::kFloat16: return kCudnnDataHalf;
+    case DType::kBFloat16: return kCudnnDataBfloat16;
+    default: return std::nullopt;
+  }
+}
+
+CUdeviceptr ViewAddress(const DeviceView& v) {
+  return v.base + static_cast<CUdeviceptr>(v.layout.offset) * DTypeSize(v.layout.dtype);
+}
 
 bool CudnnGraphApiEnabled() {
   const char* v = std::getenv("KILN_CUDNN_BACKEND");
@@ -124,7 +125,7 @@ std::vector<int64_t> NormalizeUnitStrides(const std::vector<int64_t>& dims, std:
 }
 
 absl::StatusOr<GraphConvSpec> DescribeGraphConv(const ConvProblem& p, bool channels_last) {
-  const std::optional<int> dtype = GraphDataType(p.x.layout.dtype);
+  const std::optional<int> dtype = CudnnDataType(p.x.layout.dtype);
   if (!dtype || p.weight.layout.dtype != p.x.layout.dtype || p.y.layout.dtype != p.x.layout.dtype) {
     return absl::InvalidArgumentError(absl::StrCat("cudnn graph conv: dtype ", DTypeName(p.x.layout.dtype),
                                                    " (weight ", DTypeName(p.weight.layout.dtype), ", output ",
@@ -342,7 +343,9 @@ absl::StatusOr<std::vector<Candidate>> PlanCandidates(cudnnHandle_t handle, cons
     ASSIGN_OR_RETURN(cand.plan, GraphDescriptor::Create(kCudnnBackendExecutionPlanDescriptor));
     cudnnBackendDescriptor_t cfg = cand.config.get();
     s = Set(cand.plan, kCudnnAttrExecutionPlanHandle, kCudnnTypeHandle, 1, &handle, "plan handle");
-    if (s.ok()) s = Set(cand.plan, kCudnnAttrExecutionPlanEngineConfig, kCudnnTypeBackendDescriptor, 1, &cfg, "plan config");
+    if (s.ok()) {
+      s = Set(cand.plan, kCudnnAttrExecutionPlanEngineConfig, kCudnnTypeBackendDescriptor, 1, &cfg, "plan config");
+    }
     if (s.ok()) s = Finalize(cand.plan, "execution plan");
     if (s.ok()) {
       s = CudnnCheck(c.cudnnBackendGetAttribute(cand.plan.get(), kCudnnAttrExecutionPlanWorkspaceSize,
@@ -365,8 +368,8 @@ absl::StatusOr<std::vector<Candidate>> PlanCandidates(cudnnHandle_t handle, cons
 absl::Status Execute(cudnnHandle_t handle, const GraphDescriptor& plan, const ConvProblem& p, CUdeviceptr workspace) {
   ASSIGN_OR_RETURN(GraphDescriptor pack, GraphDescriptor::Create(kCudnnBackendVariantPackDescriptor));
   const int64_t uids[3] = {kGraphUidX, kGraphUidW, kGraphUidY};
-  void* pointers[3] = {reinterpret_cast<void*>(AddressOf(p.x)), reinterpret_cast<void*>(AddressOf(p.weight)),
-                       reinterpret_cast<void*>(AddressOf(p.y))};
+  void* pointers[3] = {reinterpret_cast<void*>(ViewAddress(p.x)), reinterpret_cast<void*>(ViewAddress(p.weight)),
+                       reinterpret_cast<void*>(ViewAddress(p.y))};
   void* ws = reinterpret_cast<void*>(workspace);
   RETURN_IF_ERROR(Set(pack, kCudnnAttrVariantPackUniqueIds, kCudnnTypeInt64, 3, uids, "variant pack uids"));
   RETURN_IF_ERROR(Set(pack, kCudnnAttrVariantPackDataPointers, kCudnnTypeVoidPtr, 3, pointers, "variant pack data"));

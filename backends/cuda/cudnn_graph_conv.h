@@ -45,6 +45,11 @@ bool CudnnGraphApiEnabled();
 inline constexpr int kGraphPlanCandidates = 8;
 int GraphPlanCandidates();
 
+// cuDNN's data type for float32, float16 and bfloat16 (both cuDNN APIs).
+std::optional<int> CudnnDataType(DType t);
+// The address of a view's first element.
+CUdeviceptr ViewAddress(const DeviceView& v);
+
 // One tensor of the graph: dims and strides in cuDNN's order (N, C, H, W;
 // the filter K, C/groups, R, S) whatever the memory layout.
 struct GraphTensorSpec {
