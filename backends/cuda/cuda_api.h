@@ -2,7 +2,9 @@
 // uses, declared here so that nothing in kiln needs the CUDA headers or
 // links a CUDA library: the functions are resolved at run time
 // (cuda_loader.h). The values are the ABI of CUDA 12/13 (cuda.h, nvrtc.h,
-// cublas_api.h) and cuDNN 9 (cudnn_graph.h, cudnn_ops.h, cudnn_cnn.h).
+// cublas_api.h) and cuDNN 9 (cudnn_graph.h, cudnn_ops.h, cudnn_cnn.h);
+// cudnn_api_constants_test checks the cuDNN ones against cudnn_graph.h
+// where the header is installed.
 #ifndef KILN_BACKENDS_CUDA_CUDA_API_H_
 #define KILN_BACKENDS_CUDA_CUDA_API_H_
 
@@ -151,6 +153,70 @@ struct CudnnConvolutionFwdAlgoPerf {
   int math_type;
   int reserved[3];
 };
+
+// ---- cuDNN 9's graph (backend) API, cudnn_graph.h (checked against the
+// headers of cuDNN 9.6 and 9.19; cuDNN 8's cudnn_backend.h has the same
+// values). Only what cudnn_graph_conv.cc uses.
+using cudnnBackendDescriptor_t = void*;
+// cudnnBackendDescriptorType_t
+inline constexpr int kCudnnBackendConvolutionDescriptor = 1;
+inline constexpr int kCudnnBackendEngineDescriptor = 2;
+inline constexpr int kCudnnBackendEngineCfgDescriptor = 3;
+inline constexpr int kCudnnBackendEngineHeurDescriptor = 4;
+inline constexpr int kCudnnBackendExecutionPlanDescriptor = 5;
+inline constexpr int kCudnnBackendOperationConvolutionForwardDescriptor = 10;
+inline constexpr int kCudnnBackendOperationGraphDescriptor = 15;
+inline constexpr int kCudnnBackendVariantPackDescriptor = 16;
+inline constexpr int kCudnnBackendTensorDescriptor = 17;
+// cudnnBackendAttributeType_t
+inline constexpr int kCudnnTypeHandle = 0;
+inline constexpr int kCudnnTypeDataType = 1;
+inline constexpr int kCudnnTypeInt64 = 3;
+inline constexpr int kCudnnTypeFloat = 4;
+inline constexpr int kCudnnTypeVoidPtr = 6;
+inline constexpr int kCudnnTypeConvolutionMode = 7;
+inline constexpr int kCudnnTypeHeurMode = 8;
+inline constexpr int kCudnnTypeNumericalNote = 11;
+inline constexpr int kCudnnTypeBackendDescriptor = 15;
+// cudnnBackendAttributeName_t
+inline constexpr int kCudnnAttrConvolutionCompType = 100;
+inline constexpr int kCudnnAttrConvolutionConvMode = 101;
+inline constexpr int kCudnnAttrConvolutionDilations = 102;
+inline constexpr int kCudnnAttrConvolutionFilterStrides = 103;
+inline constexpr int kCudnnAttrConvolutionPostPaddings = 104;
+inline constexpr int kCudnnAttrConvolutionPrePaddings = 105;
+inline constexpr int kCudnnAttrConvolutionSpatialDims = 106;
+inline constexpr int kCudnnAttrEngineheurMode = 200;
+inline constexpr int kCudnnAttrEngineheurOperationGraph = 201;
+inline constexpr int kCudnnAttrEngineheurResults = 202;
+inline constexpr int kCudnnAttrEnginecfgEngine = 300;
+inline constexpr int kCudnnAttrExecutionPlanHandle = 400;
+inline constexpr int kCudnnAttrExecutionPlanEngineConfig = 401;
+inline constexpr int kCudnnAttrExecutionPlanWorkspaceSize = 402;
+inline constexpr int kCudnnAttrOperationConvolutionForwardAlpha = 700;
+inline constexpr int kCudnnAttrOperationConvolutionForwardBeta = 701;
+inline constexpr int kCudnnAttrOperationConvolutionForwardConvDesc = 702;
+inline constexpr int kCudnnAttrOperationConvolutionForwardW = 703;
+inline constexpr int kCudnnAttrOperationConvolutionForwardX = 704;
+inline constexpr int kCudnnAttrOperationConvolutionForwardY = 705;
+inline constexpr int kCudnnAttrOperationgraphHandle = 800;
+inline constexpr int kCudnnAttrOperationgraphOps = 801;
+inline constexpr int kCudnnAttrTensorByteAlignment = 900;
+inline constexpr int kCudnnAttrTensorDataType = 901;
+inline constexpr int kCudnnAttrTensorDimensions = 902;
+inline constexpr int kCudnnAttrTensorStrides = 903;
+inline constexpr int kCudnnAttrTensorUniqueId = 906;
+inline constexpr int kCudnnAttrVariantPackUniqueIds = 1000;
+inline constexpr int kCudnnAttrVariantPackDataPointers = 1001;
+inline constexpr int kCudnnAttrVariantPackWorkspace = 1003;
+inline constexpr int kCudnnAttrEngineGlobalIndex = 1301;
+inline constexpr int kCudnnAttrEngineNumericalNote = 1303;
+// cudnnBackendNumericalNote_t
+inline constexpr int kCudnnNumericalNoteTensorCore = 0;
+inline constexpr int kCudnnNumericalNoteDownConvertInputs = 1;
+// cudnnBackendHeurMode_t
+inline constexpr int kCudnnHeurModeFallback = 2;
+inline constexpr int kCudnnHeurModeA = 3;
 
 }  // namespace kiln::backends::cuda
 

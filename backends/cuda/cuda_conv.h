@@ -41,8 +41,10 @@ struct ConvContext {
   // Scratch device memory of at least `bytes` (the im2col columns, cuDNN's
   // workspace), valid until the next call.
   std::function<absl::StatusOr<CUdeviceptr>(int64_t bytes)> scratch;
-  // Set to true when cuDNN ran the convolution.
+  // Set to true when cuDNN ran the convolution, and when it ran it through
+  // its graph API (cudnn_graph_conv.h).
   bool* used_cudnn = nullptr;
+  bool* used_cudnn_graph = nullptr;
   // A channels-last convolution (channels_last_conv.h): x and y NHWC, the
   // weight KRSC, cuDNN's NHWC filter format (a 1x1 weight's two layouts
   // have the same strides: the flag, not the strides, says which).

@@ -289,6 +289,12 @@ void LoadCudnn(CudaLibraries& libs) {
   Resolve(h, &c.cudnnConvolutionForward, {"cudnnConvolutionForward"}, &missing);
   Resolve(h, &c.cudnnConvolutionBiasActivationForward, {"cudnnConvolutionBiasActivationForward"}, &missing);
   Resolve(h, &c.cudnnAddTensor, {"cudnnAddTensor"}, &missing);
+  Resolve(h, &c.cudnnBackendCreateDescriptor, {"cudnnBackendCreateDescriptor"}, &missing);
+  Resolve(h, &c.cudnnBackendDestroyDescriptor, {"cudnnBackendDestroyDescriptor"}, &missing);
+  Resolve(h, &c.cudnnBackendFinalize, {"cudnnBackendFinalize"}, &missing);
+  Resolve(h, &c.cudnnBackendSetAttribute, {"cudnnBackendSetAttribute"}, &missing);
+  Resolve(h, &c.cudnnBackendGetAttribute, {"cudnnBackendGetAttribute"}, &missing);
+  Resolve(h, &c.cudnnBackendExecute, {"cudnnBackendExecute"}, &missing);
   libs.cudnn_status = MissingSymbols(libs.cudnn_path, missing);
   if (libs.cudnn_status.ok()) {
     libs.cudnn_version = c.cudnnGetVersion();

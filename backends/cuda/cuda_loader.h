@@ -131,7 +131,7 @@ struct CublasLtApi {
                                    const CublasLtMatmulAlgo*, void*, size_t, CUstream) = nullptr;
 };
 
-// cuDNN 9's legacy convolution API (libcudnn.so.9, which loads its
+// cuDNN 9's legacy convolution API and its graph API (libcudnn.so.9, which loads its
 // sub-libraries itself; kiln preloads them from the same directory).
 struct CudnnApi {
   size_t (*cudnnGetVersion)() = nullptr;
@@ -178,6 +178,14 @@ struct CudnnApi {
                                                          void*) = nullptr;
   cudnnStatus_t (*cudnnAddTensor)(cudnnHandle_t, const void*, cudnnTensorDescriptor_t, const void*, const void*,
                                   cudnnTensorDescriptor_t, void*) = nullptr;
+  // The graph (backend) API (cudnn_graph_conv.h); attribute names, types and
+  // descriptor types are the ints of cuda_api.h.
+  cudnnStatus_t (*cudnnBackendCreateDescriptor)(int, cudnnBackendDescriptor_t*) = nullptr;
+  cudnnStatus_t (*cudnnBackendDestroyDescriptor)(cudnnBackendDescriptor_t) = nullptr;
+  cudnnStatus_t (*cudnnBackendFinalize)(cudnnBackendDescriptor_t) = nullptr;
+  cudnnStatus_t (*cudnnBackendSetAttribute)(cudnnBackendDescriptor_t, int, int, int64_t, const void*) = nullptr;
+  cudnnStatus_t (*cudnnBackendGetAttribute)(cudnnBackendDescriptor_t, int, int, int64_t, int64_t*, void*) = nullptr;
+  cudnnStatus_t (*cudnnBackendExecute)(cudnnHandle_t, cudnnBackendDescriptor_t, cudnnBackendDescriptor_t) = nullptr;
 };
 
 struct CudaLibraries {

@@ -43,6 +43,13 @@ TEST(CudaLoaderTest, CudnnResolvesEveryFunction) {
   EXPECT_GE(libs.cudnn_version, 90000u);
   EXPECT_NE(libs.cudnn.cudnnFindConvolutionForwardAlgorithmEx, nullptr);
   EXPECT_NE(libs.cudnn.cudnnConvolutionBiasActivationForward, nullptr);
+  // The graph (backend) API.
+  EXPECT_NE(libs.cudnn.cudnnBackendCreateDescriptor, nullptr);
+  EXPECT_NE(libs.cudnn.cudnnBackendSetAttribute, nullptr);
+  EXPECT_NE(libs.cudnn.cudnnBackendGetAttribute, nullptr);
+  EXPECT_NE(libs.cudnn.cudnnBackendFinalize, nullptr);
+  EXPECT_NE(libs.cudnn.cudnnBackendExecute, nullptr);
+  EXPECT_NE(libs.cudnn.cudnnBackendDestroyDescriptor, nullptr);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "backends/cuda/channels_last_conv.h"
 #include "backends/cuda/channels_last_plan.h"
 #include "backends/cuda/cuda_conv.h"
+#include "backends/cuda/cudnn_graph_conv.h"
 #include "backends/cuda/cuda_gather.h"
 #include "backends/cuda/cuda_pool.h"
 #include "backends/cuda/cuda_loader.h"
@@ -190,6 +191,21 @@ std::vector<std::string> CudaProgram::ReportLines() const {
   std::string cudnn = libs.cudnn_status.ok()
                           ? absl::StrCat("cuDNN ", libs.cudnn_version, " (", libs.cudnn_path, ")")
                           : absl::StrCat("no cuDNN (", libs.cudnn_status.message(), "): kiln's own convolutions");
+  if (libs.cudnn_status.ok()) {
+    // Which cuDNN API ran the convolutions (cudnn_graph_conv.h).
+    absl::StrAppend(&cudnn, "; convolutions: ",
+                    CudnnGraphApiEnabled() ? "graph API first" : "legacy API only (KILN_CUDNN_BACKEND=0)");
+    if (s.runs.load() > 0) {
+      const int64_t graph = s.cudnn_graph_convolutions.load();
+      absl::StrAppend(&cudnn, ", ran ", graph, " through the graph API and ", s.cudnn_convolutions.load() - graph,
+                      " through the legacy API over ", s.runs.load(), " calls");
+    }
+    const GraphApiSummary g = CudnnGraphSummary();
+    if (g.refused > 0) {
+      absl::StrAppend(&cudnn, "; graph API refused ", g.refused, " shapes in this process (first: ", g.first_refusal,
+                      ")");
+    }
+  }
   // Which convolutions run channels-last (NHWC) and which fuse their epilogue.
   std::vector<std::string> nhwc_fused, nhwc_plain, fused_nchw;
   int convs = 0;
@@ -434,13 +450,14 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
     // stream's cache after the call; stream order makes its reuse by later
     // work safe.
     std::shared_ptr<DeviceStorage> scratch;
-    bool used_cudnn = false;
+    bool used_cudnn = false, used_cudnn_graph = false;
     ConvContext ctx;
     ctx.device_index = device_index_;
     ctx.stream = stream;
     ctx.tf32 = tf32;
     ctx.capturing = hooks.keep_alive != nullptr;
     ctx.used_cudnn = &used_cudnn;
+    ctx.used_cudnn_graph = &used_cudnn_graph;
     if (LoadCudaLibraries().cublas_status.ok()) {
       ASSIGN_OR_RETURN(ctx.handle, device.CublasHandle(device_index_, stream, tf32));
     }
@@ -472,6 +489,7 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
       if (s.ok()) {
         stats_.gpu_convolutions.fetch_add(1);
         stats_.cudnn_convolutions.fetch_add(1);
+        if (used_cudnn_graph) stats_.cudnn_graph_convolutions.fetch_add(1);
         stats_.nhwc_convolutions.fetch_add(1);
         if (fused) stats_.fused_epilogues.fetch_add(1);
         *path = ExternPath::kCudnn;
@@ -490,6 +508,7 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
       RETURN_IF_ERROR(*done);
       stats_.gpu_convolutions.fetch_add(1);
       if (used_cudnn) stats_.cudnn_convolutions.fetch_add(1);
+      if (used_cudnn_graph) stats_.cudnn_graph_convolutions.fetch_add(1);
       if (fused) stats_.fused_epilogues.fetch_add(1);
       *path = used_cudnn ? ExternPath::kCudnn : ExternPath::kConv;
       return absl::OkStatus();

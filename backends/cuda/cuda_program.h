@@ -138,6 +138,7 @@ struct CudaProgramStats {
   std::atomic<int64_t> cublas_calls{0};
   std::atomic<int64_t> gpu_convolutions{0};
   std::atomic<int64_t> cudnn_convolutions{0};  // of gpu_convolutions
+  std::atomic<int64_t> cudnn_graph_convolutions{0};  // of cudnn_convolutions: through the graph API
   std::atomic<int64_t> nhwc_convolutions{0};   // of cudnn_convolutions: channels-last (channels_last_plan.h)
   std::atomic<int64_t> fused_epilogues{0};     // kiln::conv_post_ops run on the GPU
   std::atomic<int64_t> nhwc_refusals{0};       // channels-last convolutions cuDNN refused (then run plain)

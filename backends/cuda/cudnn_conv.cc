@@ -11,22 +11,13 @@
 #include "absl/strings/str_join.h"
 #include "backends/cuda/channels_last_plan.h"
 #include "backends/cuda/cuda_loader.h"
+#include "backends/cuda/cudnn_graph_conv.h"
 #include "support/status.h"
 
 namespace kiln::backends::cuda {
 namespace {
 
 const CudnnApi& Cudnn() { return LoadCudaLibraries().cudnn; }
-
-std::optional<int> CudnnDataType(DType t) {
-  switch (t) {
-    case DType::kFloat32: return kCudnnDataFloat;
-    case DType::kFloat16: return kCudnnDataHalf;
-    case DType::kBFloat16: return kCudnnDataBfloat16;
-    default: return std::nullopt;
-  }
-}
-
 
 bool FitsInt(int64_t v) { return v >= 0 && v <= 0x7fffffff; }
 
@@ -80,14 +71,10 @@ PlanCache& Plans() {
   return *cache;
 }
 
-CUdeviceptr Address(const DeviceView& v) {
-  return v.base + static_cast<CUdeviceptr>(v.layout.offset) * DTypeSize(v.layout.dtype);
-}
-
 std::string Key(const ConvProblem& p, int device, bool tf32, bool searched, bool channels_last) {
   auto layout = [](const DeviceView& v) {
     return absl::StrCat(absl::StrJoin(v.layout.sizes, ","), "/", absl::StrJoin(v.layout.strides, ","), "@",
-                        Address(v) % 256 == 0 ? "a" : absl::StrCat(Address(v) % 256));
+                        ViewAddress(v) % 256 == 0 ? "a" : absl::StrCat(ViewAddress(v) % 256));
   };
   return absl::StrCat(device, "|", DTypeName(p.x.layout.dtype), "|", tf32, searched ? "|find" : "|heur", "|",
                       layout(p.x), "|", layout(p.weight), "|", layout(p.y), "|", p.groups, "|", p.sh, ",", p.sw,
@@ -143,9 +130,9 @@ absl::StatusOr<std::unique_ptr<ConvPlan>> MakePlan(const ConvProblem& p, int dty
   if (search) {
     ASSIGN_OR_RETURN(CUdeviceptr ws, ctx.scratch(kCudnnFindWorkspaceBytes));
     RETURN_IF_ERROR(CudnnCheck(
-        c.cudnnFindConvolutionForwardAlgorithmEx(ctx.cudnn, plan->x, reinterpret_cast<const void*>(Address(p.x)),
-                                                 plan->w, reinterpret_cast<const void*>(Address(p.weight)),
-                                                 plan->conv, plan->y, reinterpret_cast<void*>(Address(p.y)),
+        c.cudnnFindConvolutionForwardAlgorithmEx(ctx.cudnn, plan->x, reinterpret_cast<const void*>(ViewAddress(p.x)),
+                                                 plan->w, reinterpret_cast<const void*>(ViewAddress(p.weight)),
+                                                 plan->conv, plan->y, reinterpret_cast<void*>(ViewAddress(p.y)),
                                                  kCandidates, &returned, perf, reinterpret_cast<void*>(ws),
                                                  static_cast<size_t>(kCudnnFindWorkspaceBytes)),
         "cudnnFindConvolutionForwardAlgorithmEx"));
@@ -219,11 +206,57 @@ absl::StatusOr<CUdeviceptr> Workspace(const ConvContext& ctx, size_t bytes) {
   return ctx.scratch(static_cast<int64_t>(bytes));
 }
 
+// y += bias (broadcast over N, H, W) with cudnnAddTensor; the descriptors
+// are kept per dtype and y layout.
+absl::Status AddBias(const ConvProblem& p, int dtype, const ConvContext& ctx) {
+  struct BiasDescriptors {
+    cudnnTensorDescriptor_t bias = nullptr, y = nullptr;
+  };
+  static std::mutex mu;
+  static auto* kept = new std::map<std::string, BiasDescriptors>();  // never destroyed, as the plans
+  const CudnnApi& c = Cudnn();
+  std::lock_guard<std::mutex> lock(mu);
+  const std::string key = absl::StrCat(dtype, "|", absl::StrJoin(p.y.layout.sizes, ","), "/",
+                                       absl::StrJoin(p.y.layout.strides, ","));
+  auto it = kept->find(key);
+  if (it == kept->end()) {
+    int yd[4], ys[4];
+    if (!Dims4(p.y.layout, yd, ys)) return absl::InvalidArgumentError("cudnn conv bias: sizes beyond int");
+    BiasDescriptors d;
+    const int bd[4] = {1, yd[1], 1, 1};
+    const int bs[4] = {yd[1], 1, 1, 1};
+    RETURN_IF_ERROR(CudnnCheck(c.cudnnCreateTensorDescriptor(&d.y), "cudnnCreateTensorDescriptor"));
+    absl::Status s = CudnnCheck(c.cudnnSetTensorNdDescriptor(d.y, dtype, 4, yd, ys), "cudnnSetTensorNdDescriptor(y)");
+    if (s.ok()) s = CudnnCheck(c.cudnnCreateTensorDescriptor(&d.bias), "cudnnCreateTensorDescriptor");
+    if (s.ok()) {
+      s = CudnnCheck(c.cudnnSetTensorNdDescriptor(d.bias, dtype, 4, bd, bs), "cudnnSetTensorNdDescriptor(bias)");
+    }
+    if (!s.ok()) {
+      c.cudnnDestroyTensorDescriptor(d.y);
+      if (d.bias != nullptr) c.cudnnDestroyTensorDescriptor(d.bias);
+      return s;
+    }
+    it = kept->emplace(key, d).first;
+  }
+  const float one = 1.0f;
+  return CudnnCheck(c.cudnnAddTensor(ctx.cudnn, &one, it->second.bias,
+                                     reinterpret_cast<const void*>(ViewAddress(*p.bias)), &one, it->second.y,
+                                     reinterpret_cast<void*>(ViewAddress(p.y))),
+                    "cudnnAddTensor");
+}
+
 }  // namespace
 
 std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvContext& ctx) {
   const std::optional<int> dtype = Supported(p, ctx);
   if (!dtype) return std::nullopt;
+  // The graph API first; the legacy API for what it does not take.
+  if (std::optional<absl::Status> done = CudnnGraphConvolution(p, ctx)) {
+    if (!done->ok()) return done;
+    if (ctx.used_cudnn_graph != nullptr) *ctx.used_cudnn_graph = true;
+    if (!p.bias) return absl::OkStatus();
+    return AddBias(p, *dtype, ctx);
+  }
   PlanCache& cache = Plans();
   std::lock_guard<std::mutex> lock(cache.mu);
   absl::StatusOr<const ConvPlan*> found = PlanOf(cache, p, *dtype, ctx);
@@ -235,14 +268,14 @@ std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvCon
   // alpha/beta are float for float, half and bfloat16 data.
   const float one = 1.0f, zero = 0.0f;
   absl::Status s = CudnnCheck(
-      c.cudnnConvolutionForward(ctx.cudnn, &one, plan.x, reinterpret_cast<const void*>(Address(p.x)), plan.w,
-                                reinterpret_cast<const void*>(Address(p.weight)), plan.conv, plan.algo,
+      c.cudnnConvolutionForward(ctx.cudnn, &one, plan.x, reinterpret_cast<const void*>(ViewAddress(p.x)), plan.w,
+                                reinterpret_cast<const void*>(ViewAddress(p.weight)), plan.conv, plan.algo,
                                 reinterpret_cast<void*>(*ws), plan.workspace, &zero, plan.y,
-                                reinterpret_cast<void*>(Address(p.y))),
+                                reinterpret_cast<void*>(ViewAddress(p.y))),
       "cudnnConvolutionForward");
   if (!s.ok() || !p.bias) return s;
-  return CudnnCheck(c.cudnnAddTensor(ctx.cudnn, &one, plan.bias, reinterpret_cast<const void*>(Address(*p.bias)),
-                                     &one, plan.y, reinterpret_cast<void*>(Address(p.y))),
+  return CudnnCheck(c.cudnnAddTensor(ctx.cudnn, &one, plan.bias, reinterpret_cast<const void*>(ViewAddress(*p.bias)),
+                                     &one, plan.y, reinterpret_cast<void*>(ViewAddress(p.y))),
                     "cudnnAddTensor");
 }
 
@@ -292,13 +325,13 @@ std::optional<absl::Status> CudnnFusedConvolution(const ConvProblem& p, const Co
   absl::StatusOr<CUdeviceptr> ws = Workspace(ctx, workspace);
   if (!ws.ok()) return ws.status();
   const float one = 1.0f, alpha2 = z != nullptr ? 1.0f : 0.0f;
-  const CUdeviceptr z_address = z != nullptr ? Address(*z) : Address(p.y);
+  const CUdeviceptr z_address = z != nullptr ? ViewAddress(*z) : ViewAddress(p.y);
   return CudnnCheck(
       c.cudnnConvolutionBiasActivationForward(
-          ctx.cudnn, &one, plan.x, reinterpret_cast<const void*>(Address(p.x)), plan.w,
-          reinterpret_cast<const void*>(Address(p.weight)), plan.conv, algo, reinterpret_cast<void*>(*ws), workspace,
-          &alpha2, plan.y, reinterpret_cast<const void*>(z_address), plan.bias,
-          reinterpret_cast<const void*>(Address(*p.bias)), act, plan.y, reinterpret_cast<void*>(Address(p.y))),
+          ctx.cudnn, &one, plan.x, reinterpret_cast<const void*>(ViewAddress(p.x)), plan.w,
+          reinterpret_cast<const void*>(ViewAddress(p.weight)), plan.conv, algo, reinterpret_cast<void*>(*ws),
+          workspace, &alpha2, plan.y, reinterpret_cast<const void*>(z_address), plan.bias,
+          reinterpret_cast<const void*>(ViewAddress(*p.bias)), act, plan.y, reinterpret_cast<void*>(ViewAddress(p.y))),
       "cudnnConvolutionBiasActivationForward");
 }
 

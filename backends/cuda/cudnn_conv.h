@@ -1,5 +1,6 @@
-// Convolutions through cuDNN 9's convolution API (loaded with dlopen,
-// cuda_loader.h): float32 (TF32 tensor cores unless ConvContext::tf32 is
+// Convolutions through cuDNN 9 (loaded with dlopen, cuda_loader.h): its
+// graph API first (cudnn_graph_conv.h; KILN_CUDNN_BACKEND=0 skips it), its
+// legacy convolution API for the shapes the graph API refuses. Legacy: float32 (TF32 tensor cores unless ConvContext::tf32 is
 // false, as torch.backends.cudnn.allow_tf32), float16 and bfloat16 (tensor
 // cores through the TENSOR_OP math type, float accumulation), any strides of input and output, groups and dilation. The
 // algorithm is found once per shape, dtype, math mode and alignment
@@ -19,7 +20,8 @@
 
 namespace kiln::backends::cuda {
 
-// Runs `problem` with cuDNN (ctx.cudnn must be set); nullopt when cuDNN
+// Runs `problem` with cuDNN (ctx.cudnn must be set; *ctx.used_cudnn_graph
+// set when the graph API ran it); nullopt when cuDNN
 // takes no such convolution (a dtype it lacks, a weight that is not packed,
 // a bias of another dtype), so the caller falls back.
 std::optional<absl::Status> CudnnConvolution(const ConvProblem& problem, const ConvContext& ctx);

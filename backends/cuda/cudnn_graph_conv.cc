@@ -1,0 +1,543 @@
+#include "backends/cuda/cudnn_graph_conv.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/cuda/cuda_loader.h"
+#include "backends/cuda/cudnn_conv.h"
+#include "support/status.h"
+
+namespace kiln::backends::cuda {
+namespace {
+
+const CudnnApi& Cudnn() { return LoadCudaLibraries().cudnn; }
+
+// A 3-D [N, C, W] layout as 4-D [N, C, 1, W] (the unit dim's stride is
+// normalized later); 4-D ones as they are.
+absl::StatusOr<std::pair<std::vector<int64_t>, std::vector<int64_t>>> As4d(const lowering::Layout& l,
+                                                                          const char* what) {
+  if (l.sizes.size() == 4 && l.strides.size() == 4) return std::make_pair(l.sizes, l.strides);
+  if (l.sizes.size() == 3 && l.strides.size() == 3) {
+    return std::make_pair(std::vector<int64_t>{l.sizes[0], l.sizes[1], 1, l.sizes[2]},
+                          std::vector<int64_t>{l.strides[0], l.strides[1], l.sizes[2] * l.strides[2], l.strides[2]});
+  }
+  return absl::InvalidArgumentError(absl::StrCat("cudnn graph conv: ", what, " is not 3-D or 4-D: ", l.ToString()));
+}
+
+// Whether `strides` never increase along `order` over the dims larger than 1.
+bool FollowsOrder(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                  const std::vector<int>& order) {
+  int64_t outer = std::numeric_limits<int64_t>::max();
+  for (int d : order) {
+    if (dims[static_cast<size_t>(d)] == 1) continue;
+    if (strides[static_cast<size_t>(d)] > outer) return false;
+    outer = strides[static_cast<size_t>(d)];
+  }
+  return true;
+}
+
+absl::StatusOr<GraphTensorSpec> TensorSpec(const DeviceView& v, int64_t uid, int data_type, bool channels_last,
+                                           const char* what) {
+  ASSIGN_OR_RETURN(auto dims_strides, As4d(v.layout, what));
+  auto& [dims, strides] = dims_strides;
+  for (size_t i = 0; i < 4; ++i) {
+    if (dims[i] < 1 || strides[i] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("cudnn graph conv: ", what, " has an empty or negative dim: ",
+                                                     v.layout.ToString()));
+    }
+  }
+  // The layout's own order: channels-last (NHWC / KRSC) or plain, else
+  // whatever the strides say (a plain convolution over NHWC buffers).
+  const std::vector<int> nchw = {0, 1, 2, 3}, nhwc = {0, 2, 3, 1};
+  std::vector<int> order = channels_last ? nhwc : nchw;
+  if (!FollowsOrder(dims, strides, order)) {
+    order = channels_last ? nchw : nhwc;
+    if (!FollowsOrder(dims, strides, order)) {
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return strides[static_cast<size_t>(a)] > strides[static_cast<size_t>(b)];
+      });
+    }
+  }
+  GraphTensorSpec t;
+  t.uid = uid;
+  t.data_type = data_type;
+  t.dims = dims;
+  t.strides = NormalizeUnitStrides(dims, strides, order);
+  t.alignment = ByteAlignment(ViewAddress(v));
+  return t;
+}
+
+}  // namespace
+
+std::optional<int> CudnnDataType(DType t) {
+  switch (t) {
+    case DType::kFloat32: return kCudnnDataFloat;
+    case DType::kFloat16: return kCudnnDataHalf;
+    case DType::kBFloat16: return kCudnnDataBfloat16;
+    default: return std::nullopt;
+  }
+}
+
+CUdeviceptr ViewAddress(const DeviceView& v) {
+  return v.base + static_cast<CUdeviceptr>(v.layout.offset) * DTypeSize(v.layout.dtype);
+}
+
+bool CudnnGraphApiEnabled() {
+  const char* v = std::getenv("KILN_CUDNN_BACKEND");
+  return v == nullptr || std::string(v) != "0";
+}
+
+int GraphPlanCandidates() {
+  const char* v = std::getenv("KILN_CUDNN_GRAPH_PLANS");
+  int n = 0;
+  if (v != nullptr && absl::SimpleAtoi(v, &n) && n >= 1) return std::min(n, 64);
+  return kGraphPlanCandidates;
+}
+
+int64_t ByteAlignment(CUdeviceptr address) {
+  int64_t a = 16;
+  while (a > 1 && address % static_cast<CUdeviceptr>(a) != 0) a /= 2;
+  return a;
+}
+
+std::vector<int64_t> NormalizeUnitStrides(const std::vector<int64_t>& dims, std::vector<int64_t> strides,
+                                          const std::vector<int>& order) {
+  int64_t inner_extent = 1;  // stride * size of the next inner dim in `order`
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const size_t d = static_cast<size_t>(*it);
+    if (dims[d] == 1) strides[d] = inner_extent;
+    inner_extent = std::max<int64_t>(strides[d] * dims[d], 1);
+  }
+  return strides;
+}
+
+absl::StatusOr<GraphConvSpec> DescribeGraphConv(const ConvProblem& p, bool channels_last) {
+  const std::optional<int> dtype = CudnnDataType(p.x.layout.dtype);
+  if (!dtype || p.weight.layout.dtype != p.x.layout.dtype || p.y.layout.dtype != p.x.layout.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("cudnn graph conv: dtype ", DTypeName(p.x.layout.dtype),
+                                                   " (weight ", DTypeName(p.weight.layout.dtype), ", output ",
+                                                   DTypeName(p.y.layout.dtype), ") not float32/float16/bfloat16"));
+  }
+  if (p.spatial_dims < 1 || p.spatial_dims > 2 || p.groups < 1 || p.cin % p.groups != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cudnn graph conv: ", p.spatial_dims, "-D convolution with ", p.groups, " groups over ", p.cin,
+                     " channels"));
+  }
+  GraphConvSpec s;
+  ASSIGN_OR_RETURN(s.x, TensorSpec(p.x, kGraphUidX, *dtype, channels_last, "x"));
+  ASSIGN_OR_RETURN(s.w, TensorSpec(p.weight, kGraphUidW, *dtype, channels_last, "weight"));
+  ASSIGN_OR_RETURN(s.y, TensorSpec(p.y, kGraphUidY, *dtype, channels_last, "y"));
+  const std::vector<int64_t> want_x = {p.n, p.cin, p.h, p.w}, want_w = {p.cout, p.cin / p.groups, p.kh, p.kw},
+                             want_y = {p.n, p.cout, p.oh, p.ow};
+  if (s.x.dims != want_x || s.w.dims != want_w || s.y.dims != want_y) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cudnn graph conv: operand dims x [", absl::StrJoin(s.x.dims, ","), "] w [", absl::StrJoin(s.w.dims, ","),
+        "] y [", absl::StrJoin(s.y.dims, ","), "] do not match the convolution's x [", absl::StrJoin(want_x, ","),
+        "] w [", absl::StrJoin(want_w, ","), "] y [", absl::StrJoin(want_y, ","), "]"));
+  }
+  // Symmetric pads (kiln's convolutions); 1-D ones pad only W.
+  s.pre_padding = {p.ph, p.pw};
+  s.post_padding = {p.ph, p.pw};
+  s.stride = {p.sh, p.sw};
+  s.dilation = {p.dh, p.dw};
+  return s;
+}
+
+std::string GraphPlanKey(const GraphConvSpec& s, int device, bool tf32, bool timed) {
+  auto tensor = [](const GraphTensorSpec& t) {
+    return absl::StrCat(absl::StrJoin(t.dims, ","), "/", absl::StrJoin(t.strides, ","), "@", t.alignment);
+  };
+  return absl::StrCat(device, "|", s.x.data_type, "|", tf32 ? "tf32" : "fp32", timed ? "|timed|" : "|first|",
+                      tensor(s.x), "|", tensor(s.w), "|", tensor(s.y), "|", absl::StrJoin(s.pre_padding, ","), "|",
+                      absl::StrJoin(s.post_padding, ","), "|", absl::StrJoin(s.stride, ","), "|",
+                      absl::StrJoin(s.dilation, ","));
+}
+
+bool GraphEngineAllowed(const std::vector<int>& notes, int data_type, bool tf32) {
+  for (int note : notes) {
+    // Inputs converted to a narrower type (e.g. float32 to half) change the result.
+    if (note == kCudnnNumericalNoteDownConvertInputs) return false;
+    // Tensor cores on float32 data are TF32.
+    if (note == kCudnnNumericalNoteTensorCore && data_type == kCudnnDataFloat && !tf32) return false;
+  }
+  return true;
+}
+
+// ---- descriptors
+
+absl::StatusOr<GraphDescriptor> GraphDescriptor::Create(int type) {
+  GraphDescriptor d;
+  const CudnnApi& c = Cudnn();
+  if (c.cudnnBackendCreateDescriptor == nullptr) return absl::UnavailableError("cuDNN's graph API is not loaded");
+  RETURN_IF_ERROR(CudnnCheck(c.cudnnBackendCreateDescriptor(type, &d.d_),
+                             absl::StrCat("cudnnBackendCreateDescriptor(", type, ")").c_str()));
+  return d;
+}
+
+GraphDescriptor& GraphDescriptor::operator=(GraphDescriptor&& other) noexcept {
+  if (this != &other) {
+    if (d_ != nullptr) Cudnn().cudnnBackendDestroyDescriptor(d_);
+    d_ = other.d_;
+    other.d_ = nullptr;
+  }
+  return *this;
+}
+
+GraphDescriptor::~GraphDescriptor() {
+  if (d_ != nullptr) Cudnn().cudnnBackendDestroyDescriptor(d_);
+}
+
+namespace {
+
+absl::Status Set(const GraphDescriptor& d, int attribute, int type, int64_t count, const void* values,
+                 const char* what) {
+  return CudnnCheck(Cudnn().cudnnBackendSetAttribute(d.get(), attribute, type, count, values),
+                    absl::StrCat("cudnnBackendSetAttribute(", what, ")").c_str());
+}
+
+absl::Status Finalize(const GraphDescriptor& d, const char* what) {
+  return CudnnCheck(Cudnn().cudnnBackendFinalize(d.get()), absl::StrCat("cudnnBackendFinalize(", what, ")").c_str());
+}
+
+absl::StatusOr<GraphDescriptor> MakeTensor(const GraphTensorSpec& t) {
+  ASSIGN_OR_RETURN(GraphDescriptor d, GraphDescriptor::Create(kCudnnBackendTensorDescriptor));
+  const int64_t rank = static_cast<int64_t>(t.dims.size());
+  RETURN_IF_ERROR(Set(d, kCudnnAttrTensorDataType, kCudnnTypeDataType, 1, &t.data_type, "tensor data type"));
+  RETURN_IF_ERROR(Set(d, kCudnnAttrTensorDimensions, kCudnnTypeInt64, rank, t.dims.data(), "tensor dims"));
+  RETURN_IF_ERROR(Set(d, kCudnnAttrTensorStrides, kCudnnTypeInt64, rank, t.strides.data(), "tensor strides"));
+  RETURN_IF_ERROR(Set(d, kCudnnAttrTensorUniqueId, kCudnnTypeInt64, 1, &t.uid, "tensor uid"));
+  RETURN_IF_ERROR(Set(d, kCudnnAttrTensorByteAlignment, kCudnnTypeInt64, 1, &t.alignment, "tensor alignment"));
+  RETURN_IF_ERROR(Finalize(d, "tensor"));
+  return d;
+}
+
+}  // namespace
+
+absl::StatusOr<GraphConvOperation> BuildGraphConvOperation(const GraphConvSpec& s) {
+  GraphConvOperation g;
+  ASSIGN_OR_RETURN(g.x, MakeTensor(s.x));
+  ASSIGN_OR_RETURN(g.w, MakeTensor(s.w));
+  ASSIGN_OR_RETURN(g.y, MakeTensor(s.y));
+  ASSIGN_OR_RETURN(g.conv, GraphDescriptor::Create(kCudnnBackendConvolutionDescriptor));
+  const int64_t spatial = static_cast<int64_t>(s.stride.size());
+  const int compute = kCudnnDataFloat;  // float accumulation for every data type
+  const int mode = kCudnnCrossCorrelation;
+  RETURN_IF_ERROR(Set(g.conv, kCudnnAttrConvolutionSpatialDims, kCudnnTypeInt64, 1, &spatial, "spatial dims"));
+  RETURN_IF_ERROR(Set(g.conv, kCudnnAttrConvolutionCompType, kCudnnTypeDataType, 1, &compute, "compute type"));
+  RETURN_IF_ERROR(Set(g.conv, kCudnnAttrConvolutionConvMode, kCudnnTypeConvolutionMode, 1, &mode, "mode"));
+  RETURN_IF_ERROR(
+      Set(g.conv, kCudnnAttrConvolutionDilations, kCudnnTypeInt64, spatial, s.dilation.data(), "dilations"));
+  RETURN_IF_ERROR(
+      Set(g.conv, kCudnnAttrConvolutionFilterStrides, kCudnnTypeInt64, spatial, s.stride.data(), "strides"));
+  RETURN_IF_ERROR(
+      Set(g.conv, kCudnnAttrConvolutionPrePaddings, kCudnnTypeInt64, spatial, s.pre_padding.data(), "pre pads"));
+  RETURN_IF_ERROR(
+      Set(g.conv, kCudnnAttrConvolutionPostPaddings, kCudnnTypeInt64, spatial, s.post_padding.data(), "post pads"));
+  RETURN_IF_ERROR(Finalize(g.conv, "convolution"));
+  ASSIGN_OR_RETURN(g.op, GraphDescriptor::Create(kCudnnBackendOperationConvolutionForwardDescriptor));
+  const float alpha = 1.0f, beta = 0.0f;  // float scalars for float, half and bfloat16 data
+  RETURN_IF_ERROR(
+      Set(g.op, kCudnnAttrOperationConvolutionForwardX, kCudnnTypeBackendDescriptor, 1, g.x.address(), "op x"));
+  RETURN_IF_ERROR(
+      Set(g.op, kCudnnAttrOperationConvolutionForwardW, kCudnnTypeBackendDescriptor, 1, g.w.address(), "op w"));
+  RETURN_IF_ERROR(
+      Set(g.op, kCudnnAttrOperationConvolutionForwardY, kCudnnTypeBackendDescriptor, 1, g.y.address(), "op y"));
+  RETURN_IF_ERROR(Set(g.op, kCudnnAttrOperationConvolutionForwardConvDesc, kCudnnTypeBackendDescriptor, 1,
+                      g.conv.address(), "op conv"));
+  RETURN_IF_ERROR(Set(g.op, kCudnnAttrOperationConvolutionForwardAlpha, kCudnnTypeFloat, 1, &alpha, "op alpha"));
+  RETURN_IF_ERROR(Set(g.op, kCudnnAttrOperationConvolutionForwardBeta, kCudnnTypeFloat, 1, &beta, "op beta"));
+  RETURN_IF_ERROR(Finalize(g.op, "convolution forward operation"));
+  return g;
+}
+
+namespace {
+
+// One finalized execution plan and what it needs kept alive.
+struct GraphPlan {
+  GraphConvOperation operation;
+  GraphDescriptor graph;
+  GraphDescriptor config;
+  GraphDescriptor plan;
+  int64_t workspace = 0;
+  int64_t engine = -1;  // cuDNN's global engine index
+  float ms = -1;        // the timed run; -1 when not timed (capture)
+};
+
+struct Candidate {
+  GraphDescriptor config;
+  GraphDescriptor plan;  // destroyed before its config
+  int64_t workspace = 0;
+  int64_t engine = -1;
+};
+
+// The first `limit` engine configs of heuristics `mode` that the numerical
+// filter allows and that finalize as execution plans on `handle`, within the
+// workspace limit. Reasons for skipped configs go to *skipped.
+absl::StatusOr<std::vector<Candidate>> PlanCandidates(cudnnHandle_t handle, const GraphDescriptor& graph, int mode,
+                                                      int data_type, bool tf32, int limit, std::string* skipped) {
+  const CudnnApi& c = Cudnn();
+  ASSIGN_OR_RETURN(GraphDescriptor heur, GraphDescriptor::Create(kCudnnBackendEngineHeurDescriptor));
+  cudnnBackendDescriptor_t g = graph.get();
+  RETURN_IF_ERROR(Set(heur, kCudnnAttrEngineheurOperationGraph, kCudnnTypeBackendDescriptor, 1, &g, "heur graph"));
+  RETURN_IF_ERROR(Set(heur, kCudnnAttrEngineheurMode, kCudnnTypeHeurMode, 1, &mode, "heur mode"));
+  RETURN_IF_ERROR(Finalize(heur, "engine heuristics"));
+  int64_t count = 0;
+  RETURN_IF_ERROR(
+      CudnnCheck(c.cudnnBackendGetAttribute(heur.get(), kCudnnAttrEngineheurResults, kCudnnTypeBackendDescriptor, 0,
+                                            &count, nullptr),
+                 "cudnnBackendGetAttribute(heuristic result count)"));
+  count = std::min<int64_t>(count, 64);
+  std::vector<GraphDescriptor> configs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    ASSIGN_OR_RETURN(GraphDescriptor d, GraphDescriptor::Create(kCudnnBackendEngineCfgDescriptor));
+    raw.push_back(d.get());
+    configs.push_back(std::move(d));
+  }
+  int64_t got = 0;
+  if (count > 0) {
+    RETURN_IF_ERROR(CudnnCheck(c.cudnnBackendGetAttribute(heur.get(), kCudnnAttrEngineheurResults,
+                                                          kCudnnTypeBackendDescriptor, count, &got, raw.data()),
+                               "cudnnBackendGetAttribute(heuristic results)"));
+  }
+  std::vector<Candidate> out;
+  for (int64_t i = 0; i < std::min(got, count) && static_cast<int>(out.size()) < limit; ++i) {
+    Candidate cand;
+    cand.config = std::move(configs[static_cast<size_t>(i)]);
+    ASSIGN_OR_RETURN(GraphDescriptor engine, GraphDescriptor::Create(kCudnnBackendEngineDescriptor));
+    int64_t n = 0;
+    absl::Status s = CudnnCheck(c.cudnnBackendGetAttribute(cand.config.get(), kCudnnAttrEnginecfgEngine,
+                                                           kCudnnTypeBackendDescriptor, 1, &n, engine.address()),
+                                "cudnnBackendGetAttribute(engine config's engine)");
+    int notes[32] = {};
+    int64_t note_count = 0;
+    if (s.ok()) {
+      s = CudnnCheck(c.cudnnBackendGetAttribute(engine.get(), kCudnnAttrEngineNumericalNote, kCudnnTypeNumericalNote,
+                                                32, &note_count, notes),
+                     "cudnnBackendGetAttribute(numerical notes)");
+    }
+    if (s.ok()) {
+      s = CudnnCheck(c.cudnnBackendGetAttribute(engine.get(), kCudnnAttrEngineGlobalIndex, kCudnnTypeInt64, 1, &n,
+                                                &cand.engine),
+                     "cudnnBackendGetAttribute(engine index)");
+    }
+    if (!s.ok()) {
+      absl::StrAppend(skipped, skipped->empty() ? "" : "; ", s.message());
+      continue;
+    }
+    const std::vector<int> note_list(notes, notes + std::clamp<int64_t>(note_count, 0, 32));
+    if (!GraphEngineAllowed(note_list, data_type, tf32)) continue;
+    ASSIGN_OR_RETURN(cand.plan, GraphDescriptor::Create(kCudnnBackendExecutionPlanDescriptor));
+    cudnnBackendDescriptor_t cfg = cand.config.get();
+    s = Set(cand.plan, kCudnnAttrExecutionPlanHandle, kCudnnTypeHandle, 1, &handle, "plan handle");
+    if (s.ok()) {
+      s = Set(cand.plan, kCudnnAttrExecutionPlanEngineConfig, kCudnnTypeBackendDescriptor, 1, &cfg, "plan config");
+    }
+    if (s.ok()) s = Finalize(cand.plan, "execution plan");
+    if (s.ok()) {
+      s = CudnnCheck(c.cudnnBackendGetAttribute(cand.plan.get(), kCudnnAttrExecutionPlanWorkspaceSize,
+                                                kCudnnTypeInt64, 1, &n, &cand.workspace),
+                     "cudnnBackendGetAttribute(workspace size)");
+    }
+    if (s.ok() && (cand.workspace < 0 || cand.workspace > kCudnnFindWorkspaceBytes)) {
+      s = absl::ResourceExhaustedError(absl::StrCat("engine ", cand.engine, " wants ", cand.workspace,
+                                                    " bytes of workspace"));
+    }
+    if (!s.ok()) {
+      absl::StrAppend(skipped, skipped->empty() ? "" : "; ", "engine ", cand.engine, ": ", s.message());
+      continue;
+    }
+    out.push_back(std::move(cand));
+  }
+  return out;
+}
+
+absl::Status Execute(cudnnHandle_t handle, const GraphDescriptor& plan, const ConvProblem& p, CUdeviceptr workspace) {
+  ASSIGN_OR_RETURN(GraphDescriptor pack, GraphDescriptor::Create(kCudnnBackendVariantPackDescriptor));
+  const int64_t uids[3] = {kGraphUidX, kGraphUidW, kGraphUidY};
+  void* pointers[3] = {reinterpret_cast<void*>(ViewAddress(p.x)), reinterpret_cast<void*>(ViewAddress(p.weight)),
+                       reinterpret_cast<void*>(ViewAddress(p.y))};
+  void* ws = reinterpret_cast<void*>(workspace);
+  RETURN_IF_ERROR(Set(pack, kCudnnAttrVariantPackUniqueIds, kCudnnTypeInt64, 3, uids, "variant pack uids"));
+  RETURN_IF_ERROR(Set(pack, kCudnnAttrVariantPackDataPointers, kCudnnTypeVoidPtr, 3, pointers, "variant pack data"));
+  RETURN_IF_ERROR(Set(pack, kCudnnAttrVariantPackWorkspace, kCudnnTypeVoidPtr, 1, &ws, "variant pack workspace"));
+  RETURN_IF_ERROR(Finalize(pack, "variant pack"));
+  return CudnnCheck(Cudnn().cudnnBackendExecute(handle, plan.get(), pack.get()), "cudnnBackendExecute");
+}
+
+// One warm-up run, then one run timed with events on ctx.stream (as
+// cudnnFindConvolutionForwardAlgorithmEx times its candidates).
+absl::StatusOr<float> TimePlan(const Candidate& cand, const ConvProblem& p, const ConvContext& ctx,
+                               CUdeviceptr workspace) {
+  const CudaDriverApi& d = LoadCudaLibraries().driver;
+  RETURN_IF_ERROR(Execute(ctx.cudnn, cand.plan, p, workspace));
+  CUevent start = nullptr, stop = nullptr;
+  RETURN_IF_ERROR(CuCheck(d.cuEventCreate(&start, kEventDefault), "cuEventCreate"));
+  absl::Status s = CuCheck(d.cuEventCreate(&stop, kEventDefault), "cuEventCreate");
+  float ms = 0;
+  if (s.ok()) s = CuCheck(d.cuEventRecord(start, ctx.stream), "cuEventRecord");
+  if (s.ok()) s = Execute(ctx.cudnn, cand.plan, p, workspace);
+  if (s.ok()) s = CuCheck(d.cuEventRecord(stop, ctx.stream), "cuEventRecord");
+  if (s.ok()) s = CuCheck(d.cuEventSynchronize(stop), "cuEventSynchronize");
+  if (s.ok()) s = CuCheck(d.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+  d.cuEventDestroy(start);
+  if (stop != nullptr) d.cuEventDestroy(stop);
+  RETURN_IF_ERROR(s);
+  return ms;
+}
+
+// The plan of `spec`: heuristics mode A, then FALLBACK when none of A's
+// configs gives a plan; timed (`timed`) or the first one.
+absl::StatusOr<std::unique_ptr<GraphPlan>> MakeGraphPlan(const GraphConvSpec& spec, const ConvProblem& p,
+                                                         const ConvContext& ctx, bool timed) {
+  auto plan = std::make_unique<GraphPlan>();
+  ASSIGN_OR_RETURN(plan->operation, BuildGraphConvOperation(spec));
+  ASSIGN_OR_RETURN(plan->graph, GraphDescriptor::Create(kCudnnBackendOperationGraphDescriptor));
+  cudnnBackendDescriptor_t op = plan->operation.op.get();
+  cudnnHandle_t handle = ctx.cudnn;
+  RETURN_IF_ERROR(Set(plan->graph, kCudnnAttrOperationgraphOps, kCudnnTypeBackendDescriptor, 1, &op, "graph ops"));
+  RETURN_IF_ERROR(Set(plan->graph, kCudnnAttrOperationgraphHandle, kCudnnTypeHandle, 1, &handle, "graph handle"));
+  RETURN_IF_ERROR(Finalize(plan->graph, "operation graph"));
+  const int limit = timed ? GraphPlanCandidates() : 1;
+  std::string skipped;
+  std::vector<Candidate> candidates;
+  for (int mode : {kCudnnHeurModeA, kCudnnHeurModeFallback}) {
+    absl::StatusOr<std::vector<Candidate>> found =
+        PlanCandidates(ctx.cudnn, plan->graph, mode, spec.x.data_type, ctx.tf32, limit, &skipped);
+    if (!found.ok()) {
+      absl::StrAppend(&skipped, skipped.empty() ? "" : "; ", "heuristics mode ", mode, ": ", found.status().message());
+      continue;
+    }
+    candidates = std::move(*found);
+    if (!candidates.empty()) break;
+  }
+  if (candidates.empty()) {
+    return absl::NotFoundError(absl::StrCat("no engine config of heuristics A or FALLBACK finalized",
+                                            skipped.empty() ? "" : ": ", skipped));
+  }
+  size_t best = 0;
+  float best_ms = -1;
+  if (timed) {
+    int64_t most = 0;
+    for (const Candidate& c : candidates) most = std::max(most, c.workspace);
+    CUdeviceptr ws = 0;
+    if (most > 0) {
+      ASSIGN_OR_RETURN(ws, ctx.scratch(most));
+    }
+    std::string failures;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      absl::StatusOr<float> ms = TimePlan(candidates[i], p, ctx, ws);
+      if (!ms.ok()) {
+        absl::StrAppend(&failures, failures.empty() ? "" : "; ", "engine ", candidates[i].engine, ": ",
+                        ms.status().message());
+        continue;
+      }
+      if (best_ms < 0 || *ms < best_ms) {
+        best = i;
+        best_ms = *ms;
+      }
+    }
+    if (best_ms < 0) return absl::InternalError(absl::StrCat("no execution plan ran: ", failures));
+  }
+  plan->config = std::move(candidates[best].config);
+  plan->plan = std::move(candidates[best].plan);
+  plan->workspace = candidates[best].workspace;
+  plan->engine = candidates[best].engine;
+  plan->ms = best_ms;
+  return plan;
+}
+
+// Plans by GraphPlanKey; a null plan marks a refused shape.
+struct GraphPlanCache {
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<GraphPlan>> plans;
+  GraphApiSummary summary;
+};
+
+GraphPlanCache& GraphPlans() {
+  static GraphPlanCache* cache = new GraphPlanCache();  // never destroyed: cuDNN may be gone at exit
+  return *cache;
+}
+
+void Refuse(GraphPlanCache& cache, const std::string& key, const GraphConvSpec& spec, const absl::Status& why) {
+  cache.plans[key] = nullptr;
+  ++cache.summary.refused;
+  if (cache.summary.first_refusal.empty()) {
+    cache.summary.first_refusal =
+        absl::StrCat("x [", absl::StrJoin(spec.x.dims, ","), "] w [", absl::StrJoin(spec.w.dims, ","), "]: ",
+                     why.message());
+  }
+  if (std::getenv("KILN_CUDNN_LOG") != nullptr) {
+    std::fprintf(stderr, "[cudnn graph] refused %s: %s\n", key.c_str(), std::string(why.message()).c_str());
+  }
+}
+
+}  // namespace
+
+std::optional<absl::Status> CudnnGraphConvolution(const ConvProblem& p, const ConvContext& ctx) {
+  if (!CudnnGraphApiEnabled() || ctx.cudnn == nullptr || !LoadCudaLibraries().cudnn_status.ok()) return std::nullopt;
+  absl::StatusOr<GraphConvSpec> spec = DescribeGraphConv(p, ctx.channels_last);
+  if (!spec.ok()) return std::nullopt;  // the legacy path's preconditions decide
+  GraphPlanCache& cache = GraphPlans();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  // Plans are finalized for a handle (a handle per device and stream): one
+  // executes only with its own.
+  const std::string handle = absl::StrCat(reinterpret_cast<uintptr_t>(ctx.cudnn), "|");
+  const std::string timed_key = handle + GraphPlanKey(*spec, ctx.device_index, ctx.tf32, true);
+  const std::string first_key = handle + GraphPlanKey(*spec, ctx.device_index, ctx.tf32, false);
+  auto it = cache.plans.find(timed_key);
+  if (it == cache.plans.end() && ctx.capturing) it = cache.plans.find(first_key);
+  if (it == cache.plans.end()) {
+    // Timing synchronizes, which a capture cannot: the first plan then.
+    const bool timed = !ctx.capturing;
+    const std::string& key = timed ? timed_key : first_key;
+    absl::StatusOr<std::unique_ptr<GraphPlan>> made = MakeGraphPlan(*spec, p, ctx, timed);
+    if (!made.ok()) {
+      Refuse(cache, key, *spec, made.status());
+      return std::nullopt;
+    }
+    ++cache.summary.planned;
+    if (std::getenv("KILN_CUDNN_LOG") != nullptr) {
+      std::fprintf(stderr, "[cudnn graph] %s: engine %lld, workspace %lld bytes, %.4f ms\n", key.c_str(),
+                   static_cast<long long>((*made)->engine), static_cast<long long>((*made)->workspace),  // NOLINT
+                   static_cast<double>((*made)->ms));
+    }
+    it = cache.plans.emplace(key, std::move(*made)).first;
+  }
+  if (it->second == nullptr) return std::nullopt;
+  const GraphPlan& plan = *it->second;
+  CUdeviceptr ws = 0;
+  if (plan.workspace > 0) {
+    absl::StatusOr<CUdeviceptr> got = ctx.scratch(plan.workspace);
+    if (!got.ok()) return got.status();
+    ws = *got;
+  }
+  absl::Status s = Execute(ctx.cudnn, plan.plan, p, ws);
+  if (!s.ok()) {
+    // Nothing ran: the legacy path takes this shape from now on.
+    Refuse(cache, it->first, *spec, s);
+    return std::nullopt;
+  }
+  return absl::OkStatus();
+}
+
+GraphApiSummary CudnnGraphSummary() {
+  GraphPlanCache& cache = GraphPlans();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  return cache.summary;
+}
+
+}  // namespace kiln::backends::cuda

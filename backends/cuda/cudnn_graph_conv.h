@@ -1,0 +1,134 @@
+// Forward convolutions through cuDNN 9's graph (backend) API, the API
+// PyTorch drives cuDNN with: engine heuristics and runtime-compiled engines
+// the legacy entry points (cudnn_conv.cc) may not reach.
+//
+// Per shape (dtype, dims, strides, byte alignment of each pointer, pads,
+// strides, dilations, groups, layout, TF32): tensor descriptors for x, w, y
+// (uids 1, 2, 3), a convolution descriptor (cross-correlation, float
+// compute; groups implied by w's channel dim C/groups), one
+// CONVOLUTION_FORWARD operation (alpha 1, beta 0) in an operation graph,
+// engine configs from heuristics mode A (then FALLBACK when none of A's
+// finalizes), the first kGraphPlanCandidates that pass the numerical filter
+// finalized as execution plans, each run once as a warm-up and once timed
+// with events on the call's own buffers, the fastest kept with its
+// workspace size for the life of the process. Under a CUDA graph capture,
+// where timing cannot synchronize, the first plan that finalizes is kept
+// (under a key of its own: a later eager call still times).
+//
+// Numerics: engines whose notes say DOWN_CONVERT_INPUTS are never used (as
+// PyTorch); for float32 data, engines with the TENSOR_CORE note (TF32) only
+// when ConvContext::tf32 (CudaDevice::SetConvTf32, on by default as
+// torch.backends.cudnn.allow_tf32). 16-bit data computes in float.
+//
+// A shape for which no plan finalizes or runs is remembered as refused and
+// the caller (CudnnConvolution) takes the legacy path for it from then on.
+// KILN_CUDNN_BACKEND=0 turns this path off (legacy only).
+#ifndef KILN_BACKENDS_CUDA_CUDNN_GRAPH_CONV_H_
+#define KILN_BACKENDS_CUDA_CUDNN_GRAPH_CONV_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "backends/cuda/cuda_conv.h"
+
+namespace kiln::backends::cuda {
+
+// False when KILN_CUDNN_BACKEND=0 (read at each call, so tests can switch).
+bool CudnnGraphApiEnabled();
+
+// Execution plans finalized and timed per shape (KILN_CUDNN_GRAPH_PLANS
+// overrides; at least 1).
+inline constexpr int kGraphPlanCandidates = 8;
+int GraphPlanCandidates();
+
+// cuDNN's data type for float32, float16 and bfloat16 (both cuDNN APIs).
+std::optional<int> CudnnDataType(DType t);
+// The address of a view's first element.
+CUdeviceptr ViewAddress(const DeviceView& v);
+
+// One tensor of the graph: dims and strides in cuDNN's order (N, C, H, W;
+// the filter K, C/groups, R, S) whatever the memory layout.
+struct GraphTensorSpec {
+  int64_t uid = 0;
+  int data_type = 0;  // cudnnDataType_t
+  std::vector<int64_t> dims, strides;
+  int64_t alignment = 0;  // bytes: the largest power of two <= 16 dividing the address
+};
+
+// A 2-D forward convolution as the graph API takes it (1-D ones have H = R = 1).
+struct GraphConvSpec {
+  GraphTensorSpec x, w, y;
+  std::vector<int64_t> pre_padding, post_padding, stride, dilation;
+};
+
+inline constexpr int64_t kGraphUidX = 1, kGraphUidW = 2, kGraphUidY = 3;
+
+// The largest power of two <= 16 that divides `address` (cuDNN's
+// BYTE_ALIGNMENT; 16 for address 0).
+int64_t ByteAlignment(CUdeviceptr address);
+
+// Strides of size-1 dims do not address memory but cuDNN reads the layout
+// from the stride order: each size-1 dim gets the stride it would have in
+// `order` (dims outermost to innermost), e.g. NHWC order {0, 2, 3, 1}.
+std::vector<int64_t> NormalizeUnitStrides(const std::vector<int64_t>& dims, std::vector<int64_t> strides,
+                                          const std::vector<int>& order);
+
+// The spec of `p`; channels-last convolutions order size-1 dims NHWC / KRSC.
+// InvalidArgument for a dtype the graph API path does not take or a shape
+// that is not 1-D/2-D.
+absl::StatusOr<GraphConvSpec> DescribeGraphConv(const ConvProblem& p, bool channels_last);
+
+// The plan cache's key: every fact a plan depends on.
+std::string GraphPlanKey(const GraphConvSpec& spec, int device, bool tf32, bool timed);
+
+// Whether an engine with these numerical notes may run a convolution of
+// `data_type` (see above).
+bool GraphEngineAllowed(const std::vector<int>& numerical_notes, int data_type, bool tf32);
+
+// cuDNN descriptors, destroyed with their owner.
+class GraphDescriptor {
+ public:
+  GraphDescriptor() = default;
+  static absl::StatusOr<GraphDescriptor> Create(int type);
+  GraphDescriptor(GraphDescriptor&& other) noexcept : d_(other.d_) { other.d_ = nullptr; }
+  GraphDescriptor& operator=(GraphDescriptor&& other) noexcept;
+  GraphDescriptor(const GraphDescriptor&) = delete;
+  GraphDescriptor& operator=(const GraphDescriptor&) = delete;
+  ~GraphDescriptor();
+  cudnnBackendDescriptor_t get() const { return d_; }
+  cudnnBackendDescriptor_t* address() { return &d_; }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+// The finalized x, w, y tensors, convolution descriptor and forward
+// operation of `spec` (no handle or GPU needed).
+struct GraphConvOperation {
+  GraphDescriptor x, w, y, conv, op;
+};
+absl::StatusOr<GraphConvOperation> BuildGraphConvOperation(const GraphConvSpec& spec);
+
+// Runs `p`'s convolution through the graph API (its bias is not added:
+// CudnnConvolution adds it). nullopt when this path does not take
+// it (switched off, dtype, a shape refused before or now: the reason is
+// counted by CudnnGraphSummary); an error only for a failure after the
+// convolution ran.
+std::optional<absl::Status> CudnnGraphConvolution(const ConvProblem& p, const ConvContext& ctx);
+
+// This process's graph-API plans: shapes planned, shapes refused (run by the
+// legacy API) and the first refusal's reason.
+struct GraphApiSummary {
+  int64_t planned = 0;
+  int64_t refused = 0;
+  std::string first_refusal;
+};
+GraphApiSummary CudnnGraphSummary();
+
+}  // namespace kiln::backends::cuda
+
+#endif  // KILN_BACKENDS_CUDA_CUDNN_GRAPH_CONV_H_
