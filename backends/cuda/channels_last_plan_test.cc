@@ -181,14 +181,20 @@ bool Fused(const std::string& text, DType dtype) {
 }
 
 // The default policy (conv_fusion_policy.h) fuses, and so plans, only what
-// measured faster: float32, ungrouped convolutions at batch >= 16. The
+// measured faster: ungrouped convolutions at batch >= 16, float32 or
+// bfloat16 through cuDNN's graph API. The
 // plan then follows the fused convolutions; a program without them stays
 // plain and says why.
 TEST(ChannelsLastPlanTest, DefaultPolicyPlansWhatMeasuredFaster) {
   RegisterAll();
   EXPECT_TRUE(Fused(Batch32(ConvChainText("Float", "relu")), DType::kFloat32));
   EXPECT_FALSE(Fused(ConvChainText("Float", "relu"), DType::kFloat32));  // batch 2
-  EXPECT_FALSE(Fused(Batch32(ConvChainText("BFloat16", "relu")), DType::kBFloat16));
+  EXPECT_TRUE(Fused(Batch32(ConvChainText("BFloat16", "relu")), DType::kBFloat16));
+  {
+    test::ScopedEnv legacy("KILN_CUDNN_BACKEND", "0");  // bfloat16 NHWC lost through the legacy API
+    EXPECT_FALSE(Fused(Batch32(ConvChainText("BFloat16", "relu")), DType::kBFloat16));
+    EXPECT_TRUE(Fused(Batch32(ConvChainText("Float", "relu")), DType::kFloat32));
+  }
   // The second convolution grouped (8 channels in 2 groups).
   std::string grouped = Batch32(ConvChainText("Float", "relu"));
   const std::string conv2 = "aten::conv2d(%r1, %w2, %b2, %s, %p1, %s, %g)";

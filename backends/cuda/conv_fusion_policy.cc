@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backends/cuda/channels_last_plan.h"
+#include "backends/cuda/cudnn_graph_conv.h"
 #include "ir/constants.h"
 #include "ir/ir.h"
 
@@ -18,13 +19,15 @@ int GroupsInput(const std::string& kind) {
   return -1;
 }
 
-// A float32 2-D convolution of one group over at least kChannelsLastMinBatch images.
+// A 2-D convolution of one group over at least kChannelsLastMinBatch
+// images, float32 or (through the graph API) 16-bit.
 bool MeasuredFasterChannelsLast(const ir::Node& n, int groups_input) {
   if (n.inputs().empty()) return false;
   const ir::TypePtr& t = n.input(0)->type();
   if (!t || !t->is_tensor()) return false;
   const ir::TensorInfo& x = t->tensor();
-  if (x.dtype != DType::kFloat32 || !x.HasCompleteSizes()) return false;
+  const bool narrow = x.dtype == DType::kBFloat16 || x.dtype == DType::kFloat16;
+  if (!(x.dtype == DType::kFloat32 || (narrow && CudnnGraphApiEnabled())) || !x.HasCompleteSizes()) return false;
   const std::vector<int64_t> sizes = x.ConcreteSizes();
   if (sizes.size() != 4 || sizes[0] < kChannelsLastMinBatch) return false;
   if (static_cast<size_t>(groups_input) >= n.inputs().size()) return true;  // default: 1

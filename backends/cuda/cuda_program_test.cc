@@ -441,9 +441,9 @@ TEST(CudaProgramGpuTest, SessionWithAHostFallbackStaysEager) {
   ExpectMatchesInterpreter(*graph, inputs, *got, 1e-4);
 }
 
-// Convolutions through cuDNN (when it loads) in full float32 against the
-// interpreter: plain, strided + padded + dilated, grouped, depthwise, 1-D;
-// with and without bias.
+// Convolutions through cuDNN (when it loads) or kiln's depthwise kernel
+// (depthwise_conv.h) in full float32 against the interpreter: plain,
+// strided + padded + dilated, grouped, depthwise, 1-D; with and without bias.
 TEST(CudaProgramGpuTest, ConvolutionsMatchTheInterpreter) {
   RegisterAll();
   if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
@@ -455,12 +455,16 @@ TEST(CudaProgramGpuTest, ConvolutionsMatchTheInterpreter) {
     const char* pad;
     const char* dilation;
     int groups;
+    bool kiln_depthwise = false;  // kiln's depthwise kernel takes it, not cuDNN
   };
   const Case cases[] = {
       {"3x3", {2, 8, 12, 12}, {16, 8, 3, 3}, true, "[1, 1]", "[1, 1]", "[1, 1]", 1},
       {"strided_dilated", {1, 4, 15, 17}, {6, 4, 3, 3}, false, "[2, 2]", "[2, 1]", "[2, 1]", 1},
       {"grouped", {2, 8, 9, 9}, {8, 4, 3, 3}, true, "[1, 1]", "[1, 1]", "[1, 1]", 2},
-      {"depthwise", {2, 8, 10, 10}, {8, 1, 3, 3}, true, "[2, 2]", "[1, 1]", "[1, 1]", 8},
+      {"depthwise", {2, 8, 10, 10}, {8, 1, 3, 3}, true, "[2, 2]", "[1, 1]", "[1, 1]", 8, true},
+      {"depthwise_7x7", {2, 8, 13, 11}, {8, 1, 7, 7}, false, "[1, 1]", "[3, 3]", "[1, 1]", 8, true},
+      {"depthwise_multiplier", {2, 4, 9, 9}, {8, 1, 5, 5}, true, "[2, 2]", "[2, 2]", "[1, 1]", 4, true},
+      {"depthwise_dilated", {2, 8, 10, 10}, {8, 1, 3, 3}, true, "[1, 1]", "[2, 2]", "[2, 2]", 8},
       {"pointwise", {3, 16, 7, 7}, {32, 16, 1, 1}, true, "[1, 1]", "[0, 0]", "[1, 1]", 1},
       {"1d", {2, 6, 20}, {4, 6, 5}, true, "[1]", "[2]", "[1]", 1},
   };
@@ -494,7 +498,7 @@ TEST(CudaProgramGpuTest, ConvolutionsMatchTheInterpreter) {
     EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
     EXPECT_EQ(program->stats().gpu_convolutions.load(), 1);
     if (LoadCudaLibraries().cudnn_status.ok()) {
-      EXPECT_EQ(program->stats().cudnn_convolutions.load(), 1) << program->stats().cudnn_error;
+      EXPECT_EQ(program->stats().cudnn_convolutions.load(), c.kiln_depthwise ? 0 : 1) << program->stats().cudnn_error;
     }
   }
   CudaDevice::SetConvTf32(tf32);
