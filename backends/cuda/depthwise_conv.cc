@@ -164,7 +164,12 @@ bool DepthwiseKernelTakes(const ConvProblem& c, bool channels_last) {
   // [K, 1, R, S] packed: filter plane oc at oc * K * K.
   const lowering::Layout& w = c.weight.layout;
   if (w.sizes.size() != 4 || w.sizes[1] != 1 || !w.IsContiguous()) return false;
-  return c.x.layout.sizes.size() == 4 && c.y.layout.sizes.size() == 4;
+  if (c.x.layout.sizes.size() != 4 || c.y.layout.sizes.size() != 4) return false;
+  // A warp's loads are adjacent only when x's rows are (NCHW-like). A
+  // channels-last x (convnext's first block of each stage reads the
+  // permuted layer norm's NHWC output) would make every lane's load a
+  // 32-byte sector of its own; cuDNN takes those.
+  return c.x.layout.sizes[3] == 1 || c.x.layout.strides[3] == 1;
 }
 
 absl::Status LaunchDepthwise(const ConvProblem& c, int device_index, CUstream stream) {

@@ -37,8 +37,8 @@ struct DepthwiseArgs {
 };
 
 // Whether the kernel takes `c` (a 2-D depthwise convolution of a filter size
-// and stride above, NCHW [K, 1, R, S] weight, x and y of one storage type)
-// and the switch allows it.
+// and stride above, NCHW [K, 1, R, S] weight, x with unit stride along its
+// rows, x and y of one storage type) and the switch allows it.
 bool DepthwiseKernelTakes(const ConvProblem& c, bool channels_last);
 
 // Runs `c` (DepthwiseKernelTakes) on `stream`.
