@@ -168,8 +168,11 @@ inline constexpr int kCudnnBackendOperationConvolutionForwardDescriptor = 10;
 inline constexpr int kCudnnBackendOperationGraphDescriptor = 15;
 inline constexpr int kCudnnBackendVariantPackDescriptor = 16;
 inline constexpr int kCudnnBackendTensorDescriptor = 17;
+inline constexpr int kCudnnBackendPointwiseDescriptor = 0;
+inline constexpr int kCudnnBackendOperationPointwiseDescriptor = 13;
 // cudnnBackendAttributeType_t
 inline constexpr int kCudnnTypeHandle = 0;
+inline constexpr int kCudnnTypeBoolean = 2;  // a C++ bool
 inline constexpr int kCudnnTypeDataType = 1;
 inline constexpr int kCudnnTypeInt64 = 3;
 inline constexpr int kCudnnTypeFloat = 4;
@@ -177,8 +180,12 @@ inline constexpr int kCudnnTypeVoidPtr = 6;
 inline constexpr int kCudnnTypeConvolutionMode = 7;
 inline constexpr int kCudnnTypeHeurMode = 8;
 inline constexpr int kCudnnTypeNumericalNote = 11;
+inline constexpr int kCudnnTypePointwiseMode = 14;
 inline constexpr int kCudnnTypeBackendDescriptor = 15;
 // cudnnBackendAttributeName_t
+inline constexpr int kCudnnAttrPointwiseMode = 0;
+inline constexpr int kCudnnAttrPointwiseMathPrec = 1;
+inline constexpr int kCudnnAttrPointwiseEluAlpha = 6;
 inline constexpr int kCudnnAttrConvolutionCompType = 100;
 inline constexpr int kCudnnAttrConvolutionConvMode = 101;
 inline constexpr int kCudnnAttrConvolutionDilations = 102;
@@ -199,6 +206,10 @@ inline constexpr int kCudnnAttrOperationConvolutionForwardConvDesc = 702;
 inline constexpr int kCudnnAttrOperationConvolutionForwardW = 703;
 inline constexpr int kCudnnAttrOperationConvolutionForwardX = 704;
 inline constexpr int kCudnnAttrOperationConvolutionForwardY = 705;
+inline constexpr int kCudnnAttrOperationPointwisePwDescriptor = 750;
+inline constexpr int kCudnnAttrOperationPointwiseXDesc = 751;
+inline constexpr int kCudnnAttrOperationPointwiseBDesc = 752;
+inline constexpr int kCudnnAttrOperationPointwiseYDesc = 753;
 inline constexpr int kCudnnAttrOperationgraphHandle = 800;
 inline constexpr int kCudnnAttrOperationgraphOps = 801;
 inline constexpr int kCudnnAttrTensorByteAlignment = 900;
@@ -206,6 +217,7 @@ inline constexpr int kCudnnAttrTensorDataType = 901;
 inline constexpr int kCudnnAttrTensorDimensions = 902;
 inline constexpr int kCudnnAttrTensorStrides = 903;
 inline constexpr int kCudnnAttrTensorUniqueId = 906;
+inline constexpr int kCudnnAttrTensorIsVirtual = 907;
 inline constexpr int kCudnnAttrVariantPackUniqueIds = 1000;
 inline constexpr int kCudnnAttrVariantPackDataPointers = 1001;
 inline constexpr int kCudnnAttrVariantPackWorkspace = 1003;
@@ -214,6 +226,16 @@ inline constexpr int kCudnnAttrEngineNumericalNote = 1303;
 // cudnnBackendNumericalNote_t
 inline constexpr int kCudnnNumericalNoteTensorCore = 0;
 inline constexpr int kCudnnNumericalNoteDownConvertInputs = 1;
+// cudnnPointwiseMode_t: the epilogue steps cudnn_graph_conv.cc maps
+// ir/post_ops.h's chain onto (same math as post_ops.h's table).
+inline constexpr int kCudnnPointwiseAdd = 0;
+inline constexpr int kCudnnPointwiseReluFwd = 100;
+inline constexpr int kCudnnPointwiseTanhFwd = 101;
+inline constexpr int kCudnnPointwiseSigmoidFwd = 102;
+inline constexpr int kCudnnPointwiseEluFwd = 103;
+inline constexpr int kCudnnPointwiseGeluFwd = 104;
+inline constexpr int kCudnnPointwiseSwishFwd = 106;
+inline constexpr int kCudnnPointwiseGeluApproxTanhFwd = 107;
 // cudnnBackendHeurMode_t
 inline constexpr int kCudnnHeurModeFallback = 2;
 inline constexpr int kCudnnHeurModeA = 3;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/cudnn_conv.h"
+#include "backends/cuda/cudnn_graph_conv.h"
 #include "backends/cuda/depthwise_conv.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "support/status.h"
@@ -192,6 +193,11 @@ std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector
         return done;
       }
     }
+  }
+  if (c.epilogue && !DepthwiseKernelTakes(c, ctx.channels_last)) {
+    // Convolution, bias and chain as one cuDNN graph (cudnn_graph_conv.h);
+    // nullopt: a chain or shape it does not take, the kernel path below.
+    if (std::optional<absl::Status> done = CudnnGraphFusedConvolution(c, ctx)) return done;
   }
   if (c.epilogue) {
     // The convolution without its bias, then bias + chain in one pass.

@@ -45,6 +45,9 @@ struct ConvContext {
   // its graph API (cudnn_graph_conv.h).
   bool* used_cudnn = nullptr;
   bool* used_cudnn_graph = nullptr;
+  // Set to true when a fused convolution's bias and chain ran inside
+  // cuDNN's graph (CudnnGraphFusedConvolution), not as the epilogue kernel.
+  bool* used_graph_epilogue = nullptr;
   // A channels-last convolution (channels_last_conv.h): x and y NHWC, the
   // weight KRSC, cuDNN's NHWC filter format (a 1x1 weight's two layouts
   // have the same strides: the flag, not the strides, says which).

@@ -205,6 +205,14 @@ std::vector<std::string> CudaProgram::ReportLines() const {
       absl::StrAppend(&cudnn, "; graph API refused ", g.refused, " shapes in this process (first: ", g.first_refusal,
                       ")");
     }
+    // Fused epilogues inside the graph (KILN_CUDNN_GRAPH_FUSED).
+    if (g.fused_refused > 0) {
+      absl::StrAppend(&cudnn, "; in-graph epilogues refused for ", g.fused_refused,
+                      " shapes+chains in this process (first: ", g.first_fused_refusal, ")");
+    }
+    if (!g.first_unmapped_chain.empty()) {
+      absl::StrAppend(&cudnn, "; a chain not mapped into the graph (first: ", g.first_unmapped_chain, ")");
+    }
   }
   // Which convolutions run channels-last (NHWC) and which fuse their epilogue.
   std::vector<std::string> nhwc_fused, nhwc_plain, fused_nchw;
@@ -232,7 +240,11 @@ std::vector<std::string> CudaProgram::ReportLines() const {
       "] NHWC [", absl::StrJoin(nhwc_plain, " "), "] NCHW+fused [", absl::StrJoin(fused_nchw, " "), "]");
   if (s.runs.load() > 0) {
     absl::StrAppend(&layout, "; ran ", s.nhwc_convolutions.load(), " NHWC, ", s.fused_epilogues.load(),
-                    " fused epilogues");
+                    " fused epilogues (", s.graph_epilogues.load(), " inside cuDNN's graph",
+                    !CudnnGraphApiEnabled()     ? ", off: KILN_CUDNN_BACKEND=0"
+                    : !CudnnGraphFusedEnabled() ? ", off: KILN_CUDNN_GRAPH_FUSED=0"
+                                                : "",
+                    ")");
     // The refusal's reason: CudaProgramStats::nhwc_error.
     if (s.nhwc_refusals.load() > 0) absl::StrAppend(&layout, ", ", s.nhwc_refusals.load(), " refused by cuDNN");
   }
@@ -450,7 +462,7 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
     // stream's cache after the call; stream order makes its reuse by later
     // work safe.
     std::shared_ptr<DeviceStorage> scratch;
-    bool used_cudnn = false, used_cudnn_graph = false;
+    bool used_cudnn = false, used_cudnn_graph = false, used_graph_epilogue = false;
     ConvContext ctx;
     ctx.device_index = device_index_;
     ctx.stream = stream;
@@ -458,6 +470,7 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
     ctx.capturing = hooks.keep_alive != nullptr;
     ctx.used_cudnn = &used_cudnn;
     ctx.used_cudnn_graph = &used_cudnn_graph;
+    ctx.used_graph_epilogue = &used_graph_epilogue;
     if (LoadCudaLibraries().cublas_status.ok()) {
       ASSIGN_OR_RETURN(ctx.handle, device.CublasHandle(device_index_, stream, tf32));
     }
@@ -492,6 +505,7 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
         if (used_cudnn_graph) stats_.cudnn_graph_convolutions.fetch_add(1);
         stats_.nhwc_convolutions.fetch_add(1);
         if (fused) stats_.fused_epilogues.fetch_add(1);
+        if (used_graph_epilogue) stats_.graph_epilogues.fetch_add(1);
         *path = ExternPath::kCudnn;
         return absl::OkStatus();
       }
@@ -510,6 +524,7 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
       if (used_cudnn) stats_.cudnn_convolutions.fetch_add(1);
       if (used_cudnn_graph) stats_.cudnn_graph_convolutions.fetch_add(1);
       if (fused) stats_.fused_epilogues.fetch_add(1);
+      if (used_graph_epilogue) stats_.graph_epilogues.fetch_add(1);
       *path = used_cudnn ? ExternPath::kCudnn : ExternPath::kConv;
       return absl::OkStatus();
     }

@@ -141,6 +141,7 @@ struct CudaProgramStats {
   std::atomic<int64_t> cudnn_graph_convolutions{0};  // of cudnn_convolutions: through the graph API
   std::atomic<int64_t> nhwc_convolutions{0};   // of cudnn_convolutions: channels-last (channels_last_plan.h)
   std::atomic<int64_t> fused_epilogues{0};     // kiln::conv_post_ops run on the GPU
+  std::atomic<int64_t> graph_epilogues{0};     // of fused_epilogues: inside cuDNN's graph (cudnn_graph_conv.h)
   std::atomic<int64_t> nhwc_refusals{0};       // channels-last convolutions cuDNN refused (then run plain)
   std::atomic<int64_t> host_fallbacks{0};
   std::mutex mu;

@@ -166,10 +166,7 @@ bool SearchEnabled() {
 
 }  // namespace
 
-namespace {
-
-// The preconditions every cuDNN call here shares; the data type when met.
-std::optional<int> Supported(const ConvProblem& p, const ConvContext& ctx) {
+std::optional<int> CudnnSupported(const ConvProblem& p, const ConvContext& ctx) {
   if (ctx.cudnn == nullptr || p.spatial_dims < 1 || p.spatial_dims > 2) return std::nullopt;
   const std::optional<int> dtype = CudnnDataType(p.x.layout.dtype);
   // The filter is packed NCHW (KCRS) or, for channels-last convolutions, NHWC (KRSC).
@@ -182,6 +179,8 @@ std::optional<int> Supported(const ConvProblem& p, const ConvContext& ctx) {
   }
   return dtype;
 }
+
+namespace {
 
 // The plan of `p` (made on first use); the cache's lock must be held.
 absl::StatusOr<const ConvPlan*> PlanOf(PlanCache& cache, const ConvProblem& p, int dtype, const ConvContext& ctx) {
@@ -248,7 +247,7 @@ absl::Status AddBias(const ConvProblem& p, int dtype, const ConvContext& ctx) {
 }  // namespace
 
 std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvContext& ctx) {
-  const std::optional<int> dtype = Supported(p, ctx);
+  const std::optional<int> dtype = CudnnSupported(p, ctx);
   if (!dtype) return std::nullopt;
   // The graph API first; the legacy API for what it does not take.
   if (std::optional<absl::Status> done = CudnnGraphConvolution(p, ctx)) {
@@ -286,7 +285,7 @@ bool CudnnFusedEnabled() {
 
 std::optional<absl::Status> CudnnFusedConvolution(const ConvProblem& p, const ConvContext& ctx, bool relu,
                                                   const DeviceView* z) {
-  const std::optional<int> dtype = Supported(p, ctx);
+  const std::optional<int> dtype = CudnnSupported(p, ctx);
   if (!dtype || !p.bias) return std::nullopt;
   if (z != nullptr && (z->layout.dtype != p.y.layout.dtype || z->layout.sizes != p.y.layout.sizes ||
                        z->layout.strides != p.y.layout.strides)) {

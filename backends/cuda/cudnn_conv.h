@@ -20,6 +20,11 @@
 
 namespace kiln::backends::cuda {
 
+// The preconditions every cuDNN convolution shares (a handle, a dtype
+// cuDNN takes, a packed filter, a bias of x's dtype); cuDNN's data type
+// when they are met.
+std::optional<int> CudnnSupported(const ConvProblem& problem, const ConvContext& ctx);
+
 // Runs `problem` with cuDNN (ctx.cudnn must be set; *ctx.used_cudnn_graph
 // set when the graph API ran it); nullopt when cuDNN
 // takes no such convolution (a dtype it lacks, a weight that is not packed,

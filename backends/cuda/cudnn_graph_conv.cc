@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -100,6 +101,11 @@ bool CudnnGraphApiEnabled() {
   return v == nullptr || std::string(v) != "0";
 }
 
+bool CudnnGraphFusedEnabled() {
+  const char* v = std::getenv("KILN_CUDNN_GRAPH_FUSED");
+  return v == nullptr || std::string(v) != "0";
+}
+
 int GraphPlanCandidates() {
   const char* v = std::getenv("KILN_CUDNN_GRAPH_PLANS");
   int n = 0;
@@ -176,6 +182,118 @@ bool GraphEngineAllowed(const std::vector<int>& notes, int data_type, bool tf32)
   return true;
 }
 
+// ---- the epilogue's description
+
+namespace {
+
+// Dims outermost to innermost by stride (ties keep N, C, H, W order): the
+// order a per-channel tensor takes to be read like `t`.
+std::vector<int> StrideOrder(const GraphTensorSpec& t) {
+  std::vector<int> order = {0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return t.strides[static_cast<size_t>(a)] > t.strides[static_cast<size_t>(b)];
+  });
+  return order;
+}
+
+// The cuDNN pointwise mode of a unary post-op whose math is post_ops.h's.
+std::optional<int> UnaryPointwiseMode(ir::PostOpKind kind) {
+  switch (kind) {
+    case ir::PostOpKind::kRelu: return kCudnnPointwiseReluFwd;        // max(y, 0): lower clip 0
+    case ir::PostOpKind::kSigmoid: return kCudnnPointwiseSigmoidFwd;
+    case ir::PostOpKind::kTanh: return kCudnnPointwiseTanhFwd;
+    case ir::PostOpKind::kSilu: return kCudnnPointwiseSwishFwd;       // y * sigmoid(beta y), beta 1
+    case ir::PostOpKind::kGelu: return kCudnnPointwiseGeluFwd;        // erf form
+    case ir::PostOpKind::kGeluTanh: return kCudnnPointwiseGeluApproxTanhFwd;
+    case ir::PostOpKind::kElu: return kCudnnPointwiseEluFwd;          // alpha from the step's scalar
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<GraphEpilogueSpec> DescribeGraphEpilogue(const ConvProblem& p, const GraphConvSpec& conv,
+                                                        bool channels_last) {
+  GraphEpilogueSpec e;
+  if (p.bias) {
+    const std::optional<int> dtype = CudnnDataType(p.bias->layout.dtype);
+    if (!dtype || p.bias->layout.sizes != std::vector<int64_t>{p.cout} || !p.bias->layout.IsContiguous()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cudnn graph epilogue: bias ", p.bias->layout.ToString(), " is not a contiguous [", p.cout,
+                       "] float32/float16/bfloat16 tensor"));
+    }
+    GraphTensorSpec b;
+    b.uid = kGraphUidBias;
+    b.data_type = *dtype;
+    b.dims = {1, p.cout, 1, 1};
+    b.strides = NormalizeUnitStrides(b.dims, {p.cout, 1, 1, 1}, StrideOrder(conv.y));
+    b.alignment = ByteAlignment(ViewAddress(*p.bias));
+    e.operands.push_back(std::move(b));
+    e.steps.push_back(GraphPointwiseStep{kCudnnPointwiseAdd, kGraphUidBias, std::nullopt});
+  }
+  std::vector<bool> described(p.post_operands.size(), false);
+  for (size_t i = 0; i < p.post.size(); ++i) {
+    const ir::PostOp& op = p.post[i];
+    if (op.kind == ir::PostOpKind::kAdd) {
+      if (op.operand < 0 || static_cast<size_t>(op.operand) >= p.post_operands.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("cudnn graph epilogue: step ", i, " (add) reads operand ", op.operand, " of ",
+                         p.post_operands.size()));
+      }
+      const size_t k = static_cast<size_t>(op.operand);
+      const DeviceView& t = p.post_operands[k];
+      const int64_t uid = kGraphUidFirstOperand + static_cast<int64_t>(k);
+      if (!described[k]) {
+        const std::optional<int> dtype = CudnnDataType(t.layout.dtype);
+        if (!dtype || t.layout.sizes != p.y.layout.sizes) {
+          return absl::UnimplementedError(
+              absl::StrCat("cudnn graph epilogue: step ", i, " (add) operand ", t.layout.ToString(),
+                           " is not a float32/float16/bfloat16 tensor of y's shape (broadcasts stay in the kernel)"));
+        }
+        for (size_t d = 0; d < t.layout.sizes.size(); ++d) {
+          if (t.layout.sizes[d] > 1 && t.layout.strides[d] <= 0) {
+            return absl::UnimplementedError(absl::StrCat("cudnn graph epilogue: step ", i,
+                                                         " (add) operand broadcasts: ", t.layout.ToString()));
+          }
+        }
+        ASSIGN_OR_RETURN(GraphTensorSpec spec, TensorSpec(t, uid, *dtype, channels_last, "add operand"));
+        e.operands.push_back(std::move(spec));
+        described[k] = true;
+      }
+      e.steps.push_back(GraphPointwiseStep{kCudnnPointwiseAdd, uid, std::nullopt});
+      continue;
+    }
+    const std::optional<int> mode = UnaryPointwiseMode(op.kind);
+    if (!mode) {
+      return absl::UnimplementedError(absl::StrCat("cudnn graph epilogue: step ", i, " (", ir::PostOpName(op.kind),
+                                                   ") has no cuDNN pointwise mode here"));
+    }
+    GraphPointwiseStep step{*mode, 0, std::nullopt};
+    if (op.kind == ir::PostOpKind::kElu) {
+      if (op.scalars.size() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat("cudnn graph epilogue: step ", i, " (elu) without its alpha"));
+      }
+      step.elu_alpha = static_cast<float>(op.scalars[0]);
+    }
+    e.steps.push_back(step);
+  }
+  if (e.steps.empty()) return absl::UnimplementedError("cudnn graph epilogue: no bias and an empty chain");
+  return e;
+}
+
+std::string GraphEpilogueKey(const GraphEpilogueSpec& e) {
+  std::string key = "epilogue";
+  for (const GraphTensorSpec& t : e.operands) {
+    absl::StrAppend(&key, "|t", t.uid, ":", t.data_type, ":", absl::StrJoin(t.dims, ","), "/",
+                    absl::StrJoin(t.strides, ","), "@", t.alignment);
+  }
+  for (const GraphPointwiseStep& s : e.steps) {
+    absl::StrAppend(&key, "|p", s.mode, ":", s.operand_uid);
+    if (s.elu_alpha) absl::StrAppend(&key, ":", *s.elu_alpha);
+  }
+  return key;
+}
+
 // ---- descriptors
 
 absl::StatusOr<GraphDescriptor> GraphDescriptor::Create(int type) {
@@ -220,6 +338,10 @@ absl::StatusOr<GraphDescriptor> MakeTensor(const GraphTensorSpec& t) {
   RETURN_IF_ERROR(Set(d, kCudnnAttrTensorStrides, kCudnnTypeInt64, rank, t.strides.data(), "tensor strides"));
   RETURN_IF_ERROR(Set(d, kCudnnAttrTensorUniqueId, kCudnnTypeInt64, 1, &t.uid, "tensor uid"));
   RETURN_IF_ERROR(Set(d, kCudnnAttrTensorByteAlignment, kCudnnTypeInt64, 1, &t.alignment, "tensor alignment"));
+  if (t.is_virtual) {
+    const bool is_virtual = true;
+    RETURN_IF_ERROR(Set(d, kCudnnAttrTensorIsVirtual, kCudnnTypeBoolean, 1, &is_virtual, "tensor virtual"));
+  }
   RETURN_IF_ERROR(Finalize(d, "tensor"));
   return d;
 }
@@ -263,18 +385,76 @@ absl::StatusOr<GraphConvOperation> BuildGraphConvOperation(const GraphConvSpec& 
   return g;
 }
 
-namespace {
+std::vector<cudnnBackendDescriptor_t> GraphFusedOperation::ops() const {
+  std::vector<cudnnBackendDescriptor_t> out = {conv.op.get()};
+  for (const GraphDescriptor& d : operations) out.push_back(d.get());
+  return out;
+}
 
-// One finalized execution plan and what it needs kept alive.
-struct GraphPlan {
-  GraphConvOperation operation;
-  GraphDescriptor graph;
-  GraphDescriptor config;
-  GraphDescriptor plan;
-  int64_t workspace = 0;
-  int64_t engine = -1;  // cuDNN's global engine index
-  float ms = -1;        // the timed run; -1 when not timed (capture)
-};
+absl::StatusOr<GraphFusedOperation> BuildGraphFusedOperation(const GraphConvSpec& conv,
+                                                             const GraphEpilogueSpec& epilogue) {
+  if (epilogue.steps.empty()) return absl::InvalidArgumentError("cudnn graph epilogue: no steps");
+  // Intermediates: float, y's dims and strides, no memory.
+  auto intermediate = [&](size_t i) {
+    GraphTensorSpec t = conv.y;
+    t.uid = kGraphUidFirstVirtual + static_cast<int64_t>(i);
+    t.data_type = kCudnnDataFloat;
+    t.alignment = 16;
+    t.is_virtual = true;
+    return t;
+  };
+  GraphFusedOperation g;
+  GraphConvSpec virtual_out = conv;
+  virtual_out.y = intermediate(0);
+  ASSIGN_OR_RETURN(g.conv, BuildGraphConvOperation(virtual_out));
+  std::map<int64_t, size_t> operand_index;  // uid -> g.tensors
+  for (const GraphTensorSpec& t : epilogue.operands) {
+    ASSIGN_OR_RETURN(GraphDescriptor d, MakeTensor(t));
+    operand_index[t.uid] = g.tensors.size();
+    g.tensors.push_back(std::move(d));
+  }
+  // Raw handles: moving a GraphDescriptor (vector growth) keeps its handle.
+  cudnnBackendDescriptor_t in = g.conv.y.get();
+  for (size_t i = 0; i < epilogue.steps.size(); ++i) {
+    const GraphPointwiseStep& step = epilogue.steps[i];
+    const bool last = i + 1 == epilogue.steps.size();
+    ASSIGN_OR_RETURN(GraphDescriptor out, MakeTensor(last ? conv.y : intermediate(i + 1)));
+    cudnnBackendDescriptor_t y_raw = out.get();
+    g.tensors.push_back(std::move(out));
+    ASSIGN_OR_RETURN(GraphDescriptor pw, GraphDescriptor::Create(kCudnnBackendPointwiseDescriptor));
+    const int math = kCudnnDataFloat;
+    RETURN_IF_ERROR(Set(pw, kCudnnAttrPointwiseMode, kCudnnTypePointwiseMode, 1, &step.mode, "pointwise mode"));
+    RETURN_IF_ERROR(Set(pw, kCudnnAttrPointwiseMathPrec, kCudnnTypeDataType, 1, &math, "pointwise precision"));
+    if (step.elu_alpha) {
+      const float alpha = *step.elu_alpha;  // float with float math precision
+      RETURN_IF_ERROR(Set(pw, kCudnnAttrPointwiseEluAlpha, kCudnnTypeFloat, 1, &alpha, "elu alpha"));
+    }
+    RETURN_IF_ERROR(Finalize(pw, "pointwise descriptor"));
+    ASSIGN_OR_RETURN(GraphDescriptor op, GraphDescriptor::Create(kCudnnBackendOperationPointwiseDescriptor));
+    cudnnBackendDescriptor_t pw_raw = pw.get(), x_raw = in;
+    RETURN_IF_ERROR(
+        Set(op, kCudnnAttrOperationPointwisePwDescriptor, kCudnnTypeBackendDescriptor, 1, &pw_raw, "pointwise desc"));
+    RETURN_IF_ERROR(Set(op, kCudnnAttrOperationPointwiseXDesc, kCudnnTypeBackendDescriptor, 1, &x_raw, "pointwise x"));
+    if (step.operand_uid != 0) {
+      auto it = operand_index.find(step.operand_uid);
+      if (it == operand_index.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("cudnn graph epilogue: step ", i, " reads tensor ", step.operand_uid, ", not described"));
+      }
+      cudnnBackendDescriptor_t b_raw = g.tensors[it->second].get();
+      RETURN_IF_ERROR(
+          Set(op, kCudnnAttrOperationPointwiseBDesc, kCudnnTypeBackendDescriptor, 1, &b_raw, "pointwise b"));
+    }
+    RETURN_IF_ERROR(Set(op, kCudnnAttrOperationPointwiseYDesc, kCudnnTypeBackendDescriptor, 1, &y_raw, "pointwise y"));
+    RETURN_IF_ERROR(Finalize(op, "pointwise operation"));
+    g.pointwise.push_back(std::move(pw));
+    g.operations.push_back(std::move(op));
+    in = y_raw;
+  }
+  return g;
+}
+
+namespace {
 
 struct Candidate {
   GraphDescriptor config;
@@ -365,14 +545,63 @@ absl::StatusOr<std::vector<Candidate>> PlanCandidates(cudnnHandle_t handle, cons
   return out;
 }
 
-absl::Status Execute(cudnnHandle_t handle, const GraphDescriptor& plan, const ConvProblem& p, CUdeviceptr workspace) {
+// One finalized execution plan and what it needs kept alive (members
+// destroyed in reverse: the plan before the graph before the operations).
+struct GraphPlan {
+  GraphConvOperation operation;  // a plain convolution's
+  GraphFusedOperation fused;     // a fused graph's
+  GraphDescriptor graph;
+  GraphDescriptor config;
+  GraphDescriptor plan;
+  int64_t workspace = 0;
+  int64_t engine = -1;  // cuDNN's global engine index
+  float ms = -1;        // the timed run; -1 when not timed (capture)
+};
+
+// The variant pack's tensors: uid and device address of each.
+struct GraphBuffers {
+  std::vector<int64_t> uids;
+  std::vector<void*> pointers;
+  void Add(int64_t uid, const DeviceView& v) {
+    uids.push_back(uid);
+    pointers.push_back(reinterpret_cast<void*>(ViewAddress(v)));
+  }
+};
+
+GraphBuffers ConvBuffers(const ConvProblem& p) {
+  GraphBuffers b;
+  b.Add(kGraphUidX, p.x);
+  b.Add(kGraphUidW, p.weight);
+  b.Add(kGraphUidY, p.y);
+  return b;
+}
+
+// x, w, y and the epilogue's bias and operands (by their uids).
+absl::StatusOr<GraphBuffers> FusedBuffers(const ConvProblem& p, const GraphEpilogueSpec& e) {
+  GraphBuffers b = ConvBuffers(p);
+  for (const GraphTensorSpec& t : e.operands) {
+    if (t.uid == kGraphUidBias && p.bias) {
+      b.Add(t.uid, *p.bias);
+      continue;
+    }
+    const int64_t k = t.uid - kGraphUidFirstOperand;
+    if (k < 0 || static_cast<size_t>(k) >= p.post_operands.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("cudnn graph epilogue: tensor uid ", t.uid, " has no buffer"));
+    }
+    b.Add(t.uid, p.post_operands[static_cast<size_t>(k)]);
+  }
+  return b;
+}
+
+absl::Status Execute(cudnnHandle_t handle, const GraphDescriptor& plan, const GraphBuffers& buffers,
+                     CUdeviceptr workspace) {
   ASSIGN_OR_RETURN(GraphDescriptor pack, GraphDescriptor::Create(kCudnnBackendVariantPackDescriptor));
-  const int64_t uids[3] = {kGraphUidX, kGraphUidW, kGraphUidY};
-  void* pointers[3] = {reinterpret_cast<void*>(ViewAddress(p.x)), reinterpret_cast<void*>(ViewAddress(p.weight)),
-                       reinterpret_cast<void*>(ViewAddress(p.y))};
+  const int64_t n = static_cast<int64_t>(buffers.uids.size());
   void* ws = reinterpret_cast<void*>(workspace);
-  RETURN_IF_ERROR(Set(pack, kCudnnAttrVariantPackUniqueIds, kCudnnTypeInt64, 3, uids, "variant pack uids"));
-  RETURN_IF_ERROR(Set(pack, kCudnnAttrVariantPackDataPointers, kCudnnTypeVoidPtr, 3, pointers, "variant pack data"));
+  RETURN_IF_ERROR(Set(pack, kCudnnAttrVariantPackUniqueIds, kCudnnTypeInt64, n, buffers.uids.data(),
+                      "variant pack uids"));
+  RETURN_IF_ERROR(Set(pack, kCudnnAttrVariantPackDataPointers, kCudnnTypeVoidPtr, n, buffers.pointers.data(),
+                      "variant pack data"));
   RETURN_IF_ERROR(Set(pack, kCudnnAttrVariantPackWorkspace, kCudnnTypeVoidPtr, 1, &ws, "variant pack workspace"));
   RETURN_IF_ERROR(Finalize(pack, "variant pack"));
   return CudnnCheck(Cudnn().cudnnBackendExecute(handle, plan.get(), pack.get()), "cudnnBackendExecute");
@@ -380,16 +609,16 @@ absl::Status Execute(cudnnHandle_t handle, const GraphDescriptor& plan, const Co
 
 // One warm-up run, then one run timed with events on ctx.stream (as
 // cudnnFindConvolutionForwardAlgorithmEx times its candidates).
-absl::StatusOr<float> TimePlan(const Candidate& cand, const ConvProblem& p, const ConvContext& ctx,
+absl::StatusOr<float> TimePlan(const Candidate& cand, const GraphBuffers& buffers, const ConvContext& ctx,
                                CUdeviceptr workspace) {
   const CudaDriverApi& d = LoadCudaLibraries().driver;
-  RETURN_IF_ERROR(Execute(ctx.cudnn, cand.plan, p, workspace));
+  RETURN_IF_ERROR(Execute(ctx.cudnn, cand.plan, buffers, workspace));
   CUevent start = nullptr, stop = nullptr;
   RETURN_IF_ERROR(CuCheck(d.cuEventCreate(&start, kEventDefault), "cuEventCreate"));
   absl::Status s = CuCheck(d.cuEventCreate(&stop, kEventDefault), "cuEventCreate");
   float ms = 0;
   if (s.ok()) s = CuCheck(d.cuEventRecord(start, ctx.stream), "cuEventRecord");
-  if (s.ok()) s = Execute(ctx.cudnn, cand.plan, p, workspace);
+  if (s.ok()) s = Execute(ctx.cudnn, cand.plan, buffers, workspace);
   if (s.ok()) s = CuCheck(d.cuEventRecord(stop, ctx.stream), "cuEventRecord");
   if (s.ok()) s = CuCheck(d.cuEventSynchronize(stop), "cuEventSynchronize");
   if (s.ok()) s = CuCheck(d.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
@@ -399,24 +628,23 @@ absl::StatusOr<float> TimePlan(const Candidate& cand, const ConvProblem& p, cons
   return ms;
 }
 
-// The plan of `spec`: heuristics mode A, then FALLBACK when none of A's
-// configs gives a plan; timed (`timed`) or the first one.
-absl::StatusOr<std::unique_ptr<GraphPlan>> MakeGraphPlan(const GraphConvSpec& spec, const ConvProblem& p,
-                                                         const ConvContext& ctx, bool timed) {
-  auto plan = std::make_unique<GraphPlan>();
-  ASSIGN_OR_RETURN(plan->operation, BuildGraphConvOperation(spec));
-  ASSIGN_OR_RETURN(plan->graph, GraphDescriptor::Create(kCudnnBackendOperationGraphDescriptor));
-  cudnnBackendDescriptor_t op = plan->operation.op.get();
+// Finishes `plan` over the finalized operations `ops`: the operation
+// graph, heuristics mode A, then FALLBACK when none of A's configs gives a
+// plan; timed (`timed`) on `buffers` or the first one.
+absl::Status PlanGraph(GraphPlan& plan, const std::vector<cudnnBackendDescriptor_t>& ops, int data_type,
+                       const GraphBuffers& buffers, const ConvContext& ctx, bool timed) {
+  ASSIGN_OR_RETURN(plan.graph, GraphDescriptor::Create(kCudnnBackendOperationGraphDescriptor));
   cudnnHandle_t handle = ctx.cudnn;
-  RETURN_IF_ERROR(Set(plan->graph, kCudnnAttrOperationgraphOps, kCudnnTypeBackendDescriptor, 1, &op, "graph ops"));
-  RETURN_IF_ERROR(Set(plan->graph, kCudnnAttrOperationgraphHandle, kCudnnTypeHandle, 1, &handle, "graph handle"));
-  RETURN_IF_ERROR(Finalize(plan->graph, "operation graph"));
+  RETURN_IF_ERROR(Set(plan.graph, kCudnnAttrOperationgraphOps, kCudnnTypeBackendDescriptor,
+                      static_cast<int64_t>(ops.size()), ops.data(), "graph ops"));
+  RETURN_IF_ERROR(Set(plan.graph, kCudnnAttrOperationgraphHandle, kCudnnTypeHandle, 1, &handle, "graph handle"));
+  RETURN_IF_ERROR(Finalize(plan.graph, "operation graph"));
   const int limit = timed ? GraphPlanCandidates() : 1;
   std::string skipped;
   std::vector<Candidate> candidates;
   for (int mode : {kCudnnHeurModeA, kCudnnHeurModeFallback}) {
     absl::StatusOr<std::vector<Candidate>> found =
-        PlanCandidates(ctx.cudnn, plan->graph, mode, spec.x.data_type, ctx.tf32, limit, &skipped);
+        PlanCandidates(ctx.cudnn, plan.graph, mode, data_type, ctx.tf32, limit, &skipped);
     if (!found.ok()) {
       absl::StrAppend(&skipped, skipped.empty() ? "" : "; ", "heuristics mode ", mode, ": ", found.status().message());
       continue;
@@ -439,7 +667,7 @@ absl::StatusOr<std::unique_ptr<GraphPlan>> MakeGraphPlan(const GraphConvSpec& sp
     }
     std::string failures;
     for (size_t i = 0; i < candidates.size(); ++i) {
-      absl::StatusOr<float> ms = TimePlan(candidates[i], p, ctx, ws);
+      absl::StatusOr<float> ms = TimePlan(candidates[i], buffers, ctx, ws);
       if (!ms.ok()) {
         absl::StrAppend(&failures, failures.empty() ? "" : "; ", "engine ", candidates[i].engine, ": ",
                         ms.status().message());
@@ -452,15 +680,33 @@ absl::StatusOr<std::unique_ptr<GraphPlan>> MakeGraphPlan(const GraphConvSpec& sp
     }
     if (best_ms < 0) return absl::InternalError(absl::StrCat("no execution plan ran: ", failures));
   }
-  plan->config = std::move(candidates[best].config);
-  plan->plan = std::move(candidates[best].plan);
-  plan->workspace = candidates[best].workspace;
-  plan->engine = candidates[best].engine;
-  plan->ms = best_ms;
+  plan.config = std::move(candidates[best].config);
+  plan.plan = std::move(candidates[best].plan);
+  plan.workspace = candidates[best].workspace;
+  plan.engine = candidates[best].engine;
+  plan.ms = best_ms;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<GraphPlan>> MakeGraphPlan(const GraphConvSpec& spec, const ConvProblem& p,
+                                                         const ConvContext& ctx, bool timed) {
+  auto plan = std::make_unique<GraphPlan>();
+  ASSIGN_OR_RETURN(plan->operation, BuildGraphConvOperation(spec));
+  RETURN_IF_ERROR(PlanGraph(*plan, {plan->operation.op.get()}, spec.x.data_type, ConvBuffers(p), ctx, timed));
   return plan;
 }
 
-// Plans by GraphPlanKey; a null plan marks a refused shape.
+absl::StatusOr<std::unique_ptr<GraphPlan>> MakeFusedGraphPlan(const GraphConvSpec& spec,
+                                                              const GraphEpilogueSpec& epilogue, const ConvProblem& p,
+                                                              const ConvContext& ctx, bool timed) {
+  auto plan = std::make_unique<GraphPlan>();
+  ASSIGN_OR_RETURN(plan->fused, BuildGraphFusedOperation(spec, epilogue));
+  ASSIGN_OR_RETURN(GraphBuffers buffers, FusedBuffers(p, epilogue));
+  RETURN_IF_ERROR(PlanGraph(*plan, plan->fused.ops(), spec.x.data_type, buffers, ctx, timed));
+  return plan;
+}
+
+// Plans by key; a null plan marks a refused shape (or shape and chain).
 struct GraphPlanCache {
   std::mutex mu;
   std::map<std::string, std::unique_ptr<GraphPlan>> plans;
@@ -472,17 +718,74 @@ GraphPlanCache& GraphPlans() {
   return *cache;
 }
 
-void Refuse(GraphPlanCache& cache, const std::string& key, const GraphConvSpec& spec, const absl::Status& why) {
+bool Logging() { return std::getenv("KILN_CUDNN_LOG") != nullptr; }
+
+void Refuse(GraphPlanCache& cache, const std::string& key, const GraphConvSpec& spec, const absl::Status& why,
+            bool fused) {
   cache.plans[key] = nullptr;
-  ++cache.summary.refused;
-  if (cache.summary.first_refusal.empty()) {
-    cache.summary.first_refusal =
-        absl::StrCat("x [", absl::StrJoin(spec.x.dims, ","), "] w [", absl::StrJoin(spec.w.dims, ","), "]: ",
-                     why.message());
+  ++(fused ? cache.summary.fused_refused : cache.summary.refused);
+  std::string& first = fused ? cache.summary.first_fused_refusal : cache.summary.first_refusal;
+  if (first.empty()) {
+    first = absl::StrCat("x [", absl::StrJoin(spec.x.dims, ","), "] w [", absl::StrJoin(spec.w.dims, ","), "]: ",
+                         why.message());
   }
-  if (std::getenv("KILN_CUDNN_LOG") != nullptr) {
+  if (Logging()) {
     std::fprintf(stderr, "[cudnn graph] refused %s: %s\n", key.c_str(), std::string(why.message()).c_str());
   }
+}
+
+// The cached plan for `key_tail` on ctx's handle (made on first use: timed,
+// or the first that finalizes under a capture); nullptr when refused, now
+// or before. *key is the entry's key. The cache's lock must be held.
+const GraphPlan* FindOrMakePlan(GraphPlanCache& cache, const ConvContext& ctx, const GraphConvSpec& spec,
+                                const std::string& key_tail, bool fused,
+                                const std::function<absl::StatusOr<std::unique_ptr<GraphPlan>>(bool timed)>& make,
+                                std::string* key) {
+  // Plans are finalized for a handle (a handle per device and stream): one
+  // executes only with its own.
+  const std::string handle = absl::StrCat(reinterpret_cast<uintptr_t>(ctx.cudnn), "|");
+  const std::string timed_key = handle + GraphPlanKey(spec, ctx.device_index, ctx.tf32, true) + key_tail;
+  const std::string first_key = handle + GraphPlanKey(spec, ctx.device_index, ctx.tf32, false) + key_tail;
+  auto it = cache.plans.find(timed_key);
+  if (it == cache.plans.end() && ctx.capturing) it = cache.plans.find(first_key);
+  if (it == cache.plans.end()) {
+    // Timing synchronizes, which a capture cannot: the first plan then.
+    const bool timed = !ctx.capturing;
+    *key = timed ? timed_key : first_key;
+    absl::StatusOr<std::unique_ptr<GraphPlan>> made = make(timed);
+    if (!made.ok()) {
+      Refuse(cache, *key, spec, made.status(), fused);
+      return nullptr;
+    }
+    ++(fused ? cache.summary.fused_planned : cache.summary.planned);
+    if (Logging()) {
+      std::fprintf(stderr, "[cudnn graph] %s: engine %lld, workspace %lld bytes, %.4f ms\n", key->c_str(),
+                   static_cast<long long>((*made)->engine), static_cast<long long>((*made)->workspace),  // NOLINT
+                   static_cast<double>((*made)->ms));
+    }
+    it = cache.plans.emplace(*key, std::move(*made)).first;
+  }
+  *key = it->first;
+  return it->second.get();
+}
+
+// Runs `plan` on `buffers`; nullopt (the key refused from now on) when
+// cuDNN would not execute it: nothing ran, the caller's path takes it.
+std::optional<absl::Status> RunPlan(GraphPlanCache& cache, const GraphPlan& plan, const std::string& key,
+                                    const GraphConvSpec& spec, const GraphBuffers& buffers, const ConvContext& ctx,
+                                    bool fused) {
+  CUdeviceptr ws = 0;
+  if (plan.workspace > 0) {
+    absl::StatusOr<CUdeviceptr> got = ctx.scratch(plan.workspace);
+    if (!got.ok()) return got.status();
+    ws = *got;
+  }
+  absl::Status s = Execute(ctx.cudnn, plan.plan, buffers, ws);
+  if (!s.ok()) {
+    Refuse(cache, key, spec, s, fused);
+    return std::nullopt;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -493,45 +796,43 @@ std::optional<absl::Status> CudnnGraphConvolution(const ConvProblem& p, const Co
   if (!spec.ok()) return std::nullopt;  // the legacy path's preconditions decide
   GraphPlanCache& cache = GraphPlans();
   std::lock_guard<std::mutex> lock(cache.mu);
-  // Plans are finalized for a handle (a handle per device and stream): one
-  // executes only with its own.
-  const std::string handle = absl::StrCat(reinterpret_cast<uintptr_t>(ctx.cudnn), "|");
-  const std::string timed_key = handle + GraphPlanKey(*spec, ctx.device_index, ctx.tf32, true);
-  const std::string first_key = handle + GraphPlanKey(*spec, ctx.device_index, ctx.tf32, false);
-  auto it = cache.plans.find(timed_key);
-  if (it == cache.plans.end() && ctx.capturing) it = cache.plans.find(first_key);
-  if (it == cache.plans.end()) {
-    // Timing synchronizes, which a capture cannot: the first plan then.
-    const bool timed = !ctx.capturing;
-    const std::string& key = timed ? timed_key : first_key;
-    absl::StatusOr<std::unique_ptr<GraphPlan>> made = MakeGraphPlan(*spec, p, ctx, timed);
-    if (!made.ok()) {
-      Refuse(cache, key, *spec, made.status());
-      return std::nullopt;
-    }
-    ++cache.summary.planned;
-    if (std::getenv("KILN_CUDNN_LOG") != nullptr) {
-      std::fprintf(stderr, "[cudnn graph] %s: engine %lld, workspace %lld bytes, %.4f ms\n", key.c_str(),
-                   static_cast<long long>((*made)->engine), static_cast<long long>((*made)->workspace),  // NOLINT
-                   static_cast<double>((*made)->ms));
-    }
-    it = cache.plans.emplace(key, std::move(*made)).first;
-  }
-  if (it->second == nullptr) return std::nullopt;
-  const GraphPlan& plan = *it->second;
-  CUdeviceptr ws = 0;
-  if (plan.workspace > 0) {
-    absl::StatusOr<CUdeviceptr> got = ctx.scratch(plan.workspace);
-    if (!got.ok()) return got.status();
-    ws = *got;
-  }
-  absl::Status s = Execute(ctx.cudnn, plan.plan, p, ws);
-  if (!s.ok()) {
-    // Nothing ran: the legacy path takes this shape from now on.
-    Refuse(cache, it->first, *spec, s);
+  std::string key;
+  const GraphPlan* plan = FindOrMakePlan(
+      cache, ctx, *spec, "", /*fused=*/false, [&](bool timed) { return MakeGraphPlan(*spec, p, ctx, timed); }, &key);
+  if (plan == nullptr) return std::nullopt;
+  return RunPlan(cache, *plan, key, *spec, ConvBuffers(p), ctx, /*fused=*/false);
+}
+
+std::optional<absl::Status> CudnnGraphFusedConvolution(const ConvProblem& p, const ConvContext& ctx) {
+  if (!CudnnGraphApiEnabled() || !CudnnGraphFusedEnabled() || ctx.cudnn == nullptr ||
+      !LoadCudaLibraries().cudnn_status.ok() || !CudnnSupported(p, ctx)) {
     return std::nullopt;
   }
-  return absl::OkStatus();
+  absl::StatusOr<GraphConvSpec> spec = DescribeGraphConv(p, ctx.channels_last);
+  if (!spec.ok()) return std::nullopt;
+  absl::StatusOr<GraphEpilogueSpec> epilogue = DescribeGraphEpilogue(p, *spec, ctx.channels_last);
+  GraphPlanCache& cache = GraphPlans();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  if (!epilogue.ok()) {
+    if (cache.summary.first_unmapped_chain.empty()) {
+      cache.summary.first_unmapped_chain = std::string(epilogue.status().message());
+    }
+    return std::nullopt;
+  }
+  absl::StatusOr<GraphBuffers> buffers = FusedBuffers(p, *epilogue);
+  if (!buffers.ok()) return std::nullopt;
+  std::string key;
+  const GraphPlan* plan = FindOrMakePlan(
+      cache, ctx, *spec, "|" + GraphEpilogueKey(*epilogue), /*fused=*/true,
+      [&](bool timed) { return MakeFusedGraphPlan(*spec, *epilogue, p, ctx, timed); }, &key);
+  if (plan == nullptr) return std::nullopt;
+  std::optional<absl::Status> done = RunPlan(cache, *plan, key, *spec, *buffers, ctx, /*fused=*/true);
+  if (done && done->ok()) {
+    if (ctx.used_cudnn != nullptr) *ctx.used_cudnn = true;
+    if (ctx.used_cudnn_graph != nullptr) *ctx.used_cudnn_graph = true;
+    if (ctx.used_graph_epilogue != nullptr) *ctx.used_graph_epilogue = true;
+  }
+  return done;
 }
 
 GraphApiSummary CudnnGraphSummary() {

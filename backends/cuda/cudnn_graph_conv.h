@@ -57,6 +57,7 @@ struct GraphTensorSpec {
   int data_type = 0;  // cudnnDataType_t
   std::vector<int64_t> dims, strides;
   int64_t alignment = 0;  // bytes: the largest power of two <= 16 dividing the address
+  bool is_virtual = false;  // an intermediate of the graph (no memory)
 };
 
 // A 2-D forward convolution as the graph API takes it (1-D ones have H = R = 1).
@@ -113,6 +114,69 @@ struct GraphConvOperation {
 };
 absl::StatusOr<GraphConvOperation> BuildGraphConvOperation(const GraphConvSpec& spec);
 
+// ---- Fused epilogues in the graph (kiln::conv_post_ops)
+//
+// CONVOLUTION_FORWARD into a virtual float tensor, then one POINTWISE
+// operation per step, each into a virtual float tensor, the last into y
+// (y's dtype: the only rounding): ADD of the bias (a [1, C, 1, 1] tensor
+// ordered like y), then the chain of ir/post_ops.h mapped step by step:
+// add of an operand of y's shape (its own dtype and strides) -> ADD, relu ->
+// RELU_FWD, sigmoid -> SIGMOID_FWD, tanh -> TANH_FWD, silu -> SWISH_FWD
+// (beta 1), gelu -> GELU_FWD (erf), gelu_tanh -> GELU_APPROX_TANH_FWD, elu
+// -> ELU_FWD (alpha). Any other step (mul, linear, clamps, hard*, leaky_relu,
+// a broadcast operand) is refused: the caller runs the convolution, then
+// conv_epilogue's kernel. Plans as for the plain graph (heuristics A then
+// FALLBACK, timed), keyed by the convolution's key and the chain; a chain
+// whose graph gives no plan is remembered and takes the kernel path.
+
+// False when KILN_CUDNN_GRAPH_FUSED=0 (read at each call).
+bool CudnnGraphFusedEnabled();
+
+inline constexpr int64_t kGraphUidBias = 4;
+inline constexpr int64_t kGraphUidFirstOperand = 5;  // + the post operand's index
+inline constexpr int64_t kGraphUidFirstVirtual = 100;
+
+struct GraphPointwiseStep {
+  int mode = 0;              // cudnnPointwiseMode_t
+  int64_t operand_uid = 0;   // ADD: the tensor added (bias or an operand); 0 for unary steps
+  std::optional<float> elu_alpha;
+};
+
+// The epilogue's real tensors (bias, operands, each once) and its steps.
+struct GraphEpilogueSpec {
+  std::vector<GraphTensorSpec> operands;
+  std::vector<GraphPointwiseStep> steps;
+};
+
+// The in-graph epilogue of `p` (its bias and post-op chain) for a
+// convolution described as `conv`. Unimplemented (naming the step) for a
+// chain the graph path does not take, InvalidArgument for malformed input.
+absl::StatusOr<GraphEpilogueSpec> DescribeGraphEpilogue(const ConvProblem& p, const GraphConvSpec& conv,
+                                                        bool channels_last);
+
+// The epilogue's part of a plan's key.
+std::string GraphEpilogueKey(const GraphEpilogueSpec& epilogue);
+
+// The finalized descriptors of a fused graph: the convolution (its y a
+// virtual float tensor), the epilogue's tensors, pointwise descriptors and
+// operations. ops() lists the operations in graph order.
+struct GraphFusedOperation {
+  GraphConvOperation conv;
+  std::vector<GraphDescriptor> tensors;     // operands, intermediates, y
+  std::vector<GraphDescriptor> pointwise;   // one per step
+  std::vector<GraphDescriptor> operations;  // one per step
+  std::vector<cudnnBackendDescriptor_t> ops() const;
+};
+absl::StatusOr<GraphFusedOperation> BuildGraphFusedOperation(const GraphConvSpec& conv,
+                                                             const GraphEpilogueSpec& epilogue);
+
+// Runs a fused convolution (p.bias and p.post, p.post_operands) as one
+// graph. nullopt when this path does not take it (switched off, no cuDNN,
+// a chain it does not map, a graph refused now or before: reasons counted
+// by CudnnGraphSummary); the caller then runs conv + epilogue kernel.
+// Sets *ctx.used_cudnn, *ctx.used_cudnn_graph and *ctx.used_graph_epilogue.
+std::optional<absl::Status> CudnnGraphFusedConvolution(const ConvProblem& p, const ConvContext& ctx);
+
 // Runs `p`'s convolution through the graph API (its bias is not added:
 // CudnnConvolution adds it). nullopt when this path does not take
 // it (switched off, dtype, a shape refused before or now: the reason is
@@ -126,6 +190,12 @@ struct GraphApiSummary {
   int64_t planned = 0;
   int64_t refused = 0;
   std::string first_refusal;
+  // Fused graphs (convolution + epilogue): planned, refused (then run as
+  // convolution + epilogue kernel), and the first chain not mapped at all.
+  int64_t fused_planned = 0;
+  int64_t fused_refused = 0;
+  std::string first_fused_refusal;
+  std::string first_unmapped_chain;
 };
 GraphApiSummary CudnnGraphSummary();
 

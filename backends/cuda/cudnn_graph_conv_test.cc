@@ -3,12 +3,16 @@
 // size-1 dims placed in the layout's order, byte alignment, uids), the plan
 // cache's key, the numerical-note filter, the switch; and, where libcudnn.so.9
 // is installed (no GPU needed for these descriptors), the tensors,
-// convolution and forward operation finalized by cuDNN itself.
+// convolution and forward operation finalized by cuDNN itself; the fused
+// epilogue's mapping (bias, residual add, activations; what it refuses), its
+// key, and its tensors, pointwise descriptors and operations finalized by
+// cuDNN (fp32/bf16, NCHW/NHWC, with and without a residual).
 #include "backends/cuda/cudnn_graph_conv.h"
 
 #include <cstdlib>
 
 #include "absl/strings/match.h"
+#include "ir/post_ops.h"
 #include "backends/cuda/cuda_loader.h"
 #include "gtest/gtest.h"
 
@@ -243,6 +247,202 @@ TEST(CudnnGraphConvTest, CudnnFinalizesTheOperation) {
   EXPECT_FALSE(op.ok());
   if (!op.ok()) {
     EXPECT_TRUE(absl::StrContains(op.status().message(), "cudnnBackendFinalize")) << op.status();
+  }
+}
+
+// Conv3x3 as a kiln::conv_post_ops: a bias, then `post` over operands of
+// y's shape and strides (a residual), placed after y.
+ConvProblem FusedConv3x3(DType dtype, bool channels_last, std::vector<ir::PostOp> post, int operands) {
+  ConvProblem p = Conv3x3(dtype, channels_last);
+  p.bias = View(0x40000, dtype, {16}, {1});
+  for (int i = 0; i < operands; ++i) {
+    DeviceView r = p.y;
+    r.base = 0x50000 + 0x10000 * static_cast<CUdeviceptr>(i);
+    p.post_operands.push_back(r);
+  }
+  p.post = std::move(post);
+  return p;
+}
+
+ir::PostOp Step(ir::PostOpKind kind, int operand = -1, std::vector<double> scalars = {}) {
+  ir::PostOp op;
+  op.kind = kind;
+  op.operand = operand;
+  op.scalars = std::move(scalars);
+  return op;
+}
+
+TEST(CudnnGraphFusedTest, MapsBiasResidualAndActivations) {
+  // resnet's bottleneck end: bias, add(residual), relu.
+  ConvProblem p = FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kAdd, 0), Step(ir::PostOpKind::kRelu)}, 1);
+  GraphConvSpec conv = *DescribeGraphConv(p, false);
+  absl::StatusOr<GraphEpilogueSpec> e = DescribeGraphEpilogue(p, conv, false);
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_EQ(e->operands.size(), 2u);
+  EXPECT_EQ(e->operands[0].uid, kGraphUidBias);
+  EXPECT_EQ(e->operands[0].dims, (std::vector<int64_t>{1, 16, 1, 1}));
+  EXPECT_EQ(e->operands[0].strides, (std::vector<int64_t>{16, 1, 1, 1}));
+  EXPECT_EQ(e->operands[1].uid, kGraphUidFirstOperand);
+  EXPECT_EQ(e->operands[1].dims, conv.y.dims);
+  EXPECT_EQ(e->operands[1].strides, conv.y.strides);
+  ASSERT_EQ(e->steps.size(), 3u);
+  EXPECT_EQ(e->steps[0].mode, kCudnnPointwiseAdd);
+  EXPECT_EQ(e->steps[0].operand_uid, kGraphUidBias);
+  EXPECT_EQ(e->steps[1].mode, kCudnnPointwiseAdd);
+  EXPECT_EQ(e->steps[1].operand_uid, kGraphUidFirstOperand);
+  EXPECT_EQ(e->steps[2].mode, kCudnnPointwiseReluFwd);
+  EXPECT_EQ(e->steps[2].operand_uid, 0);
+
+  // Channels-last: the bias is ordered like y (NHWC strides for its unit dims).
+  p = FusedConv3x3(DType::kBFloat16, true, {Step(ir::PostOpKind::kRelu)}, 0);
+  conv = *DescribeGraphConv(p, true);
+  e = DescribeGraphEpilogue(p, conv, true);
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_EQ(e->operands.size(), 1u);
+  EXPECT_EQ(e->operands[0].data_type, kCudnnDataBfloat16);
+  EXPECT_EQ(e->operands[0].strides, (std::vector<int64_t>{16, 1, 16, 16}));
+  ASSERT_EQ(e->steps.size(), 2u);
+
+  // Activations whose math is post_ops.h's.
+  const std::pair<ir::PostOpKind, int> unary[] = {
+      {ir::PostOpKind::kSigmoid, kCudnnPointwiseSigmoidFwd}, {ir::PostOpKind::kTanh, kCudnnPointwiseTanhFwd},
+      {ir::PostOpKind::kSilu, kCudnnPointwiseSwishFwd},      {ir::PostOpKind::kGelu, kCudnnPointwiseGeluFwd},
+      {ir::PostOpKind::kGeluTanh, kCudnnPointwiseGeluApproxTanhFwd}};
+  for (const auto& [kind, mode] : unary) {
+    p = FusedConv3x3(DType::kFloat32, false, {Step(kind)}, 0);
+    e = DescribeGraphEpilogue(p, *DescribeGraphConv(p, false), false);
+    ASSERT_TRUE(e.ok()) << ir::PostOpName(kind) << ": " << e.status();
+    EXPECT_EQ(e->steps.back().mode, mode) << ir::PostOpName(kind);
+  }
+  p = FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kElu, -1, {0.5})}, 0);
+  e = DescribeGraphEpilogue(p, *DescribeGraphConv(p, false), false);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->steps.back().mode, kCudnnPointwiseEluFwd);
+  ASSERT_TRUE(e->steps.back().elu_alpha.has_value());
+  EXPECT_FLOAT_EQ(*e->steps.back().elu_alpha, 0.5f);
+
+  // A biased convolution with an empty chain (resnet's downsample): one ADD.
+  p = FusedConv3x3(DType::kFloat32, false, {}, 0);
+  e = DescribeGraphEpilogue(p, *DescribeGraphConv(p, false), false);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->steps.size(), 1u);
+}
+
+TEST(CudnnGraphFusedTest, RefusesWhatItDoesNotMap) {
+  auto refusal = [](const ConvProblem& p) {
+    absl::StatusOr<GraphEpilogueSpec> e = DescribeGraphEpilogue(p, *DescribeGraphConv(p, false), false);
+    return e.ok() ? std::string("ok") : std::string(e.status().message());
+  };
+  // Steps without a pointwise mode of the same math.
+  EXPECT_TRUE(absl::StrContains(refusal(FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kHardswish)}, 0)),
+                                "step 0 (hardswish)"));
+  EXPECT_TRUE(absl::StrContains(
+      refusal(FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kRelu), Step(ir::PostOpKind::kMul, 0)}, 1)),
+      "step 1 (mul)"));
+  EXPECT_TRUE(absl::StrContains(
+      refusal(FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kLinear, -1, {2.0, 1.0})}, 0)),
+      "(linear)"));
+  // A broadcast residual (a per-channel gate shape) and a stride-0 one.
+  ConvProblem p = FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kAdd, 0)}, 1);
+  p.post_operands[0].layout.sizes = {2, 16, 1, 1};
+  p.post_operands[0].layout.strides = {16, 1, 1, 1};
+  EXPECT_TRUE(absl::StrContains(refusal(p), "of y's shape")) << refusal(p);
+  p = FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kAdd, 0)}, 1);
+  p.post_operands[0].layout.strides = {16, 1, 0, 0};
+  EXPECT_TRUE(absl::StrContains(refusal(p), "broadcasts")) << refusal(p);
+  // An operand index out of range; nothing to fuse.
+  p = FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kAdd, 3)}, 1);
+  EXPECT_TRUE(absl::StrContains(refusal(p), "reads operand 3")) << refusal(p);
+  p = FusedConv3x3(DType::kFloat32, false, {}, 0);
+  p.bias.reset();
+  EXPECT_TRUE(absl::StrContains(refusal(p), "empty chain")) << refusal(p);
+}
+
+TEST(CudnnGraphFusedTest, KeysSeparateChains) {
+  const ConvProblem relu = FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kRelu)}, 0);
+  const ConvProblem residual =
+      FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kAdd, 0), Step(ir::PostOpKind::kRelu)}, 1);
+  const ConvProblem sigmoid = FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kSigmoid)}, 0);
+  const ConvProblem elu = FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kElu, -1, {0.5})}, 0);
+  const ConvProblem elu2 = FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kElu, -1, {2.0})}, 0);
+  std::vector<std::string> keys;
+  for (const ConvProblem* p : {&relu, &residual, &sigmoid, &elu, &elu2}) {
+    keys.push_back(GraphEpilogueKey(*DescribeGraphEpilogue(*p, *DescribeGraphConv(*p, false), false)));
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (size_t j = i + 1; j < keys.size(); ++j) EXPECT_NE(keys[i], keys[j]) << i << " " << j;
+  }
+  // The residual's strides and alignment are part of it.
+  ConvProblem moved = residual;
+  moved.post_operands[0].base += 2;
+  EXPECT_NE(keys[1], GraphEpilogueKey(*DescribeGraphEpilogue(moved, *DescribeGraphConv(moved, false), false)));
+}
+
+TEST(CudnnGraphFusedTest, Switch) {
+  unsetenv("KILN_CUDNN_GRAPH_FUSED");
+  EXPECT_TRUE(CudnnGraphFusedEnabled());
+  setenv("KILN_CUDNN_GRAPH_FUSED", "0", 1);
+  EXPECT_FALSE(CudnnGraphFusedEnabled());
+  unsetenv("KILN_CUDNN_GRAPH_FUSED");
+  ConvContext ctx;  // no handle: the caller's conv + epilogue kernel path
+  EXPECT_FALSE(CudnnGraphFusedConvolution(FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kRelu)}, 0), ctx)
+                   .has_value());
+}
+
+// cuDNN finalizes the fused graph's descriptors (no handle needed below the
+// operation graph): the convolution into a virtual float tensor, the bias
+// and residual tensors, each pointwise descriptor and operation, y last.
+TEST(CudnnGraphFusedTest, CudnnFinalizesTheFusedOperations) {
+  const CudaLibraries& libs = LoadCudaLibraries();
+  if (!libs.cudnn_status.ok()) GTEST_SKIP() << "no cuDNN: " << libs.cudnn_status;
+  for (const DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+    for (const bool channels_last : {false, true}) {
+      for (const bool residual : {false, true}) {
+        SCOPED_TRACE(absl::StrCat(DTypeName(dtype), channels_last ? " NHWC" : " NCHW",
+                                  residual ? " bias+residual+relu" : " bias+relu"));
+        std::vector<ir::PostOp> post;
+        if (residual) post.push_back(Step(ir::PostOpKind::kAdd, 0));
+        post.push_back(Step(ir::PostOpKind::kRelu));
+        const ConvProblem p = FusedConv3x3(dtype, channels_last, post, residual ? 1 : 0);
+        absl::StatusOr<GraphConvSpec> conv = DescribeGraphConv(p, channels_last);
+        ASSERT_TRUE(conv.ok()) << conv.status();
+        absl::StatusOr<GraphEpilogueSpec> e = DescribeGraphEpilogue(p, *conv, channels_last);
+        ASSERT_TRUE(e.ok()) << e.status();
+        absl::StatusOr<GraphFusedOperation> g = BuildGraphFusedOperation(*conv, *e);
+        ASSERT_TRUE(g.ok()) << g.status();
+        const size_t steps = residual ? 3 : 2;
+        EXPECT_EQ(g->operations.size(), steps);
+        EXPECT_EQ(g->pointwise.size(), steps);
+        // operands (bias [, residual]) + one output per step
+        EXPECT_EQ(g->tensors.size(), (residual ? 2 : 1) + steps);
+        const std::vector<cudnnBackendDescriptor_t> ops = g->ops();
+        ASSERT_EQ(ops.size(), steps + 1);
+        EXPECT_EQ(ops[0], g->conv.op.get());
+        for (cudnnBackendDescriptor_t op : ops) EXPECT_NE(op, nullptr);
+      }
+    }
+  }
+  // Every other mapped activation finalizes too (ELU with its alpha).
+  for (const ir::PostOp& step : {Step(ir::PostOpKind::kSigmoid), Step(ir::PostOpKind::kTanh),
+                                 Step(ir::PostOpKind::kSilu), Step(ir::PostOpKind::kGelu),
+                                 Step(ir::PostOpKind::kGeluTanh), Step(ir::PostOpKind::kElu, -1, {0.5})}) {
+    SCOPED_TRACE(ir::PostOpName(step.kind));
+    const ConvProblem p = FusedConv3x3(DType::kBFloat16, true, {step}, 0);
+    const GraphConvSpec conv = *DescribeGraphConv(p, true);
+    absl::StatusOr<GraphFusedOperation> g = BuildGraphFusedOperation(conv, *DescribeGraphEpilogue(p, conv, true));
+    EXPECT_TRUE(g.ok()) << g.status();
+  }
+  // cuDNN 9.19 checks pointwise modes and operand shapes only when the
+  // operation graph is finalized (which needs a handle: the GPU test). A
+  // step reading a tensor the epilogue did not describe is kiln's error.
+  const ConvProblem p = FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kAdd, 0)}, 1);
+  const GraphConvSpec conv = *DescribeGraphConv(p, false);
+  GraphEpilogueSpec bad = *DescribeGraphEpilogue(p, conv, false);
+  bad.steps[1].operand_uid = 77;
+  absl::StatusOr<GraphFusedOperation> g = BuildGraphFusedOperation(conv, bad);
+  EXPECT_FALSE(g.ok());
+  if (!g.ok()) {
+    EXPECT_TRUE(absl::StrContains(g.status().message(), "reads tensor 77")) << g.status();
   }
 }
 
