@@ -8,8 +8,9 @@
 // over the images, the rest as im2col + sgemm per group (runtime_kernels.h).
 // Ops: aten::convolution/_convolution (not transposed), aten::conv1d/conv2d,
 // kiln::conv_nd (symmetric pads) and kiln::conv_post_ops (kiln::conv_nd plus
-// the epilogue of ir/post_ops.h: the bias and the chain run in place over y
-// by one runtime kernel, conv_epilogue.h). Anything else returns nullopt and
+// the epilogue of ir/post_ops.h: inside cuDNN's graph where it maps,
+// CudnnGraphFusedConvolution; else the bias and the chain run in place over
+// y by one runtime kernel, conv_epilogue.h). Anything else returns nullopt and
 // runs on the host.
 #ifndef KILN_BACKENDS_CUDA_CUDA_CONV_H_
 #define KILN_BACKENDS_CUDA_CUDA_CONV_H_
