@@ -242,7 +242,7 @@ std::vector<std::string> CudaProgram::ReportLines() const {
     absl::StrAppend(&layout, "; ran ", s.nhwc_convolutions.load(), " NHWC, ", s.fused_epilogues.load(),
                     " fused epilogues (", s.graph_epilogues.load(), " inside cuDNN's graph",
                     !CudnnGraphApiEnabled()     ? ", off: KILN_CUDNN_BACKEND=0"
-                    : !CudnnGraphFusedEnabled() ? ", off: KILN_CUDNN_GRAPH_FUSED=0"
+                    : !CudnnGraphFusedEnabled() ? ", off: opt-in KILN_CUDNN_GRAPH_FUSED=1"
                                                 : "",
                     ")");
     // The refusal's reason: CudaProgramStats::nhwc_error.

@@ -103,7 +103,7 @@ bool CudnnGraphApiEnabled() {
 
 bool CudnnGraphFusedEnabled() {
   const char* v = std::getenv("KILN_CUDNN_GRAPH_FUSED");
-  return v == nullptr || std::string(v) != "0";
+  return v != nullptr && std::string(v) == "1";
 }
 
 int GraphPlanCandidates() {

@@ -380,6 +380,8 @@ TEST(CudnnGraphFusedTest, KeysSeparateChains) {
 
 TEST(CudnnGraphFusedTest, Switch) {
   unsetenv("KILN_CUDNN_GRAPH_FUSED");
+  EXPECT_FALSE(CudnnGraphFusedEnabled()) << "opt-in (cudnn_graph_conv.h says why)";
+  setenv("KILN_CUDNN_GRAPH_FUSED", "1", 1);
   EXPECT_TRUE(CudnnGraphFusedEnabled());
   setenv("KILN_CUDNN_GRAPH_FUSED", "0", 1);
   EXPECT_FALSE(CudnnGraphFusedEnabled());
