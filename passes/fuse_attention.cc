@@ -18,7 +18,6 @@ using fusion_match::Int;
 using fusion_match::IsNone;
 using fusion_match::Number;
 using fusion_match::OnlyUsedBy;
-using fusion_match::StaticFloat;
 using ir::IValue;
 using ir::Node;
 using ir::Value;
@@ -48,6 +47,26 @@ std::optional<double> ScaleOf(const Node* n, const Value* x) {
   return Is(n, "aten::div") ? 1.0 / *c : *c;
 }
 
+// A tensor of a floating dtype kiln::attention takes (float32, float16,
+// bfloat16) with static sizes, else null.
+const ir::TensorInfo* StaticFloating(const Value* v) {
+  const ir::TypePtr& t = v->type();
+  if (!t || !t->is_tensor()) return nullptr;
+  const ir::TensorInfo& info = t->tensor();
+  if (!info.dtype || !info.HasCompleteSizes()) return nullptr;
+  const DType d = *info.dtype;
+  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16 ? &info : nullptr;
+}
+
+DType DTypeOf(const ir::TensorInfo* t) { return *t->dtype; }
+
+// `n` = aten::to(x, dtype, ...) casting `x` (its only use) to `want`.
+bool IsCastTo(const Node* n, const Value* x, DType want) {
+  if (!Is(n, "aten::to") || n->inputs().size() < 2 || n->input(0) != x || !Int(n->input(1))) return false;
+  const ir::TensorInfo* o = StaticFloating(n->output());
+  return o != nullptr && DTypeOf(o) == want;
+}
+
 std::optional<Match> MatchAt(Node* qk) {
   if (!Is(qk, "aten::matmul") || qk->inputs().size() != 2) return std::nullopt;
   Match m;
@@ -55,12 +74,17 @@ std::optional<Match> MatchAt(Node* qk) {
   m.q = qk->input(0);
   m.kt = qk->input(1);
   m.nodes.push_back(qk);
-  const ir::TensorInfo* q = StaticFloat(m.q);
-  const ir::TensorInfo* kt = StaticFloat(m.kt);
-  const ir::TensorInfo* s = StaticFloat(qk->output());
+  const ir::TensorInfo* q = StaticFloating(m.q);
+  const ir::TensorInfo* kt = StaticFloating(m.kt);
+  const ir::TensorInfo* s = StaticFloating(qk->output());
   if (q == nullptr || kt == nullptr || s == nullptr || q->sizes->size() < 2 || q->sizes->size() != kt->sizes->size()) {
     return std::nullopt;
   }
+  // One dtype for q, kt, v and the result; with 16-bit operands the chain
+  // may leave it for float32 around the softmax (autocast's casts, or a
+  // float32 mask's promotion) and must come back before the product with v.
+  const DType dtype = DTypeOf(q);
+  if (DTypeOf(kt) != dtype || DTypeOf(s) != dtype) return std::nullopt;
   const std::vector<int64_t> qs = q->ConcreteSizes(), ks = kt->ConcreteSizes(), ss = s->ConcreteSizes();
   const size_t r = qs.size();
   for (size_t i = 0; i + 2 < r; ++i) {
@@ -69,6 +93,8 @@ std::optional<Match> MatchAt(Node* qk) {
   Value* cur = qk->output();
   Node* next = SoleUser(cur);
   if (std::optional<double> c = ScaleOf(next, cur)) {
+    const ir::TensorInfo* so = StaticFloating(next->output());
+    if (so == nullptr || DTypeOf(so) != dtype) return std::nullopt;
     m.scale *= *c;
     m.nodes.push_back(next);
     cur = next->output();
@@ -77,8 +103,13 @@ std::optional<Match> MatchAt(Node* qk) {
   if (Is(next, "aten::add") && next->inputs().size() <= 3) {
     std::optional<double> alpha = next->inputs().size() == 3 ? Number(next->input(2)) : 1.0;
     Value* other = next->input(0) == cur ? next->input(1) : next->input(0);
-    const ir::TensorInfo* oi = StaticFloat(other);
-    if (alpha == std::optional<double>(1.0) && other != cur && oi != nullptr && BroadcastsTo(*oi, ss) &&
+    const ir::TensorInfo* oi = StaticFloating(other);
+    const ir::TensorInfo* sum = StaticFloating(next->output());
+    // The mask is float32 or the operands' dtype (float32 promotes the sum).
+    const bool dtypes_ok = oi != nullptr && sum != nullptr &&
+                           (DTypeOf(oi) == dtype || DTypeOf(oi) == DType::kFloat32) &&
+                           DTypeOf(sum) == (DTypeOf(oi) == DType::kFloat32 ? DType::kFloat32 : dtype);
+    if (alpha == std::optional<double>(1.0) && other != cur && dtypes_ok && BroadcastsTo(*oi, ss) &&
         (next->input(0) == cur || next->input(1) == cur)) {
       m.mask = other;
       m.nodes.push_back(next);
@@ -86,18 +117,33 @@ std::optional<Match> MatchAt(Node* qk) {
       next = SoleUser(cur);
     }
   }
+  if (dtype != DType::kFloat32 && IsCastTo(next, cur, DType::kFloat32)) {
+    m.nodes.push_back(next);
+    cur = next->output();
+    next = SoleUser(cur);
+  }
   if (!Is(next, "aten::softmax") || next->inputs().size() < 2) return std::nullopt;
   std::optional<int64_t> dim = Int(next->input(1));
   if (!dim || (*dim != -1 && *dim != static_cast<int64_t>(r) - 1)) return std::nullopt;
   if (next->inputs().size() > 2 && !IsNone(next->input(2))) return std::nullopt;
+  const ir::TensorInfo* probs = StaticFloating(next->output());
+  if (probs == nullptr) return std::nullopt;
   m.nodes.push_back(next);
   cur = next->output();
   next = SoleUser(cur);
+  if (DTypeOf(probs) != dtype) {
+    if (!IsCastTo(next, cur, dtype)) return std::nullopt;
+    m.nodes.push_back(next);
+    cur = next->output();
+    next = SoleUser(cur);
+  }
   if (!Is(next, "aten::matmul") || next->input(0) != cur) return std::nullopt;
   m.v = next->input(1);
-  const ir::TensorInfo* v = StaticFloat(m.v);
-  const ir::TensorInfo* o = StaticFloat(next->output());
-  if (v == nullptr || o == nullptr || v->sizes->size() != r) return std::nullopt;
+  const ir::TensorInfo* v = StaticFloating(m.v);
+  const ir::TensorInfo* o = StaticFloating(next->output());
+  if (v == nullptr || o == nullptr || v->sizes->size() != r || DTypeOf(v) != dtype || DTypeOf(o) != dtype) {
+    return std::nullopt;
+  }
   const std::vector<int64_t> vs = v->ConcreteSizes();
   for (size_t i = 0; i + 2 < r; ++i) {
     if (vs[i] != qs[i]) return std::nullopt;
@@ -109,7 +155,8 @@ std::optional<Match> MatchAt(Node* qk) {
   if (OnlyUsedBy(m.q, qk) && qp->inputs().size() == 2) {
     for (Value* x : {qp->input(0), qp->input(1)}) {
       std::optional<double> c = ScaleOf(qp, x);
-      if (c && StaticFloat(x) != nullptr && StaticFloat(x)->ConcreteSizes() == qs) {
+      const ir::TensorInfo* xi = StaticFloating(x);
+      if (c && xi != nullptr && DTypeOf(xi) == dtype && xi->ConcreteSizes() == qs) {
         m.scale *= *c;
         m.q = x;
         m.nodes.insert(m.nodes.begin(), qp);

@@ -1,0 +1,407 @@
+#include "backends/cuda/attention_kernel.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "backends/cuda/kernel_identifiers.h"
+#include "support/hash.h"
+
+namespace kiln::backends::cuda {
+namespace {
+
+using lowering::Layout;
+
+// The PTX in one place; KILN_ATTN_HOST_HELPERS (the emulation test) swaps
+// in host versions. Guarded so that several attention kernels may share a
+// file (kernels.cu without a device lists them one after another).
+constexpr char kHelpers[] = R"KILN(#ifndef KILN_ATTN_HELPERS
+#define KILN_ATTN_HELPERS
+#ifndef KILN_ATTN_HOST_HELPERS
+__device__ __forceinline__ float kiln_attn_bf16_to_f(unsigned short h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ unsigned short kiln_attn_f_to_bf16(float f) {
+  unsigned short r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+}
+__device__ __forceinline__ float kiln_attn_f16_to_f(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ unsigned short kiln_attn_f_to_f16(float f) {
+  unsigned short r;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+}
+// c (16x8 fp32, this lane's 4) += a (16x16, 4 regs of 2) * b (16x8, 2 regs of 2).
+__device__ __forceinline__ void kiln_attn_mma_bf16(float* c, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void kiln_attn_mma_f16(float* c, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif
+#endif
+)KILN";
+
+// Tensor cores: 4 warps x 16 query rows, 64 keys per block.
+constexpr int kMmaRows = 64;
+constexpr int kMmaKeys = 64;
+constexpr char kMmaTemplate[] = R"KILN(extern "C" __global__ void __launch_bounds__(128) @FN@(const unsigned short* __restrict__ q, const unsigned short* __restrict__ kt, const unsigned short* __restrict__ v, @MASKPARAM@unsigned short* __restrict__ out) {
+  __shared__ unsigned short ks[64][@DP@ + 8];
+  __shared__ unsigned short vs[64][@DVP@ + 8];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tg = lane & 3;
+  const int qb = (int)(blockIdx.x % @QB@u);
+  long long rem = (long long)(blockIdx.x / @QB@u), qo = @QOFF@, ko = @KOFF@, vo = @VOFF@, mo = @MOFF@, oo = @OOFF@;
+@UNRAVEL@  (void)rem; (void)mo;
+  const int r0 = qb * 64 + warp * 16 + g, r1 = r0 + 8;
+  const float kNegInf = -__int_as_float(0x7f800000);
+  // This lane's A fragments of its 16 query rows (zero beyond S and D).
+  unsigned qa[@DP@ / 16][4];
+#pragma unroll
+  for (int kc = 0; kc < @DP@ / 16; ++kc) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int row = (r & 1) ? r1 : r0, col = kc * 16 + tg * 2 + ((r & 2) ? 8 : 0);
+      unsigned lo = 0, hi = 0;
+      if (row < @S@) {
+        if (col < @D@) lo = q[qo + (long long)row * @QSS@ + (long long)col * @QSD@];
+        if (col + 1 < @D@) hi = q[qo + (long long)row * @QSS@ + (long long)(col + 1) * @QSD@];
+      }
+      qa[kc][r] = lo | (hi << 16);
+    }
+  }
+  float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;
+  float o[@DVP@ / 8][4];
+#pragma unroll
+  for (int nd = 0; nd < @DVP@ / 8; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
+  for (int j0 = 0; j0 < @T@; j0 += 64) {
+    __syncthreads();
+@LOADK@@LOADV@    __syncthreads();
+    // Scores of the block: s[n] is keys j0 + n*8 .. +7 of rows r0 and r1.
+    float s[8][4];
+#pragma unroll
+    for (int n = 0; n < 8; ++n) {
+      s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+      for (int kc = 0; kc < @DP@ / 16; ++kc) {
+        unsigned b[2];
+        b[0] = *(const unsigned*)&ks[n * 8 + g][kc * 16 + tg * 2];
+        b[1] = *(const unsigned*)&ks[n * 8 + g][kc * 16 + tg * 2 + 8];
+        @MMA@(s[n], qa[kc], b);
+      }
+    }
+    float mx0 = kNegInf, mx1 = kNegInf;
+#pragma unroll
+    for (int n = 0; n < 8; ++n) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int key = j0 + n * 8 + tg * 2 + (i & 1);
+        const int row = (i & 2) ? r1 : r0;
+        float x = s[n][i] * @SCALE@;
+        if (key >= @T@) x = kNegInf;
+@MASK@        (void)row;
+        s[n][i] = x;
+        if (i & 2) mx1 = fmaxf(mx1, x); else mx0 = fmaxf(mx0, x);
+      }
+    }
+    // The 4 lanes of a row group hold its 64 scores.
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    // Online softmax: rescale what is accumulated to the new row max (a
+    // row masked so far has max -inf: exponents against 0 give zeros).
+    const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+    const float b0 = n0 == kNegInf ? 0.0f : n0, b1 = n1 == kNegInf ? 0.0f : n1;
+    const float c0 = expf(m0 - b0), c1 = expf(m1 - b1);
+    m0 = n0;
+    m1 = n1;
+    l0 *= c0;
+    l1 *= c1;
+#pragma unroll
+    for (int nd = 0; nd < @DVP@ / 8; ++nd) {
+      o[nd][0] *= c0;
+      o[nd][1] *= c0;
+      o[nd][2] *= c1;
+      o[nd][3] *= c1;
+    }
+#pragma unroll
+    for (int n = 0; n < 8; ++n) {
+      s[n][0] = expf(s[n][0] - b0);
+      s[n][1] = expf(s[n][1] - b0);
+      s[n][2] = expf(s[n][2] - b1);
+      s[n][3] = expf(s[n][3] - b1);
+      l0 += s[n][0] + s[n][1];
+      l1 += s[n][2] + s[n][3];
+    }
+    // o += p @ v: the score accumulators are the A fragments of p.
+#pragma unroll
+    for (int kc = 0; kc < 4; ++kc) {
+      unsigned a[4];
+      a[0] = (unsigned)@TO16@(s[2 * kc][0]) | ((unsigned)@TO16@(s[2 * kc][1]) << 16);
+      a[1] = (unsigned)@TO16@(s[2 * kc][2]) | ((unsigned)@TO16@(s[2 * kc][3]) << 16);
+      a[2] = (unsigned)@TO16@(s[2 * kc + 1][0]) | ((unsigned)@TO16@(s[2 * kc + 1][1]) << 16);
+      a[3] = (unsigned)@TO16@(s[2 * kc + 1][2]) | ((unsigned)@TO16@(s[2 * kc + 1][3]) << 16);
+#pragma unroll
+      for (int nd = 0; nd < @DVP@ / 8; ++nd) {
+        const int key = kc * 16 + tg * 2, col = nd * 8 + g;
+        unsigned b[2];
+        b[0] = (unsigned)vs[key][col] | ((unsigned)vs[key + 1][col] << 16);
+        b[1] = (unsigned)vs[key + 8][col] | ((unsigned)vs[key + 9][col] << 16);
+        @MMA@(o[nd], a, b);
+      }
+    }
+  }
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  const float i0 = 1.0f / l0, i1 = 1.0f / l1;
+#pragma unroll
+  for (int nd = 0; nd < @DVP@ / 8; ++nd) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = (i & 2) ? r1 : r0, col = nd * 8 + tg * 2 + (i & 1);
+      if (row < @S@ && col < @DV@) {
+        out[oo + (long long)row * @OSS@ + (long long)col * @OSD@] = @TO16@(o[nd][i] * ((i & 2) ? i1 : i0));
+      }
+    }
+  }
+}
+)KILN";
+
+// CUDA cores: 4 warps x 4 query rows, 32 keys per block.
+constexpr int kFmaRows = 16;
+constexpr int kFmaKeys = 32;
+constexpr char kFmaTemplate[] = R"KILN(extern "C" __global__ void __launch_bounds__(128) @FN@(const @E@* __restrict__ q, const @E@* __restrict__ kt, const @E@* __restrict__ v, @MASKPARAM@@E@* __restrict__ out) {
+  __shared__ float ks[32][@D@ + 1];
+  __shared__ float vs[32][@DV@];
+  __shared__ float qs[16][@D@];
+  __shared__ float ps[4][32];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int qb = (int)(blockIdx.x % @QB@u);
+  long long rem = (long long)(blockIdx.x / @QB@u), qo = @QOFF@, ko = @KOFF@, vo = @VOFF@, mo = @MOFF@, oo = @OOFF@;
+@UNRAVEL@  (void)rem; (void)mo;
+  const float kNegInf = -__int_as_float(0x7f800000);
+  for (int e = tid; e < 16 * @D@; e += 128) {
+    const int r = e / @D@, d = e % @D@, row = qb * 16 + r;
+    qs[r][d] = row < @S@ ? @LOAD@(q[qo + (long long)row * @QSS@ + (long long)d * @QSD@]) : 0.0f;
+  }
+  float m[4], l[4], acc[4][@DVL@];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    m[i] = kNegInf;
+    l[i] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < @DVL@; ++c) acc[i][c] = 0.0f;
+  }
+  for (int j0 = 0; j0 < @T@; j0 += 32) {
+    __syncthreads();
+@LOADK@@LOADV@    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int lr = warp * 4 + i, row = qb * 16 + lr, key = j0 + lane;
+      float x = 0.0f;
+      for (int d = 0; d < @D@; ++d) x = fmaf(qs[lr][d], ks[lane][d], x);
+      x *= @SCALE@;
+      if (key >= @T@) x = kNegInf;
+@MASK@      float mx = x;
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+      // Online softmax (see the tensor-core path).
+      const float nm = fmaxf(m[i], mx), base = nm == kNegInf ? 0.0f : nm;
+      const float corr = expf(m[i] - base), p = expf(x - base);
+      m[i] = nm;
+      l[i] = l[i] * corr + p;
+      ps[warp][lane] = p;
+      __syncwarp();
+#pragma unroll
+      for (int c = 0; c < @DVL@; ++c) acc[i][c] *= corr;
+      for (int jj = 0; jj < 32; ++jj) {
+        const float pj = ps[warp][jj];
+#pragma unroll
+        for (int c = 0; c < @DVL@; ++c) {
+          const int col = lane + 32 * c;
+          if (col < @DV@) acc[i][c] = fmaf(pj, vs[jj][col], acc[i][c]);
+        }
+      }
+      __syncwarp();
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float sum = l[i];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    const int row = qb * 16 + warp * 4 + i;
+    if (row >= @S@) continue;
+#pragma unroll
+    for (int c = 0; c < @DVL@; ++c) {
+      const int col = lane + 32 * c;
+      if (col < @DV@) out[oo + (long long)row * @OSS@ + (long long)col * @OSD@] = @STORE@(acc[i][c] / sum);
+    }
+  }
+}
+)KILN";
+
+std::string I(int64_t v) { return absl::StrCat(v); }
+
+Layout PadTo(const Layout& l, size_t rank) {
+  Layout p = l;
+  p.sizes.insert(p.sizes.begin(), rank - l.sizes.size(), 1);
+  p.strides.insert(p.strides.begin(), rank - l.strides.size(), 0);
+  return p;
+}
+
+// Strides of size-1 dims do not matter: 0 keeps the index expressions short.
+int64_t Stride(const Layout& l, size_t d) { return l.sizes[d] == 1 ? 0 : l.strides[d]; }
+
+// A cooperative load of a [keys, cols] tile into shared `dst` (zeros
+// outside [T, cols_valid]); `src` element (key, col) at
+// base + key * key_stride + col * col_stride. The dim with unit stride runs
+// fastest across threads (coalesced).
+std::string TileLoad(const std::string& dst, const std::string& src, const std::string& base, int keys, int64_t cols,
+                     int64_t cols_valid, int64_t t, int64_t key_stride, int64_t col_stride, const std::string& load,
+                     const std::string& zero) {
+  const bool col_fastest = col_stride == 1 || key_stride != 1;
+  const std::string key = col_fastest ? absl::StrCat("e / ", cols) : absl::StrCat("e % ", keys);
+  const std::string col = col_fastest ? absl::StrCat("e % ", cols) : absl::StrCat("e / ", keys);
+  return absl::StrCat("    for (int e = threadIdx.x; e < ", keys * cols, "; e += 128) {\n      const int key = ", key,
+                      ", col = ", col, ";\n      ", dst, "[key][col] = (j0 + key < ", t, " && col < ", cols_valid,
+                      ") ? ", load, "(", src, "[", base, " + (long long)(j0 + key) * ", key_stride,
+                      " + (long long)col * ", col_stride, "]) : ", zero, ";\n    }\n");
+}
+
+}  // namespace
+
+absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelShape& a) {
+  auto bad = [](const std::string& why) { return absl::UnimplementedError(absl::StrCat("cuda attention kernel: ", why)); };
+  const size_t r = a.q.sizes.size();
+  if (r < 2 || a.kt.sizes.size() != r || a.v.sizes.size() != r || a.out.sizes.size() != r) return bad("ranks differ");
+  for (const Layout* l : {&a.q, &a.kt, &a.v, &a.out}) {
+    if (l->strides.size() != l->sizes.size()) return bad("malformed layout");
+  }
+  const DType dt = a.q.dtype;
+  if (dt != DType::kFloat32 && dt != DType::kFloat16 && dt != DType::kBFloat16) {
+    return bad(absl::StrCat("operands are ", DTypeName(dt), " (float32, float16 or bfloat16 only)"));
+  }
+  for (const Layout* l : {&a.kt, &a.v, &a.out}) {
+    if (l->dtype != dt) return bad("operands of different dtypes");
+  }
+  const int64_t s = a.q.sizes[r - 2], d = a.q.sizes[r - 1], t = a.kt.sizes[r - 1], dv = a.v.sizes[r - 1];
+  if (a.kt.sizes[r - 2] != d || a.v.sizes[r - 2] != t || a.out.sizes[r - 2] != s || a.out.sizes[r - 1] != dv) {
+    return bad("shapes do not match");
+  }
+  if (s <= 0 || t <= 0 || d <= 0 || dv <= 0) return bad("empty operands");
+  if (d > kAttentionMaxHeadDim || dv > kAttentionMaxHeadDim) {
+    return bad(absl::StrCat("head dims ", d, "/", dv, " above ", kAttentionMaxHeadDim));
+  }
+  if (s > (1 << 30) || t > (1 << 30)) return bad("sequence too long");
+  int64_t batches = 1;
+  for (size_t i = 0; i + 2 < r; ++i) {
+    for (const Layout* l : {&a.kt, &a.v, &a.out}) {
+      if (l->sizes[i] != a.q.sizes[i]) return bad("batch dims differ");
+    }
+    batches *= a.q.sizes[i];
+  }
+  Layout mask;
+  std::string mask_load;
+  if (a.mask) {
+    if (a.mask->sizes.size() > r || a.mask->strides.size() != a.mask->sizes.size()) return bad("mask rank");
+    if (a.mask->dtype != DType::kFloat32 && a.mask->dtype != dt) return bad("mask dtype");
+    mask = PadTo(*a.mask, r);
+    for (size_t i = 0; i < r; ++i) {
+      const int64_t want = i == r - 2 ? s : i == r - 1 ? t : a.q.sizes[i];
+      if (mask.sizes[i] != 1 && mask.sizes[i] != want) return bad("mask does not broadcast");
+    }
+  }
+  const bool mma = dt != DType::kFloat32;
+  const int rows = mma ? kMmaRows : kFmaRows;
+  const int64_t qblocks = (s + rows - 1) / rows;
+  if (batches * qblocks >= (int64_t{1} << 31)) return bad("grid too large");
+
+  const char* load16 = dt == DType::kBFloat16 ? "kiln_attn_bf16_to_f" : "kiln_attn_f16_to_f";
+  const char* store16 = dt == DType::kBFloat16 ? "kiln_attn_f_to_bf16" : "kiln_attn_f_to_f16";
+  const std::string load = mma ? load16 : "";
+  auto load_of = [&](DType t_) -> std::string {
+    if (t_ == DType::kFloat32) return "";
+    return t_ == DType::kBFloat16 ? "kiln_attn_bf16_to_f" : "kiln_attn_f16_to_f";
+  };
+
+  std::string unravel;
+  for (size_t i = r - 2; i-- > 0;) {
+    if (a.q.sizes[i] == 1) continue;
+    absl::StrAppend(&unravel, "  {\n    const long long x = rem % ", a.q.sizes[i], "LL;\n    rem /= ", a.q.sizes[i],
+                    "LL;\n    qo += x * ", Stride(a.q, i), "LL; ko += x * ", Stride(a.kt, i), "LL; vo += x * ",
+                    Stride(a.v, i), "LL; oo += x * ", Stride(a.out, i), "LL;");
+    if (a.mask) absl::StrAppend(&unravel, " mo += x * ", Stride(mask, i), "LL;");
+    absl::StrAppend(&unravel, "\n  }\n");
+  }
+  std::string mask_param, mask_code;
+  if (a.mask) {
+    const std::string mtype = a.mask->dtype == DType::kFloat32 ? "float" : "unsigned short";
+    mask_param = absl::StrCat("const ", mtype, "* __restrict__ mask, ");
+    mask_code = absl::StrCat(mma ? "        " : "      ", "if (key < ", t, " && row < ", s, ") x += ",
+                             load_of(a.mask->dtype), "(mask[mo + (long long)row * ", Stride(mask, r - 2),
+                             " + (long long)key * ", Stride(mask, r - 1), "]);\n");
+  }
+  const int64_t dp = (d + 15) / 16 * 16, dvp = (dv + 15) / 16 * 16;
+  const int keys = mma ? kMmaKeys : kFmaKeys;
+  const int64_t tile_d = mma ? dp : d, tile_dv = mma ? dvp : dv;
+  const std::string raw_zero = mma ? "(unsigned short)0" : "0.0f";
+  const std::string tile_load = mma ? "" : (dt == DType::kFloat32 ? "" : load16);
+  const std::string load_k = TileLoad("ks", "kt", "ko", keys, tile_d, d, t, Stride(a.kt, r - 1), Stride(a.kt, r - 2),
+                                      tile_load, raw_zero);
+  const std::string load_v = TileLoad("vs", "v", "vo", keys, tile_dv, dv, t, Stride(a.v, r - 2), Stride(a.v, r - 1),
+                                      tile_load, raw_zero);
+  const std::string elem = dt == DType::kFloat32 ? "float" : "unsigned short";
+  std::string text = absl::StrReplaceAll(
+      mma ? kMmaTemplate : kFmaTemplate,
+      {{"@MASKPARAM@", mask_param},
+       {"@MASK@", mask_code},
+       {"@LOADK@", load_k},
+       {"@LOADV@", load_v},
+       {"@UNRAVEL@", unravel},
+       {"@MMA@", dt == DType::kBFloat16 ? "kiln_attn_mma_bf16" : "kiln_attn_mma_f16"},
+       {"@TO16@", store16},
+       {"@E@", elem},
+       {"@LOAD@", dt == DType::kFloat32 ? "" : load16},
+       {"@STORE@", dt == DType::kFloat32 ? "" : store16},
+       {"@QB@", I(qblocks)},
+       {"@S@", I(s)},
+       {"@T@", I(t)},
+       {"@D@", I(d)},
+       {"@DV@", I(dv)},
+       {"@DP@", I(dp)},
+       {"@DVP@", I(dvp)},
+       {"@DVL@", I((dv + 31) / 32)},
+       {"@QOFF@", absl::StrCat(a.q.offset, "LL")},
+       {"@KOFF@", absl::StrCat(a.kt.offset, "LL")},
+       {"@VOFF@", absl::StrCat(a.v.offset, "LL")},
+       {"@MOFF@", absl::StrCat(a.mask ? mask.offset : 0, "LL")},
+       {"@OOFF@", absl::StrCat(a.out.offset, "LL")},
+       {"@QSS@", I(Stride(a.q, r - 2))},
+       {"@QSD@", I(Stride(a.q, r - 1))},
+       {"@OSS@", I(Stride(a.out, r - 2))},
+       {"@OSD@", I(Stride(a.out, r - 1))},
+       {"@SCALE@", CudaFloatLiteral(a.scale, DType::kFloat32)}});
+  (void)load;
+  CudaKernelSource k;
+  k.name = absl::StrFormat("kiln_attn_%016x", HashString(text));
+  absl::StrReplaceAll({{"@FN@", k.name}}, &text);
+  k.source = absl::StrCat(kHelpers, "// kiln kernel ", k.name, " (kiln::attention, ",
+                          mma ? "tensor cores" : "float32 FMA", ")\n", text);
+  k.launch.grid_x = batches * qblocks;
+  k.launch.block_x = 128;
+  return k;
+}
+
+}  // namespace kiln::backends::cuda
