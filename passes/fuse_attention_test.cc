@@ -98,5 +98,73 @@ TEST(FuseAttentionTest, LeavesOtherChainsAlone) {
             "aten::matmul aten::softmax aten::matmul");
 }
 
+TEST(FuseAttentionTest, SixteenBitChains) {
+  // Exported in bfloat16: the same chain in one dtype.
+  EXPECT_EQ(Fused(R"IR(graph(%q : BFloat16(1, 2, 5, 8), %kt : BFloat16(1, 2, 8, 7), %v : BFloat16(1, 2, 7, 4), %mask : BFloat16(1, 1, 1, 7)):
+  %c : float = prim::Constant[value=0.25]()
+  %one : int = prim::Constant[value=1]()
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %s : BFloat16(1, 2, 5, 7) = aten::matmul(%q, %kt)
+  %ss : BFloat16(1, 2, 5, 7) = aten::mul(%s, %c)
+  %sm : BFloat16(1, 2, 5, 7) = aten::add(%ss, %mask, %one)
+  %p : BFloat16(1, 2, 5, 7) = aten::softmax(%sm, %d, %n)
+  %o : BFloat16(1, 2, 5, 4) = aten::matmul(%p, %v)
+  return (%o))IR"),
+            "kiln::attention[0.25,mask]");
+  // autocast (--precision bf16): a float32 mask promotes the scores, the
+  // softmax runs in float32 and its result is cast back.
+  EXPECT_EQ(Fused(R"IR(graph(%q : BFloat16(1, 2, 5, 8), %kt : BFloat16(1, 2, 8, 7), %v : BFloat16(1, 2, 7, 4), %mask : Float(1, 1, 1, 7)):
+  %c : float = prim::Constant[value=0.25]()
+  %one : int = prim::Constant[value=1]()
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %bf : int = prim::Constant[value=15]()
+  %f : bool = prim::Constant[value=0]()
+  %s : BFloat16(1, 2, 5, 7) = aten::matmul(%q, %kt)
+  %ss : BFloat16(1, 2, 5, 7) = aten::mul(%s, %c)
+  %sm : Float(1, 2, 5, 7) = aten::add(%ss, %mask, %one)
+  %p : Float(1, 2, 5, 7) = aten::softmax(%sm, %d, %n)
+  %pb : BFloat16(1, 2, 5, 7) = aten::to(%p, %bf, %f, %f, %n)
+  %o : BFloat16(1, 2, 5, 4) = aten::matmul(%pb, %v)
+  return (%o))IR"),
+            "kiln::attention[0.25,mask]");
+  // autocast without a mask: a cast to float32 before the softmax (half).
+  EXPECT_EQ(Fused(R"IR(graph(%q : Half(2, 5, 8), %kt : Half(2, 8, 7), %v : Half(2, 7, 4)):
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %fl : int = prim::Constant[value=6]()
+  %h : int = prim::Constant[value=5]()
+  %f : bool = prim::Constant[value=0]()
+  %s : Half(2, 5, 7) = aten::matmul(%q, %kt)
+  %sf : Float(2, 5, 7) = aten::to(%s, %fl, %f, %f, %n)
+  %p : Float(2, 5, 7) = aten::softmax(%sf, %d, %n)
+  %ph : Half(2, 5, 7) = aten::to(%p, %h, %f, %f, %n)
+  %o : Half(2, 5, 4) = aten::matmul(%ph, %v)
+  return (%o))IR"),
+            "kiln::attention[1]");
+  // The probabilities are never cast back: the product with v is float32.
+  EXPECT_EQ(Fused(R"IR(graph(%q : BFloat16(2, 5, 8), %kt : BFloat16(2, 8, 7), %v : Float(2, 7, 4)):
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %fl : int = prim::Constant[value=6]()
+  %f : bool = prim::Constant[value=0]()
+  %s : BFloat16(2, 5, 7) = aten::matmul(%q, %kt)
+  %sf : Float(2, 5, 7) = aten::to(%s, %fl, %f, %f, %n)
+  %p : Float(2, 5, 7) = aten::softmax(%sf, %d, %n)
+  %o : Float(2, 5, 4) = aten::matmul(%p, %v)
+  return (%o))IR"),
+            "aten::matmul aten::to aten::softmax aten::matmul");
+  // Mixed operand dtypes stay unfused.
+  EXPECT_EQ(Fused(R"IR(graph(%q : BFloat16(2, 5, 8), %kt : Half(2, 8, 7), %v : BFloat16(2, 7, 4)):
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %s : BFloat16(2, 5, 7) = aten::matmul(%q, %kt)
+  %p : BFloat16(2, 5, 7) = aten::softmax(%s, %d, %n)
+  %o : BFloat16(2, 5, 4) = aten::matmul(%p, %v)
+  return (%o))IR"),
+            "aten::matmul aten::softmax aten::matmul");
+}
+
 }  // namespace
 }  // namespace kiln::passes

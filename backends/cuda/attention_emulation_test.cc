@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -17,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/attention_kernel.h"
 #include "backends/cuda/kernel_emulation.h"
+#include "backends/cuda/kernel_test_nvrtc.h"
 #include "gtest/gtest.h"
 #include "runtime/kernels.h"
 #include "runtime/op_kernels.h"
@@ -256,6 +258,21 @@ TEST(AttentionEmulationTest, MatchesTheReferenceKernel) {
     }
     EXPECT_EQ(bad, 0) << "worst error " << worst;
   }
+}
+
+// Every case's source compiles with NVRTC for sm_90 (no GPU needed), with
+// the real PTX helpers; without NVRTC the test says so and skips.
+TEST(AttentionEmulationTest, EverySourceCompilesWithNvrtc) {
+  testing::Nvrtc& nvrtc = testing::Nvrtc::Get();
+  if (!nvrtc.ok()) GTEST_SKIP() << "skipping the NVRTC compile: " << nvrtc.why();
+  std::mt19937 rng(7);
+  for (const Case& c : Cases()) {
+    const Built b = Make(c, rng);
+    ASSERT_FALSE(b.kernel.name.empty()) << c.name;
+    const std::string error = nvrtc.Compile(b.kernel.source, b.kernel.name);
+    EXPECT_EQ(error, "") << c.name << "\n" << b.kernel.source;
+  }
+  if (!nvrtc.warnings().empty()) std::printf("NVRTC warnings:\n%s\n", nvrtc.warnings().c_str());
 }
 
 // What the kernel does not take is Unimplemented with a reason, never a crash.

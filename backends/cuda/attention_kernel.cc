@@ -59,9 +59,8 @@ constexpr char kMmaTemplate[] = R"KILN(extern "C" __global__ void __launch_bound
   __shared__ unsigned short vs[64][@DVP@ + 8];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tg = lane & 3;
   const int qb = (int)(blockIdx.x % @QB@u);
-  long long rem = (long long)(blockIdx.x / @QB@u), qo = @QOFF@, ko = @KOFF@, vo = @VOFF@, mo = @MOFF@, oo = @OOFF@;
-@UNRAVEL@  (void)rem; (void)mo;
-  const int r0 = qb * 64 + warp * 16 + g, r1 = r0 + 8;
+  long long @REMDECL@qo = @QOFF@, ko = @KOFF@, vo = @VOFF@, @MODECL@oo = @OOFF@;
+@UNRAVEL@  const int r0 = qb * 64 + warp * 16 + g, r1 = r0 + 8;
   const float kNegInf = -__int_as_float(0x7f800000);
   // This lane's A fragments of its 16 query rows (zero beyond S and D).
   unsigned qa[@DP@ / 16][4];
@@ -188,9 +187,8 @@ constexpr char kFmaTemplate[] = R"KILN(extern "C" __global__ void __launch_bound
   __shared__ float ps[4][32];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int qb = (int)(blockIdx.x % @QB@u);
-  long long rem = (long long)(blockIdx.x / @QB@u), qo = @QOFF@, ko = @KOFF@, vo = @VOFF@, mo = @MOFF@, oo = @OOFF@;
-@UNRAVEL@  (void)rem; (void)mo;
-  const float kNegInf = -__int_as_float(0x7f800000);
+  long long @REMDECL@qo = @QOFF@, ko = @KOFF@, vo = @VOFF@, @MODECL@oo = @OOFF@;
+@UNRAVEL@  const float kNegInf = -__int_as_float(0x7f800000);
   for (int e = tid; e < 16 * @D@; e += 128) {
     const int r = e / @D@, d = e % @D@, row = qb * 16 + r;
     qs[r][d] = row < @S@ ? @LOAD@(q[qo + (long long)row * @QSS@ + (long long)d * @QSD@]) : 0.0f;
@@ -213,7 +211,8 @@ constexpr char kFmaTemplate[] = R"KILN(extern "C" __global__ void __launch_bound
       for (int d = 0; d < @D@; ++d) x = fmaf(qs[lr][d], ks[lane][d], x);
       x *= @SCALE@;
       if (key >= @T@) x = kNegInf;
-@MASK@      float mx = x;
+@MASK@      (void)row;
+      float mx = x;
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
       // Online softmax (see the tensor-core path).
@@ -282,7 +281,7 @@ std::string TileLoad(const std::string& dst, const std::string& src, const std::
 
 }  // namespace
 
-absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelShape& a) {
+absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelShape& a, const CudaTarget& target) {
   auto bad = [](const std::string& why) { return absl::UnimplementedError(absl::StrCat("cuda attention kernel: ", why)); };
   const size_t r = a.q.sizes.size();
   if (r < 2 || a.kt.sizes.size() != r || a.v.sizes.size() != r || a.out.sizes.size() != r) return bad("ranks differ");
@@ -313,7 +312,6 @@ absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelSh
     batches *= a.q.sizes[i];
   }
   Layout mask;
-  std::string mask_load;
   if (a.mask) {
     if (a.mask->sizes.size() > r || a.mask->strides.size() != a.mask->sizes.size()) return bad("mask rank");
     if (a.mask->dtype != DType::kFloat32 && a.mask->dtype != dt) return bad("mask dtype");
@@ -324,13 +322,16 @@ absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelSh
     }
   }
   const bool mma = dt != DType::kFloat32;
+  if (mma && target.sm_major < 8) {
+    return bad(absl::StrCat("16-bit operands need the tensor cores' bf16/f16 mma of sm_80 or later (target sm_",
+                            target.sm_major, target.sm_minor, ")"));
+  }
   const int rows = mma ? kMmaRows : kFmaRows;
   const int64_t qblocks = (s + rows - 1) / rows;
   if (batches * qblocks >= (int64_t{1} << 31)) return bad("grid too large");
 
   const char* load16 = dt == DType::kBFloat16 ? "kiln_attn_bf16_to_f" : "kiln_attn_f16_to_f";
   const char* store16 = dt == DType::kBFloat16 ? "kiln_attn_f_to_bf16" : "kiln_attn_f_to_f16";
-  const std::string load = mma ? load16 : "";
   auto load_of = [&](DType t_) -> std::string {
     if (t_ == DType::kFloat32) return "";
     return t_ == DType::kBFloat16 ? "kiln_attn_bf16_to_f" : "kiln_attn_f16_to_f";
@@ -370,6 +371,7 @@ absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelSh
        {"@LOADK@", load_k},
        {"@LOADV@", load_v},
        {"@UNRAVEL@", unravel},
+       {"@REMDECL@", unravel.empty() ? "" : absl::StrCat("rem = (long long)(blockIdx.x / ", qblocks, "u), ")},
        {"@MMA@", dt == DType::kBFloat16 ? "kiln_attn_mma_bf16" : "kiln_attn_mma_f16"},
        {"@TO16@", store16},
        {"@E@", elem},
@@ -386,14 +388,13 @@ absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelSh
        {"@QOFF@", absl::StrCat(a.q.offset, "LL")},
        {"@KOFF@", absl::StrCat(a.kt.offset, "LL")},
        {"@VOFF@", absl::StrCat(a.v.offset, "LL")},
-       {"@MOFF@", absl::StrCat(a.mask ? mask.offset : 0, "LL")},
+       {"@MODECL@", a.mask ? absl::StrCat("mo = ", mask.offset, "LL, ") : ""},
        {"@OOFF@", absl::StrCat(a.out.offset, "LL")},
        {"@QSS@", I(Stride(a.q, r - 2))},
        {"@QSD@", I(Stride(a.q, r - 1))},
        {"@OSS@", I(Stride(a.out, r - 2))},
        {"@OSD@", I(Stride(a.out, r - 1))},
        {"@SCALE@", CudaFloatLiteral(a.scale, DType::kFloat32)}});
-  (void)load;
   CudaKernelSource k;
   k.name = absl::StrFormat("kiln_attn_%016x", HashString(text));
   absl::StrReplaceAll({{"@FN@", k.name}}, &text);

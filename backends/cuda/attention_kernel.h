@@ -49,8 +49,9 @@ inline constexpr int64_t kAttentionMaxHeadDim = 128;
 // Unimplemented, with the reason, for what it does not take: operands of
 // different dtypes or other than float32/float16/bfloat16, a mask of
 // another dtype or not broadcasting, head dims above
-// kAttentionMaxHeadDim, mismatched shapes.
-absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelShape& shape);
+// kAttentionMaxHeadDim, mismatched shapes, 16-bit operands below sm_80.
+absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelShape& shape,
+                                                         const CudaTarget& target = CudaTarget());
 
 }  // namespace kiln::backends::cuda
 

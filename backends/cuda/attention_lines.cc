@@ -29,7 +29,8 @@ bool CudaAttentionEnabled() {
   return v == nullptr || std::strcmp(v, "0") != 0;
 }
 
-absl::StatusOr<AttentionLowering> LowerAttentionExterns(const wrapper::WrapperProgram& program) {
+absl::StatusOr<AttentionLowering> LowerAttentionExterns(const wrapper::WrapperProgram& program,
+                                                       const CudaTarget& target) {
   AttentionLowering out;
   out.program = program;
   std::map<std::string, const lowering::Layout*> layouts;
@@ -66,7 +67,7 @@ absl::StatusOr<AttentionLowering> LowerAttentionExterns(const wrapper::WrapperPr
       shape.mask = *m;
     }
     shape.scale = args[4].constant->toNumberAsDouble();
-    absl::StatusOr<CudaKernelSource> k = GenerateAttentionKernel(shape);
+    absl::StatusOr<CudaKernelSource> k = GenerateAttentionKernel(shape, target);
     if (!k.ok()) {
       if (!absl::IsUnimplemented(k.status())) return k.status();
       out.refused.push_back(absl::StrCat(who, ": ", k.status().message()));

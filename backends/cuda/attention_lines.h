@@ -30,7 +30,8 @@ struct AttentionLowering {
   std::vector<std::string> refused;  // "<output>: <reason>" for lines left as externs
 };
 
-absl::StatusOr<AttentionLowering> LowerAttentionExterns(const wrapper::WrapperProgram& program);
+absl::StatusOr<AttentionLowering> LowerAttentionExterns(const wrapper::WrapperProgram& program,
+                                                       const CudaTarget& target = CudaTarget());
 
 }  // namespace kiln::backends::cuda
 

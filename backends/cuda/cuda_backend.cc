@@ -201,7 +201,7 @@ absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
     const wrapper::WrapperProgram& original) {
   auto t0 = std::chrono::steady_clock::now();
   // kiln::attention lines become generated kernels first (attention_lines.h).
-  ASSIGN_OR_RETURN(AttentionLowering attention, LowerAttentionExterns(original));
+  ASSIGN_OR_RETURN(AttentionLowering attention, LowerAttentionExterns(original, target_));
   const wrapper::WrapperProgram& program = attention.program;
   for (auto& [name, kernel] : attention.kernels) generated_[name] = kernel;
   // Channels-last values need cuDNN's NHWC convolutions (kiln's own
