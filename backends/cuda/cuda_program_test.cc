@@ -1,6 +1,7 @@
 // The CUDA program: wrapper lines resolved into steps (no GPU needed), the
 // backend's NVRTC units (NVRTC needs no GPU), and, on a GPU, compiled graphs
 // against the interpreter.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -8,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/attention_lines.h"
 #include "backends/cuda/cubin_cache.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_device.h"
@@ -200,6 +202,94 @@ TEST(CudaCodegenTest, CompilesEveryKernelWithNvrtc) {
   EXPECT_TRUE(absl::StrContains(file, absl::StrCat(names.size(), " distinct kernels"))) << file.substr(0, 300);
   absl::StatusOr<std::string> cubin = CompileWithNvrtc(file, {"--gpu-architecture=sm_90", "-std=c++17"});
   EXPECT_TRUE(cubin.ok()) << cubin.status();
+}
+
+// A bert-like attention block over `type` ("Float", "BFloat16"): q, k, v as
+// head views of one QKV projection [2, 37, 3*2*32] (no copies), kt = k
+// transposed, scores scaled, a padding mask [2, 1, 1, 37] added, softmax,
+// product with v. For BFloat16 it is autocast's form: the float32 mask
+// promotes the scores, the softmax runs in float32 and is cast back.
+std::string AttentionGraphText(const std::string& type) {
+  const bool narrow = type != "Float";
+  return absl::StrCat(
+      "graph(%qkv : ", type, "(2, 37, 192), %mask : Float(2, 1, 1, 37)):\n"
+      "  %shape : int[] = prim::Constant[value=[2, 37, 3, 2, 32]]()\n"
+      "  %perm : int[] = prim::Constant[value=[2, 0, 3, 1, 4]]()\n"
+      "  %z : int = prim::Constant[value=0]()\n"
+      "  %one : int = prim::Constant[value=1]()\n"
+      "  %two : int = prim::Constant[value=2]()\n"
+      "  %m1 : int = prim::Constant[value=-1]()\n"
+      "  %m2 : int = prim::Constant[value=-2]()\n"
+      "  %c : float = prim::Constant[value=0.17677669529663687]()\n"
+      "  %n : NoneType = prim::Constant()\n"
+      "  %bf : int = prim::Constant[value=15]()\n"
+      "  %f : bool = prim::Constant[value=0]()\n"
+      "  %r : Tensor = aten::reshape(%qkv, %shape)\n"
+      "  %p5 : Tensor = aten::permute(%r, %perm)\n"
+      "  %q : Tensor = aten::select(%p5, %z, %z)\n"
+      "  %k : Tensor = aten::select(%p5, %z, %one)\n"
+      "  %v : Tensor = aten::select(%p5, %z, %two)\n"
+      "  %kt : Tensor = aten::transpose(%k, %m1, %m2)\n"
+      "  %s : Tensor = aten::matmul(%q, %kt)\n"
+      "  %ss : Tensor = aten::mul(%s, %c)\n"
+      "  %sm : Tensor = aten::add(%ss, %mask, %one)\n"
+      "  %pr : Tensor = aten::softmax(%sm, %m1, %n)\n",
+      narrow ? "  %pb : Tensor = aten::to(%pr, %bf, %f, %f, %n)\n  %o : Tensor = aten::matmul(%pb, %v)\n"
+             : "  %o : Tensor = aten::matmul(%pr, %v)\n",
+      "  return (%o)\n");
+}
+
+// Without a GPU: the CUDA pipeline fuses the chain into kiln::attention,
+// the codegen turns it into a generated kernel (a launch, no extern), the
+// whole program (attention kernel included) compiles with NVRTC, and
+// KILN_CUDA_ATTENTION=0 leaves the chain unfused.
+TEST(CudaCodegenTest, AttentionBecomesAGeneratedKernel) {
+  RegisterAll();
+  for (const char* type : {"Float", "BFloat16"}) {
+    SCOPED_TRACE(type);
+    absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(AttentionGraphText(type), nullptr, /*generate_only=*/true);
+    ASSERT_TRUE(c.ok()) << c.status();
+    int attention_lines = 0;
+    for (const wrapper::Line& line : c->program.lines) {
+      const auto* e = std::get_if<wrapper::ExternKernelLine>(&line);
+      attention_lines += e != nullptr && e->op == "kiln::attention";
+    }
+    EXPECT_EQ(attention_lines, 1) << c->program.ToString();
+    absl::StatusOr<AttentionLowering> lowered = LowerAttentionExterns(c->program);
+    ASSERT_TRUE(lowered.ok()) << lowered.status();
+    EXPECT_EQ(lowered->fused, 1);
+    EXPECT_TRUE(lowered->refused.empty()) << lowered->refused[0];
+    absl::StatusOr<ResolvedProgram> r = ResolveProgram(lowered->program);
+    ASSERT_TRUE(r.ok()) << r.status();
+    for (const ExternStep& e : r->externs) EXPECT_NE(e.op, "kiln::attention");
+    EXPECT_NE(std::find(r->kernel_names.begin(), r->kernel_names.end(), "kiln_attention_0"), r->kernel_names.end());
+    const std::string file = KernelsFileWithoutDevice(c->program);
+    EXPECT_TRUE(absl::StrContains(file, std::string(type) == "Float" ? "float32 FMA" : "tensor cores"));
+    {
+      test::ScopedEnv off("KILN_CUDA_ATTENTION", "0");
+      absl::StatusOr<driver::CompiledGraph> plain =
+          CompileForCuda(AttentionGraphText(type), nullptr, /*generate_only=*/true);
+      ASSERT_TRUE(plain.ok()) << plain.status();
+      EXPECT_FALSE(absl::StrContains(plain->program.ToString(), "kiln::attention"));
+    }
+    if (!LoadCudaLibraries().nvrtc_status.ok() || CudaDevice().is_available()) continue;
+    absl::StatusOr<std::unique_ptr<ir::Graph>> graph = ir::ParseGraph(AttentionGraphText(type));
+    ASSERT_TRUE(graph.ok());
+    driver::CompileOptions options;
+    options.device = "cuda";
+    options.generate_only = true;
+    absl::StatusOr<driver::CompiledGraph> g = driver::CompileGraph(**graph, options);
+    ASSERT_TRUE(g.ok()) << g.status();
+    CudaBackendOptions backend;
+    backend.cache_dir = CacheDir();
+    CudaCodegen codegen("cuda", backend);
+    absl::StatusOr<wrapper::WrapperProgram> program = wrapper::GenerateWrapper(g->loop_graph, g->schedule, codegen);
+    ASSERT_TRUE(program.ok()) << program.status();
+    absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> compiled = codegen.Compile(*program);
+    EXPECT_TRUE(absl::IsUnavailable(compiled.status())) << compiled.status();
+    absl::StatusOr<std::string> cubin = CompileWithNvrtc(file, {"--gpu-architecture=sm_90", "-std=c++17"});
+    EXPECT_TRUE(cubin.ok()) << cubin.status();
+  }
 }
 
 // linear, gelu, layer_norm, mm with a transpose, softmax over `type`
@@ -683,6 +773,76 @@ TEST(CudaProgramGpuTest, NarrowFloatGraphsRunOnTheGpu) {
     ASSERT_NE(program, nullptr);
     EXPECT_EQ(program->stats().host_fallbacks.load(), 0) << "every step on the GPU";
     EXPECT_EQ(program->stats().cublas_calls.load(), 2);
+  }
+}
+
+// The fused attention kernel on the GPU against the interpreter and against
+// the unfused path (KILN_CUDA_ATTENTION=0: cuBLAS + softmax kernel), in
+// float32 and bfloat16 (autocast's casts); no host fallback; a session
+// captures it into a CUDA graph; the profile has the kernel as its own row.
+TEST(CudaProgramGpuTest, FusedAttentionMatchesTheInterpreterAndTheUnfusedPath) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  for (const char* type : {"Float", "BFloat16"}) {
+    SCOPED_TRACE(type);
+    const bool narrow = std::string(type) != "Float";
+    std::vector<Tensor> inputs;
+    Tensor qkv = Random({2, 37, 192}, 31);
+    if (narrow) {
+      absl::StatusOr<Tensor> t = runtime::CastTo(qkv, DType::kBFloat16);
+      ASSERT_TRUE(t.ok());
+      qkv = *t;
+    }
+    Tensor mask = Tensor::Empty(DType::kFloat32, {2, 1, 1, 37});
+    for (int64_t i = 0; i < 74; ++i) mask.data<float>()[i] = (i % 37) >= 37 - 6 * (i / 37 + 1) ? -10000.0f : 0.0f;
+    inputs = {qkv, mask};
+    std::unique_ptr<ir::Graph> graph;
+    absl::StatusOr<driver::CompiledGraph> fused = CompileForCuda(AttentionGraphText(type), &graph);
+    ASSERT_TRUE(fused.ok()) << fused.status();
+    absl::StatusOr<driver::CompiledGraph> plain;
+    {
+      test::ScopedEnv off("KILN_CUDA_ATTENTION", "0");
+      plain = CompileForCuda(AttentionGraphText(type), nullptr);
+    }
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    absl::StatusOr<std::vector<Tensor>> got = fused->compiled->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    absl::StatusOr<std::vector<Tensor>> base = plain->compiled->Run(inputs);
+    ASSERT_TRUE(base.ok()) << base.status();
+    std::vector<ir::IValue> args;
+    for (const Tensor& t : inputs) args.push_back(ir::IValue::FromTensor(t));
+    absl::StatusOr<std::vector<ir::IValue>> want = runtime::RunGraph(*graph, args);
+    ASSERT_TRUE(want.ok()) << want.status();
+    const Tensor& w = (*want)[0].toTensor();
+    auto rel_l2 = [&](const Tensor& a) {
+      double num = 0, den = 0;
+      for (int64_t i = 0; i < w.numel(); ++i) {
+        const double d = a.GetDouble(i) - w.GetDouble(i);
+        num += d * d;
+        den += w.GetDouble(i) * w.GetDouble(i);
+      }
+      return std::sqrt(num / den);
+    };
+    const double tol = narrow ? 1e-2 : 1e-5;
+    EXPECT_LE(rel_l2((*got)[0]), tol) << "fused vs interpreter";
+    EXPECT_LE(rel_l2((*base)[0]), tol) << "unfused vs interpreter";
+    auto* program = dynamic_cast<CudaProgram*>(fused->compiled.get());
+    ASSERT_NE(program, nullptr);
+    EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+    EXPECT_EQ(program->stats().cublas_calls.load(), 0) << "both products inside the attention kernel";
+    absl::StatusOr<std::unique_ptr<CudaSession>> session =
+        CudaSession::Create(*program, inputs, CudaSessionOptions{/*cuda_graphs=*/true});
+    ASSERT_TRUE(session.ok()) << session.status();
+    for (int call = 0; call < 3; ++call) ASSERT_TRUE((*session)->Run().ok());
+    EXPECT_TRUE((*session)->replaying_graph());
+    absl::StatusOr<std::vector<Tensor>> replayed = (*session)->FetchOutputs();
+    ASSERT_TRUE(replayed.ok()) << replayed.status();
+    EXPECT_LE(rel_l2((*replayed)[0]), tol) << "graph replay";
+    absl::StatusOr<std::vector<wrapper::StepProfile>> profile = (*session)->Profile(1);
+    ASSERT_TRUE(profile.ok()) << profile.status();
+    bool row = false;
+    for (const wrapper::StepProfile& p : *profile) row = row || p.name == "kiln_attention_0";
+    EXPECT_TRUE(row) << "the attention kernel has its own profile row";
   }
 }
 
