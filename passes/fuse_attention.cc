@@ -1,5 +1,6 @@
 #include "passes/fuse_attention.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ struct Match {
   Value* mask = nullptr;
   double scale = 1.0;
   std::vector<Node*> nodes;  // to remove, in order (the last one's output is the result)
+  // torch.export's form: bmm over [B*H, S, D] with the scores reshaped to
+  // `split` ([B, H, S, T]) for the mask and softmax and back: the fused op
+  // runs over views of q, kt, v in split's leading dims.
+  std::vector<int64_t> split;
 };
 
 // A constant mul/div of `x` by a number: the factor, else nullopt.
@@ -67,8 +72,31 @@ bool IsCastTo(const Node* n, const Value* x, DType want) {
   return o != nullptr && DTypeOf(o) == want;
 }
 
+// `n` = aten::reshape/view of `x` to static sizes of the same dtype.
+bool IsReshapeOf(const Node* n, const Value* x) {
+  return (Is(n, "aten::reshape") || Is(n, "aten::view")) && n->inputs().size() == 2 && n->input(0) == x &&
+         StaticFloating(n->output()) != nullptr && StaticFloating(x) != nullptr &&
+         DTypeOf(StaticFloating(n->output())) == DTypeOf(StaticFloating(x));
+}
+
+// aten::dropout(x, p, train=False): the identity.
+bool IsEvalDropoutOf(const Node* n, const Value* x) {
+  if (!Is(n, "aten::dropout") || n->inputs().size() != 3 || n->input(0) != x) return false;
+  std::optional<IValue> train = ir::ConstantValue(n->input(2));
+  return train && train->isBool() && !train->toBool();
+}
+
+// c10::ScalarType::Float, softmax's dtype argument for float32.
+constexpr int64_t kFloat32ScalarType = 6;
+
+int64_t Product(const std::vector<int64_t>& v, size_t end) {
+  int64_t p = 1;
+  for (size_t i = 0; i < end; ++i) p *= v[i];
+  return p;
+}
+
 std::optional<Match> MatchAt(Node* qk) {
-  if (!Is(qk, "aten::matmul") || qk->inputs().size() != 2) return std::nullopt;
+  if ((!Is(qk, "aten::matmul") && !Is(qk, "aten::bmm")) || qk->inputs().size() != 2) return std::nullopt;
   Match m;
   m.qk = qk;
   m.q = qk->input(0);
@@ -92,6 +120,21 @@ std::optional<Match> MatchAt(Node* qk) {
   }
   Value* cur = qk->output();
   Node* next = SoleUser(cur);
+  // The shape the mask and softmax see: the product's, or a split of its
+  // batch dim (torch.export's bmm over [B*H, S, T] viewed as [B, H, S, T]).
+  std::vector<int64_t> scores = ss;
+  if (IsReshapeOf(next, cur)) {
+    const std::vector<int64_t> os = StaticFloating(next->output())->ConcreteSizes();
+    const size_t n = os.size();
+    if (n < 2 || os[n - 1] != ss[r - 1] || os[n - 2] != ss[r - 2] || Product(os, n - 2) != Product(ss, r - 2)) {
+      return std::nullopt;
+    }
+    m.split = os;
+    scores = os;
+    m.nodes.push_back(next);
+    cur = next->output();
+    next = SoleUser(cur);
+  }
   if (std::optional<double> c = ScaleOf(next, cur)) {
     const ir::TensorInfo* so = StaticFloating(next->output());
     if (so == nullptr || DTypeOf(so) != dtype) return std::nullopt;
@@ -109,7 +152,7 @@ std::optional<Match> MatchAt(Node* qk) {
     const bool dtypes_ok = oi != nullptr && sum != nullptr &&
                            (DTypeOf(oi) == dtype || DTypeOf(oi) == DType::kFloat32) &&
                            DTypeOf(sum) == (DTypeOf(oi) == DType::kFloat32 ? DType::kFloat32 : dtype);
-    if (alpha == std::optional<double>(1.0) && other != cur && dtypes_ok && BroadcastsTo(*oi, ss) &&
+    if (alpha == std::optional<double>(1.0) && other != cur && dtypes_ok && BroadcastsTo(*oi, scores) &&
         (next->input(0) == cur || next->input(1) == cur)) {
       m.mask = other;
       m.nodes.push_back(next);
@@ -124,20 +167,43 @@ std::optional<Match> MatchAt(Node* qk) {
   }
   if (!Is(next, "aten::softmax") || next->inputs().size() < 2) return std::nullopt;
   std::optional<int64_t> dim = Int(next->input(1));
-  if (!dim || (*dim != -1 && *dim != static_cast<int64_t>(r) - 1)) return std::nullopt;
-  if (next->inputs().size() > 2 && !IsNone(next->input(2))) return std::nullopt;
+  if (!dim || (*dim != -1 && *dim != static_cast<int64_t>(scores.size()) - 1)) return std::nullopt;
+  // softmax(x, -1, dtype=float32) (Hugging Face's llama) computes in
+  // float32 like a cast before it: the fused op's meaning.
+  if (next->inputs().size() > 2 && !IsNone(next->input(2)) &&
+      Int(next->input(2)) != std::optional<int64_t>(kFloat32ScalarType)) {
+    return std::nullopt;
+  }
   const ir::TensorInfo* probs = StaticFloating(next->output());
   if (probs == nullptr) return std::nullopt;
   m.nodes.push_back(next);
   cur = next->output();
   next = SoleUser(cur);
+  // An eval-mode dropout (torch.export keeps it) before or after the cast.
+  if (IsEvalDropoutOf(next, cur)) {
+    m.nodes.push_back(next);
+    cur = next->output();
+    next = SoleUser(cur);
+  }
   if (DTypeOf(probs) != dtype) {
     if (!IsCastTo(next, cur, dtype)) return std::nullopt;
     m.nodes.push_back(next);
     cur = next->output();
     next = SoleUser(cur);
   }
-  if (!Is(next, "aten::matmul") || next->input(0) != cur) return std::nullopt;
+  if (IsEvalDropoutOf(next, cur)) {
+    m.nodes.push_back(next);
+    cur = next->output();
+    next = SoleUser(cur);
+  }
+  if (!m.split.empty()) {
+    // Back to the product's shape for the bmm with v.
+    if (!IsReshapeOf(next, cur) || StaticFloating(next->output())->ConcreteSizes() != ss) return std::nullopt;
+    m.nodes.push_back(next);
+    cur = next->output();
+    next = SoleUser(cur);
+  }
+  if ((!Is(next, "aten::matmul") && !Is(next, "aten::bmm")) || next->input(0) != cur) return std::nullopt;
   m.v = next->input(1);
   const ir::TensorInfo* v = StaticFloating(m.v);
   const ir::TensorInfo* o = StaticFloating(next->output());
@@ -167,6 +233,22 @@ std::optional<Match> MatchAt(Node* qk) {
   return m;
 }
 
+ir::TypePtr WithSizes(const ir::TensorInfo& like, const std::vector<int64_t>& sizes) {
+  ir::TensorInfo info = like;
+  info.sizes = std::vector<std::optional<int64_t>>(sizes.begin(), sizes.end());
+  info.strides.reset();
+  return ir::Type::TensorWith(std::move(info));
+}
+
+// aten::reshape(x, sizes) at the insert point, typed.
+absl::StatusOr<Value*> Reshape(ir::Graph& g, Value* x, const std::vector<int64_t>& sizes) {
+  ASSIGN_OR_RETURN(Value * shape, ir::InsertConstant(g, IValue::IntList(sizes)));
+  Node* n = g.create(ir::Symbol::FromQualString("aten::reshape"), {x, shape}, 1);
+  g.insertNode(n);
+  n->output()->setType(WithSizes(x->type()->tensor(), sizes));
+  return n->output();
+}
+
 absl::Status Rewrite(ir::Graph& g, const Match& m) {
   Node* last = m.nodes.back();
   ir::WithInsertPoint at(last);
@@ -175,13 +257,40 @@ absl::Status Rewrite(ir::Graph& g, const Match& m) {
     ASSIGN_OR_RETURN(mask, ir::InsertConstant(g, IValue::None()));
   }
   ASSIGN_OR_RETURN(Value * scale, ir::InsertConstant(g, IValue::Double(m.scale)));
-  Node* fused = g.create(ir::Symbol::FromQualString("kiln::attention"), {m.q, m.kt, m.v, mask, scale}, 1);
-  g.insertNode(fused);
-  fused->output()->setType(last->output()->type());
+  Value* q = m.q;
+  Value* kt = m.kt;
+  Value* v = m.v;
+  Value* result = nullptr;
+  Node* fused = nullptr;
+  if (m.split.empty()) {
+    fused = g.create(ir::Symbol::FromQualString("kiln::attention"), {q, kt, v, mask, scale}, 1);
+    g.insertNode(fused);
+    fused->output()->setType(last->output()->type());
+    result = fused->output();
+  } else {
+    // Views of q, kt, v in the split's batch dims; the result viewed back.
+    const std::vector<int64_t> lead(m.split.begin(), m.split.end() - 2);
+    auto view = [&](Value* x) -> absl::StatusOr<Value*> {
+      std::vector<int64_t> sizes = lead;
+      const std::vector<int64_t> xs = x->type()->tensor().ConcreteSizes();
+      sizes.insert(sizes.end(), xs.end() - 2, xs.end());
+      return Reshape(g, x, sizes);
+    };
+    ASSIGN_OR_RETURN(q, view(q));
+    ASSIGN_OR_RETURN(kt, view(kt));
+    ASSIGN_OR_RETURN(v, view(v));
+    fused = g.create(ir::Symbol::FromQualString("kiln::attention"), {q, kt, v, mask, scale}, 1);
+    g.insertNode(fused);
+    std::vector<int64_t> out_sizes = lead;
+    const std::vector<int64_t> os = last->output()->type()->tensor().ConcreteSizes();
+    out_sizes.insert(out_sizes.end(), os.end() - 2, os.end());
+    fused->output()->setType(WithSizes(last->output()->type()->tensor(), out_sizes));
+    ASSIGN_OR_RETURN(result, Reshape(g, fused->output(), os));
+  }
   const std::string name = last->output()->hasDebugName() ? last->output()->debugName() : "";
-  last->output()->replaceAllUsesWith(fused->output());
+  last->output()->replaceAllUsesWith(result);
   DestroyWithUnusedConstants(std::vector<Node*>(m.nodes.rbegin(), m.nodes.rend()));
-  if (!name.empty()) fused->output()->setDebugName(name);
+  if (!name.empty()) result->setDebugName(name);
   return absl::OkStatus();
 }
 
@@ -193,7 +302,7 @@ absl::StatusOr<bool> FuseBlock(ir::Graph& g, ir::Block* block, PassStatistics& s
       ASSIGN_OR_RETURN(bool c, FuseBlock(g, sub, stats));
       changed |= c;
     }
-    if (Is(n, "aten::matmul")) candidates.push_back(n);
+    if (Is(n, "aten::matmul") || Is(n, "aten::bmm")) candidates.push_back(n);
   }
   std::vector<Node*> removed;
   for (Node* n : candidates) {

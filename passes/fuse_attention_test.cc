@@ -166,5 +166,105 @@ TEST(FuseAttentionTest, SixteenBitChains) {
             "aten::matmul aten::softmax aten::matmul");
 }
 
+TEST(FuseAttentionTest, TorchExportBmmForm) {
+  // torch.export: bmm over [B*H, S, D], the scores viewed as [B, H, S, T]
+  // for the mask and softmax, an eval-mode dropout, viewed back, bmm.
+  const std::string text = R"IR(graph(%q : Float(4, 5, 8), %kt : Float(4, 8, 7), %v : Float(4, 7, 6), %mask : Float(2, 1, 1, 7)):
+  %c : float = prim::Constant[value=0.25]()
+  %one : int = prim::Constant[value=1]()
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %p0 : float = prim::Constant[value=0.1]()
+  %f : bool = prim::Constant[value=0]()
+  %s4 : int[] = prim::Constant[value=[2, 2, 5, 7]]()
+  %s3 : int[] = prim::Constant[value=[4, 5, 7]]()
+  %s : Float(4, 5, 7) = aten::bmm(%q, %kt)
+  %r : Float(2, 2, 5, 7) = aten::reshape(%s, %s4)
+  %ss : Float(2, 2, 5, 7) = aten::mul(%r, %c)
+  %sm : Float(2, 2, 5, 7) = aten::add(%ss, %mask, %one)
+  %p : Float(2, 2, 5, 7) = aten::softmax(%sm, %d, %n)
+  %pd : Float(2, 2, 5, 7) = aten::dropout(%p, %p0, %f)
+  %p3 : Float(4, 5, 7) = aten::reshape(%pd, %s3)
+  %o : Float(4, 5, 6) = aten::bmm(%p3, %v)
+  return (%o))IR";
+  EXPECT_EQ(Fused(text), "aten::reshape aten::reshape aten::reshape kiln::attention[0.25,mask] aten::reshape");
+  // The fused op sees [2, 2, ...] views and its result is viewed back.
+  auto g = ir::ParseGraph(text);
+  ASSERT_TRUE(g.ok());
+  PassStatistics stats;
+  ASSERT_TRUE(FuseAttention(**g, stats).ok());
+  for (const ir::Node* n : (*g)->nodes()) {
+    if (n->kind().qualString() != std::string("kiln::attention")) continue;
+    EXPECT_EQ(n->input(0)->type()->tensor().ConcreteSizes(), (std::vector<int64_t>{2, 2, 5, 8}));
+    EXPECT_EQ(n->input(1)->type()->tensor().ConcreteSizes(), (std::vector<int64_t>{2, 2, 8, 7}));
+    EXPECT_EQ(n->input(2)->type()->tensor().ConcreteSizes(), (std::vector<int64_t>{2, 2, 7, 6}));
+    EXPECT_EQ(n->output()->type()->tensor().ConcreteSizes(), (std::vector<int64_t>{2, 2, 5, 6}));
+  }
+  EXPECT_EQ((*g)->outputs()[0]->type()->tensor().ConcreteSizes(), (std::vector<int64_t>{4, 5, 6}));
+  // A reshape that is not a split of the batch dim stays unfused.
+  EXPECT_EQ(Fused(R"IR(graph(%q : Float(4, 5, 8), %kt : Float(4, 8, 7), %v : Float(4, 7, 6)):
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %s4 : int[] = prim::Constant[value=[4, 7, 5]]()
+  %s3 : int[] = prim::Constant[value=[4, 5, 7]]()
+  %s : Float(4, 5, 7) = aten::bmm(%q, %kt)
+  %r : Float(4, 7, 5) = aten::reshape(%s, %s4)
+  %p : Float(4, 7, 5) = aten::softmax(%r, %d, %n)
+  %p3 : Float(4, 5, 7) = aten::reshape(%p, %s3)
+  %o : Float(4, 5, 6) = aten::bmm(%p3, %v)
+  return (%o))IR"),
+            "aten::bmm aten::reshape aten::softmax aten::reshape aten::bmm");
+}
+
+TEST(FuseAttentionTest, TorchExportSixteenBitAndSoftmaxDtype) {
+  // autocast over torch.export's form: the dropout before the cast back.
+  EXPECT_EQ(Fused(R"IR(graph(%q : BFloat16(4, 5, 8), %kt : BFloat16(4, 8, 7), %v : BFloat16(4, 7, 6), %mask : Float(2, 1, 5, 7)):
+  %c : float = prim::Constant[value=0.25]()
+  %one : int = prim::Constant[value=1]()
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %p0 : float = prim::Constant[value=0.]()
+  %f : bool = prim::Constant[value=0]()
+  %bf : int = prim::Constant[value=15]()
+  %s4 : int[] = prim::Constant[value=[2, 2, 5, 7]]()
+  %s3 : int[] = prim::Constant[value=[4, 5, 7]]()
+  %s : BFloat16(4, 5, 7) = aten::bmm(%q, %kt)
+  %r : BFloat16(2, 2, 5, 7) = aten::reshape(%s, %s4)
+  %ss : BFloat16(2, 2, 5, 7) = aten::mul(%r, %c)
+  %sm : Float(2, 2, 5, 7) = aten::add(%ss, %mask, %one)
+  %p : Float(2, 2, 5, 7) = aten::softmax(%sm, %d, %n)
+  %pd : Float(2, 2, 5, 7) = aten::dropout(%p, %p0, %f)
+  %pb : BFloat16(2, 2, 5, 7) = aten::to(%pd, %bf, %f, %f, %n)
+  %p3 : BFloat16(4, 5, 7) = aten::reshape(%pb, %s3)
+  %o : BFloat16(4, 5, 6) = aten::bmm(%p3, %v)
+  return (%o))IR"),
+            "aten::reshape aten::reshape aten::reshape kiln::attention[0.25,mask] aten::reshape");
+  // softmax(..., dtype=float32) fuses; another dtype or a training dropout does not.
+  const char* with_dtype = R"IR(graph(%q : Float(2, 5, 8), %kt : Float(2, 8, 7), %v : Float(2, 7, 4)):
+  %d : int = prim::Constant[value=-1]()
+  %dt : int = prim::Constant[value=@DT@]()
+  %s : Float(2, 5, 7) = aten::matmul(%q, %kt)
+  %p : Float(2, 5, 7) = aten::softmax(%s, %d, %dt)
+  %o : Float(2, 5, 4) = aten::matmul(%p, %v)
+  return (%o))IR";
+  std::string text = with_dtype;
+  text.replace(text.find("@DT@"), 4, "6");
+  EXPECT_EQ(Fused(text), "kiln::attention[1]");
+  text = with_dtype;
+  text.replace(text.find("@DT@"), 4, "7");
+  EXPECT_EQ(Fused(text), "aten::matmul aten::softmax aten::matmul");
+  EXPECT_EQ(Fused(R"IR(graph(%q : Float(2, 5, 8), %kt : Float(2, 8, 7), %v : Float(2, 7, 4)):
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %p0 : float = prim::Constant[value=0.1]()
+  %t : bool = prim::Constant[value=1]()
+  %s : Float(2, 5, 7) = aten::matmul(%q, %kt)
+  %p : Float(2, 5, 7) = aten::softmax(%s, %d, %n)
+  %pd : Float(2, 5, 7) = aten::dropout(%p, %p0, %t)
+  %o : Float(2, 5, 4) = aten::matmul(%pd, %v)
+  return (%o))IR"),
+            "aten::matmul aten::softmax aten::dropout aten::matmul");
+}
+
 }  // namespace
 }  // namespace kiln::passes

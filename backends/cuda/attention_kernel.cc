@@ -55,8 +55,9 @@ __device__ __forceinline__ void kiln_attn_mma_f16(float* c, const unsigned* a, c
 constexpr int kMmaRows = 64;
 constexpr int kMmaKeys = 64;
 constexpr char kMmaTemplate[] = R"KILN(extern "C" __global__ void __launch_bounds__(128) @FN@(const unsigned short* __restrict__ q, const unsigned short* __restrict__ kt, const unsigned short* __restrict__ v, @MASKPARAM@unsigned short* __restrict__ out) {
-  __shared__ unsigned short ks[64][@DP@ + 8];
-  __shared__ unsigned short vs[64][@DVP@ + 8];
+  // 4-byte reads of pairs of keys' elements: aligned rows (pitch DP + 8 halves).
+  __shared__ __align__(16) unsigned short ks[64][@DP@ + 8];
+  __shared__ __align__(16) unsigned short vs[64][@DVP@ + 8];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tg = lane & 3;
   const int qb = (int)(blockIdx.x % @QB@u);
   long long @REMDECL@qo = @QOFF@, ko = @KOFF@, vo = @VOFF@, @MODECL@oo = @OOFF@;
