@@ -20,7 +20,7 @@ inline constexpr char kEmulation[] = R"EMU(
 #define __forceinline__ inline
 #define __launch_bounds__(n)
 #define __shared__ static
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
 struct kiln_dim3 { unsigned x = 0, y = 0, z = 0; };
 kiln_dim3 threadIdx, blockIdx, blockDim, gridDim;
 struct KilnFiber {
