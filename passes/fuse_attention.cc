@@ -95,8 +95,10 @@ int64_t Product(const std::vector<int64_t>& v, size_t end) {
   return p;
 }
 
-std::optional<Match> MatchAt(Node* qk) {
-  if ((!Is(qk, "aten::matmul") && !Is(qk, "aten::bmm")) || qk->inputs().size() != 2) return std::nullopt;
+std::optional<Match> MatchAt(Node* qk, const FuseAttentionOptions& options) {
+  if ((!Is(qk, "aten::matmul") && !(options.bmm_form && Is(qk, "aten::bmm"))) || qk->inputs().size() != 2) {
+    return std::nullopt;
+  }
   Match m;
   m.qk = qk;
   m.q = qk->input(0);
@@ -123,7 +125,7 @@ std::optional<Match> MatchAt(Node* qk) {
   // The shape the mask and softmax see: the product's, or a split of its
   // batch dim (torch.export's bmm over [B*H, S, T] viewed as [B, H, S, T]).
   std::vector<int64_t> scores = ss;
-  if (IsReshapeOf(next, cur)) {
+  if (options.bmm_form && IsReshapeOf(next, cur)) {
     const std::vector<int64_t> os = StaticFloating(next->output())->ConcreteSizes();
     const size_t n = os.size();
     if (n < 2 || os[n - 1] != ss[r - 1] || os[n - 2] != ss[r - 2] || Product(os, n - 2) != Product(ss, r - 2)) {
@@ -203,7 +205,9 @@ std::optional<Match> MatchAt(Node* qk) {
     cur = next->output();
     next = SoleUser(cur);
   }
-  if ((!Is(next, "aten::matmul") && !Is(next, "aten::bmm")) || next->input(0) != cur) return std::nullopt;
+  if ((!Is(next, "aten::matmul") && !(options.bmm_form && Is(next, "aten::bmm"))) || next->input(0) != cur) {
+    return std::nullopt;
+  }
   m.v = next->input(1);
   const ir::TensorInfo* v = StaticFloating(m.v);
   const ir::TensorInfo* o = StaticFloating(next->output());
@@ -294,12 +298,13 @@ absl::Status Rewrite(ir::Graph& g, const Match& m) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> FuseBlock(ir::Graph& g, ir::Block* block, PassStatistics& stats) {
+absl::StatusOr<bool> FuseBlock(ir::Graph& g, ir::Block* block, PassStatistics& stats,
+                               const FuseAttentionOptions& options) {
   bool changed = false;
   std::vector<Node*> candidates;
   for (Node* n : block->nodes()) {
     for (ir::Block* sub : n->blocks()) {
-      ASSIGN_OR_RETURN(bool c, FuseBlock(g, sub, stats));
+      ASSIGN_OR_RETURN(bool c, FuseBlock(g, sub, stats, options));
       changed |= c;
     }
     if (Is(n, "aten::matmul") || Is(n, "aten::bmm")) candidates.push_back(n);
@@ -307,7 +312,7 @@ absl::StatusOr<bool> FuseBlock(ir::Graph& g, ir::Block* block, PassStatistics& s
   std::vector<Node*> removed;
   for (Node* n : candidates) {
     if (std::find(removed.begin(), removed.end(), n) != removed.end()) continue;
-    std::optional<Match> m = MatchAt(n);
+    std::optional<Match> m = MatchAt(n, options);
     if (!m) continue;
     removed.insert(removed.end(), m->nodes.begin(), m->nodes.end());
     RETURN_IF_ERROR(Rewrite(g, *m));
@@ -319,16 +324,24 @@ absl::StatusOr<bool> FuseBlock(ir::Graph& g, ir::Block* block, PassStatistics& s
 
 }  // namespace
 
-absl::StatusOr<bool> FuseAttention(ir::Graph& graph, PassStatistics& stats) {
-  return FuseBlock(graph, graph.block(), stats);
+absl::StatusOr<bool> FuseAttention(ir::Graph& graph, PassStatistics& stats, const FuseAttentionOptions& options) {
+  return FuseBlock(graph, graph.block(), stats, options);
 }
 
 absl::Status RegisterFuseAttentionPass(PassRegistry& registry) {
-  return registry.RegisterFunction(
+  RETURN_IF_ERROR(registry.RegisterFunction(
       "fuse_attention", {},
       "Fuses matmul(q, kt) [* scale] [+ mask] -> softmax(-1) -> matmul(., v) into kiln::attention for a "
       "device's tiled attention kernel",
-      FuseAttention);
+      [](ir::Graph& g, PassStatistics& stats) { return FuseAttention(g, stats); }));
+  return registry.RegisterFunction(
+      "fuse_attention_with_bmm", {},
+      "fuse_attention, also over torch.export's form (bmm over [B*H, S, D], the scores viewed as [B, H, S, T])",
+      [](ir::Graph& g, PassStatistics& stats) {
+        FuseAttentionOptions options;
+        options.bmm_form = true;
+        return FuseAttention(g, stats, options);
+      });
 }
 
 }  // namespace kiln::passes

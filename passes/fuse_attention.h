@@ -32,9 +32,21 @@
 
 namespace kiln::passes {
 
-absl::StatusOr<bool> FuseAttention(ir::Graph& graph, PassStatistics& stats);
+struct FuseAttentionOptions {
+  // Also torch.export's form: aten::bmm over [B*H, S, D] operands, the
+  // scores reshaped to [B, H, S, T] for the scale, mask and softmax (an
+  // eval-mode dropout after it is skipped) and back before the bmm with v;
+  // the fused op then runs over [B, H, ...] views of q, kt and v and its
+  // result is reshaped to the bmm's. Off for the CPU, whose deployment
+  // library (deploy/) does not export the sgemm its attention kernel calls.
+  bool bmm_form = false;
+};
 
-// Registers "fuse_attention" (device-requested, like fuse_post_ops).
+absl::StatusOr<bool> FuseAttention(ir::Graph& graph, PassStatistics& stats,
+                                   const FuseAttentionOptions& options = FuseAttentionOptions());
+
+// Registers "fuse_attention" (device-requested, like fuse_post_ops) and
+// "fuse_attention_with_bmm" (bmm_form on: CUDA).
 absl::Status RegisterFuseAttentionPass(PassRegistry& registry);
 
 }  // namespace kiln::passes

@@ -16,13 +16,15 @@ namespace kiln::passes {
 namespace {
 
 // The non-constant ops after the pass, and the fused op's scale.
-std::string Fused(const std::string& text) {
+std::string Fused(const std::string& text, bool bmm_form = false) {
   auto g = ir::ParseGraph(text);
   EXPECT_TRUE(g.ok()) << g.status();
   if (!g.ok()) return "<parse error>";
   const uint64_t before = GraphFingerprint(**g);
   PassStatistics stats;
-  absl::StatusOr<bool> changed = FuseAttention(**g, stats);
+  FuseAttentionOptions options;
+  options.bmm_form = bmm_form;
+  absl::StatusOr<bool> changed = FuseAttention(**g, stats, options);
   if (!changed.ok()) return std::string(changed.status().message());
   EXPECT_EQ(*changed, before != GraphFingerprint(**g));
   std::vector<std::string> ops;
@@ -187,12 +189,17 @@ TEST(FuseAttentionTest, TorchExportBmmForm) {
   %p3 : Float(4, 5, 7) = aten::reshape(%pd, %s3)
   %o : Float(4, 5, 6) = aten::bmm(%p3, %v)
   return (%o))IR";
-  EXPECT_EQ(Fused(text), "aten::reshape aten::reshape aten::reshape kiln::attention[0.25,mask] aten::reshape");
+  EXPECT_EQ(Fused(text, true), "aten::reshape aten::reshape aten::reshape kiln::attention[0.25,mask] aten::reshape");
+  // Only when asked (the CPU does not).
+  EXPECT_EQ(Fused(text),
+            "aten::bmm aten::reshape aten::mul aten::add aten::softmax aten::dropout aten::reshape aten::bmm");
   // The fused op sees [2, 2, ...] views and its result is viewed back.
   auto g = ir::ParseGraph(text);
   ASSERT_TRUE(g.ok());
   PassStatistics stats;
-  ASSERT_TRUE(FuseAttention(**g, stats).ok());
+  FuseAttentionOptions options;
+  options.bmm_form = true;
+  ASSERT_TRUE(FuseAttention(**g, stats, options).ok());
   for (const ir::Node* n : (*g)->nodes()) {
     if (n->kind().qualString() != std::string("kiln::attention")) continue;
     EXPECT_EQ(n->input(0)->type()->tensor().ConcreteSizes(), (std::vector<int64_t>{2, 2, 5, 8}));
@@ -212,7 +219,7 @@ TEST(FuseAttentionTest, TorchExportBmmForm) {
   %p : Float(4, 7, 5) = aten::softmax(%r, %d, %n)
   %p3 : Float(4, 5, 7) = aten::reshape(%p, %s3)
   %o : Float(4, 5, 6) = aten::bmm(%p3, %v)
-  return (%o))IR"),
+  return (%o))IR", true),
             "aten::bmm aten::reshape aten::softmax aten::reshape aten::bmm");
 }
 
@@ -237,7 +244,7 @@ TEST(FuseAttentionTest, TorchExportSixteenBitAndSoftmaxDtype) {
   %pb : BFloat16(2, 2, 5, 7) = aten::to(%pd, %bf, %f, %f, %n)
   %p3 : BFloat16(4, 5, 7) = aten::reshape(%pb, %s3)
   %o : BFloat16(4, 5, 6) = aten::bmm(%p3, %v)
-  return (%o))IR"),
+  return (%o))IR", true),
             "aten::reshape aten::reshape aten::reshape kiln::attention[0.25,mask] aten::reshape");
   // softmax(..., dtype=float32) fuses; another dtype or a training dropout does not.
   const char* with_dtype = R"IR(graph(%q : Float(2, 5, 8), %kt : Float(2, 8, 7), %v : Float(2, 7, 4)):

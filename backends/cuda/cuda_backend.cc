@@ -193,7 +193,7 @@ std::string CudaCodegen::PreLoweringPipeline(const ir::Graph& graph) const {
   // (attention_lines.h); KILN_CUDA_ATTENTION=0 keeps GEMMs + softmax.
   // (dce first: a dead use of the probabilities, such as the reshape
   // autocast's cast leaves behind in torch.export graphs, blocks the match.)
-  if (CudaAttentionEnabled()) passes.insert(passes.end(), {"dce", "fuse_attention"});
+  if (CudaAttentionEnabled()) passes.insert(passes.end(), {"dce", "fuse_attention_with_bmm"});
   if (passes.empty()) return "";
   passes.push_back("dce");
   return absl::StrJoin(passes, ",");
