@@ -122,6 +122,12 @@ std::optional<Match> MatchAt(Node* qk, const FuseAttentionOptions& options) {
   }
   Value* cur = qk->output();
   Node* next = SoleUser(cur);
+  // `next` joins the chain; its sole user is the next candidate.
+  auto take = [&] {
+    m.nodes.push_back(next);
+    cur = next->output();
+    next = SoleUser(cur);
+  };
   // The shape the mask and softmax see: the product's, or a split of its
   // batch dim (torch.export's bmm over [B*H, S, T] viewed as [B, H, S, T]).
   std::vector<int64_t> scores = ss;
@@ -133,17 +139,13 @@ std::optional<Match> MatchAt(Node* qk, const FuseAttentionOptions& options) {
     }
     m.split = os;
     scores = os;
-    m.nodes.push_back(next);
-    cur = next->output();
-    next = SoleUser(cur);
+    take();
   }
   if (std::optional<double> c = ScaleOf(next, cur)) {
     const ir::TensorInfo* so = StaticFloating(next->output());
     if (so == nullptr || DTypeOf(so) != dtype) return std::nullopt;
     m.scale *= *c;
-    m.nodes.push_back(next);
-    cur = next->output();
-    next = SoleUser(cur);
+    take();
   }
   if (Is(next, "aten::add") && next->inputs().size() <= 3) {
     std::optional<double> alpha = next->inputs().size() == 3 ? Number(next->input(2)) : 1.0;
@@ -157,16 +159,10 @@ std::optional<Match> MatchAt(Node* qk, const FuseAttentionOptions& options) {
     if (alpha == std::optional<double>(1.0) && other != cur && dtypes_ok && BroadcastsTo(*oi, scores) &&
         (next->input(0) == cur || next->input(1) == cur)) {
       m.mask = other;
-      m.nodes.push_back(next);
-      cur = next->output();
-      next = SoleUser(cur);
+      take();
     }
   }
-  if (dtype != DType::kFloat32 && IsCastTo(next, cur, DType::kFloat32)) {
-    m.nodes.push_back(next);
-    cur = next->output();
-    next = SoleUser(cur);
-  }
+  if (dtype != DType::kFloat32 && IsCastTo(next, cur, DType::kFloat32)) take();
   if (!Is(next, "aten::softmax") || next->inputs().size() < 2) return std::nullopt;
   std::optional<int64_t> dim = Int(next->input(1));
   if (!dim || (*dim != -1 && *dim != static_cast<int64_t>(scores.size()) - 1)) return std::nullopt;
@@ -178,32 +174,18 @@ std::optional<Match> MatchAt(Node* qk, const FuseAttentionOptions& options) {
   }
   const ir::TensorInfo* probs = StaticFloating(next->output());
   if (probs == nullptr) return std::nullopt;
-  m.nodes.push_back(next);
-  cur = next->output();
-  next = SoleUser(cur);
+  take();
   // An eval-mode dropout (torch.export keeps it) before or after the cast.
-  if (IsEvalDropoutOf(next, cur)) {
-    m.nodes.push_back(next);
-    cur = next->output();
-    next = SoleUser(cur);
-  }
+  if (IsEvalDropoutOf(next, cur)) take();
   if (DTypeOf(probs) != dtype) {
     if (!IsCastTo(next, cur, dtype)) return std::nullopt;
-    m.nodes.push_back(next);
-    cur = next->output();
-    next = SoleUser(cur);
+    take();
   }
-  if (IsEvalDropoutOf(next, cur)) {
-    m.nodes.push_back(next);
-    cur = next->output();
-    next = SoleUser(cur);
-  }
+  if (IsEvalDropoutOf(next, cur)) take();
   if (!m.split.empty()) {
     // Back to the product's shape for the bmm with v.
     if (!IsReshapeOf(next, cur) || StaticFloating(next->output())->ConcreteSizes() != ss) return std::nullopt;
-    m.nodes.push_back(next);
-    cur = next->output();
-    next = SoleUser(cur);
+    take();
   }
   if ((!Is(next, "aten::matmul") && !(options.bmm_form && Is(next, "aten::bmm"))) || next->input(0) != cur) {
     return std::nullopt;

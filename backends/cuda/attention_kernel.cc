@@ -7,11 +7,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "backends/cuda/kernel_identifiers.h"
+#include "lowering/attention_layouts.h"
+#include "support/status.h"
 #include "support/hash.h"
 
 namespace kiln::backends::cuda {
 namespace {
 
+using lowering::EffectiveStride;
 using lowering::Layout;
 
 // The PTX in one place; KILN_ATTN_HOST_HELPERS (the emulation test) swaps
@@ -254,16 +257,6 @@ constexpr char kFmaTemplate[] = R"KILN(extern "C" __global__ void __launch_bound
 
 std::string I(int64_t v) { return absl::StrCat(v); }
 
-Layout PadTo(const Layout& l, size_t rank) {
-  Layout p = l;
-  p.sizes.insert(p.sizes.begin(), rank - l.sizes.size(), 1);
-  p.strides.insert(p.strides.begin(), rank - l.strides.size(), 0);
-  return p;
-}
-
-// Strides of size-1 dims do not matter: 0 keeps the index expressions short.
-int64_t Stride(const Layout& l, size_t d) { return l.sizes[d] == 1 ? 0 : l.strides[d]; }
-
 // A cooperative load of a [keys, cols] tile into shared `dst` (zeros
 // outside [T, cols_valid]); `src` element (key, col) at
 // base + key * key_stride + col * col_stride. The dim with unit stride runs
@@ -284,11 +277,8 @@ std::string TileLoad(const std::string& dst, const std::string& src, const std::
 
 absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelShape& a, const CudaTarget& target) {
   auto bad = [](const std::string& why) { return absl::UnimplementedError(absl::StrCat("cuda attention kernel: ", why)); };
+  ASSIGN_OR_RETURN(const lowering::AttentionDims dims, lowering::CheckAttentionLayouts(a.q, a.kt, a.v, a.out, a.mask));
   const size_t r = a.q.sizes.size();
-  if (r < 2 || a.kt.sizes.size() != r || a.v.sizes.size() != r || a.out.sizes.size() != r) return bad("ranks differ");
-  for (const Layout* l : {&a.q, &a.kt, &a.v, &a.out}) {
-    if (l->strides.size() != l->sizes.size()) return bad("malformed layout");
-  }
   const DType dt = a.q.dtype;
   if (dt != DType::kFloat32 && dt != DType::kFloat16 && dt != DType::kBFloat16) {
     return bad(absl::StrCat("operands are ", DTypeName(dt), " (float32, float16 or bfloat16 only)"));
@@ -296,32 +286,13 @@ absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelSh
   for (const Layout* l : {&a.kt, &a.v, &a.out}) {
     if (l->dtype != dt) return bad("operands of different dtypes");
   }
-  const int64_t s = a.q.sizes[r - 2], d = a.q.sizes[r - 1], t = a.kt.sizes[r - 1], dv = a.v.sizes[r - 1];
-  if (a.kt.sizes[r - 2] != d || a.v.sizes[r - 2] != t || a.out.sizes[r - 2] != s || a.out.sizes[r - 1] != dv) {
-    return bad("shapes do not match");
-  }
-  if (s <= 0 || t <= 0 || d <= 0 || dv <= 0) return bad("empty operands");
+  const int64_t s = dims.s, d = dims.d, t = dims.t, dv = dims.dv, batches = dims.batches;
   if (d > kAttentionMaxHeadDim || dv > kAttentionMaxHeadDim) {
     return bad(absl::StrCat("head dims ", d, "/", dv, " above ", kAttentionMaxHeadDim));
   }
   if (s > (1 << 30) || t > (1 << 30)) return bad("sequence too long");
-  int64_t batches = 1;
-  for (size_t i = 0; i + 2 < r; ++i) {
-    for (const Layout* l : {&a.kt, &a.v, &a.out}) {
-      if (l->sizes[i] != a.q.sizes[i]) return bad("batch dims differ");
-    }
-    batches *= a.q.sizes[i];
-  }
-  Layout mask;
-  if (a.mask) {
-    if (a.mask->sizes.size() > r || a.mask->strides.size() != a.mask->sizes.size()) return bad("mask rank");
-    if (a.mask->dtype != DType::kFloat32 && a.mask->dtype != dt) return bad("mask dtype");
-    mask = PadTo(*a.mask, r);
-    for (size_t i = 0; i < r; ++i) {
-      const int64_t want = i == r - 2 ? s : i == r - 1 ? t : a.q.sizes[i];
-      if (mask.sizes[i] != 1 && mask.sizes[i] != want) return bad("mask does not broadcast");
-    }
-  }
+  if (a.mask && a.mask->dtype != DType::kFloat32 && a.mask->dtype != dt) return bad("mask dtype");
+  const Layout mask = dims.mask.value_or(Layout());
   const bool mma = dt != DType::kFloat32;
   if (mma && target.sm_major < 8) {
     return bad(absl::StrCat("16-bit operands need the tensor cores' bf16/f16 mma of sm_80 or later (target sm_",
@@ -342,9 +313,9 @@ absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelSh
   for (size_t i = r - 2; i-- > 0;) {
     if (a.q.sizes[i] == 1) continue;
     absl::StrAppend(&unravel, "  {\n    const long long x = rem % ", a.q.sizes[i], "LL;\n    rem /= ", a.q.sizes[i],
-                    "LL;\n    qo += x * ", Stride(a.q, i), "LL; ko += x * ", Stride(a.kt, i), "LL; vo += x * ",
-                    Stride(a.v, i), "LL; oo += x * ", Stride(a.out, i), "LL;");
-    if (a.mask) absl::StrAppend(&unravel, " mo += x * ", Stride(mask, i), "LL;");
+                    "LL;\n    qo += x * ", EffectiveStride(a.q, i), "LL; ko += x * ", EffectiveStride(a.kt, i), "LL; vo += x * ",
+                    EffectiveStride(a.v, i), "LL; oo += x * ", EffectiveStride(a.out, i), "LL;");
+    if (a.mask) absl::StrAppend(&unravel, " mo += x * ", EffectiveStride(mask, i), "LL;");
     absl::StrAppend(&unravel, "\n  }\n");
   }
   std::string mask_param, mask_code;
@@ -352,17 +323,17 @@ absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelSh
     const std::string mtype = a.mask->dtype == DType::kFloat32 ? "float" : "unsigned short";
     mask_param = absl::StrCat("const ", mtype, "* __restrict__ mask, ");
     mask_code = absl::StrCat(mma ? "        " : "      ", "if (key < ", t, " && row < ", s, ") x += ",
-                             load_of(a.mask->dtype), "(mask[mo + (long long)row * ", Stride(mask, r - 2),
-                             " + (long long)key * ", Stride(mask, r - 1), "]);\n");
+                             load_of(a.mask->dtype), "(mask[mo + (long long)row * ", EffectiveStride(mask, r - 2),
+                             " + (long long)key * ", EffectiveStride(mask, r - 1), "]);\n");
   }
   const int64_t dp = (d + 15) / 16 * 16, dvp = (dv + 15) / 16 * 16;
   const int keys = mma ? kMmaKeys : kFmaKeys;
   const int64_t tile_d = mma ? dp : d, tile_dv = mma ? dvp : dv;
   const std::string raw_zero = mma ? "(unsigned short)0" : "0.0f";
   const std::string tile_load = mma ? "" : (dt == DType::kFloat32 ? "" : load16);
-  const std::string load_k = TileLoad("ks", "kt", "ko", keys, tile_d, d, t, Stride(a.kt, r - 1), Stride(a.kt, r - 2),
+  const std::string load_k = TileLoad("ks", "kt", "ko", keys, tile_d, d, t, EffectiveStride(a.kt, r - 1), EffectiveStride(a.kt, r - 2),
                                       tile_load, raw_zero);
-  const std::string load_v = TileLoad("vs", "v", "vo", keys, tile_dv, dv, t, Stride(a.v, r - 2), Stride(a.v, r - 1),
+  const std::string load_v = TileLoad("vs", "v", "vo", keys, tile_dv, dv, t, EffectiveStride(a.v, r - 2), EffectiveStride(a.v, r - 1),
                                       tile_load, raw_zero);
   const std::string elem = dt == DType::kFloat32 ? "float" : "unsigned short";
   std::string text = absl::StrReplaceAll(
@@ -391,10 +362,10 @@ absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelSh
        {"@VOFF@", absl::StrCat(a.v.offset, "LL")},
        {"@MODECL@", a.mask ? absl::StrCat("mo = ", mask.offset, "LL, ") : ""},
        {"@OOFF@", absl::StrCat(a.out.offset, "LL")},
-       {"@QSS@", I(Stride(a.q, r - 2))},
-       {"@QSD@", I(Stride(a.q, r - 1))},
-       {"@OSS@", I(Stride(a.out, r - 2))},
-       {"@OSD@", I(Stride(a.out, r - 1))},
+       {"@QSS@", I(EffectiveStride(a.q, r - 2))},
+       {"@QSD@", I(EffectiveStride(a.q, r - 1))},
+       {"@OSS@", I(EffectiveStride(a.out, r - 2))},
+       {"@OSD@", I(EffectiveStride(a.out, r - 1))},
        {"@SCALE@", CudaFloatLiteral(a.scale, DType::kFloat32)}});
   CudaKernelSource k;
   k.name = absl::StrFormat("kiln_attn_%016x", HashString(text));
