@@ -22,6 +22,9 @@ using lowering::Layout;
 // file (kernels.cu without a device lists them one after another).
 constexpr char kHelpers[] = R"KILN(#ifndef KILN_ATTN_HELPERS
 #define KILN_ATTN_HELPERS
+struct __align__(16) kiln_attn_f4 {
+  float x, y, z, w;
+};
 #ifndef KILN_ATTN_HOST_HELPERS
 __device__ __forceinline__ float kiln_attn_bf16_to_f(unsigned short h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ unsigned short kiln_attn_f_to_bf16(float f) {
@@ -181,21 +184,26 @@ constexpr char kMmaTemplate[] = R"KILN(extern "C" __global__ void __launch_bound
 }
 )KILN";
 
-// CUDA cores: 4 warps x 4 query rows, 32 keys per block.
+// CUDA cores: 4 warps x 4 query rows, 32 keys per block. A warp computes
+// its 4 rows together: lane j scores key j for all 4 (one 16-byte load of
+// the key per 4 head-dim steps, reused by the 4 rows), and accumulates its
+// output columns for all 4 (one load of v per key, reused by the 4 rows).
 constexpr int kFmaRows = 16;
 constexpr int kFmaKeys = 32;
 constexpr char kFmaTemplate[] = R"KILN(extern "C" __global__ void __launch_bounds__(128) @FN@(const @E@* __restrict__ q, const @E@* __restrict__ kt, const @E@* __restrict__ v, @MASKPARAM@@E@* __restrict__ out) {
-  __shared__ float ks[32][@D@ + 1];
-  __shared__ float vs[32][@DV@];
-  __shared__ float qs[16][@D@];
-  __shared__ float ps[4][32];
+  // Key rows padded by 4 floats: a quarter warp's 16-byte loads of 8 rows
+  // fall in 8 different bank groups.
+  __shared__ __align__(16) float ks[32][@D4@ + 4];
+  __shared__ __align__(16) float vs[32][@DV@];
+  __shared__ __align__(16) float qs[16][@D4@];
+  __shared__ __align__(16) float ps[4][32][4];  // [warp][key][row]
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int qb = (int)(blockIdx.x % @QB@u);
   long long @REMDECL@qo = @QOFF@, ko = @KOFF@, vo = @VOFF@, @MODECL@oo = @OOFF@;
 @UNRAVEL@  const float kNegInf = -__int_as_float(0x7f800000);
-  for (int e = tid; e < 16 * @D@; e += 128) {
-    const int r = e / @D@, d = e % @D@, row = qb * 16 + r;
-    qs[r][d] = row < @S@ ? @LOAD@(q[qo + (long long)row * @QSS@ + (long long)d * @QSD@]) : 0.0f;
+  for (int e = tid; e < 16 * @D4@; e += 128) {
+    const int r = e / @D4@, d = e % @D4@, row = qb * 16 + r;
+    qs[r][d] = row < @S@ && d < @D@ ? @LOAD@(q[qo + (long long)row * @QSS@ + (long long)d * @QSD@]) : 0.0f;
   }
   float m[4], l[4], acc[4][@DVL@];
 #pragma unroll
@@ -208,36 +216,61 @@ constexpr char kFmaTemplate[] = R"KILN(extern "C" __global__ void __launch_bound
   for (int j0 = 0; j0 < @T@; j0 += 32) {
     __syncthreads();
 @LOADK@@LOADV@    __syncthreads();
+    const int key = j0 + lane;
+    float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int d = 0; d < @D4@; d += 4) {
+      const kiln_attn_f4 k4 = *(const kiln_attn_f4*)&ks[lane][d];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const kiln_attn_f4 q4 = *(const kiln_attn_f4*)&qs[warp * 4 + i][d];
+        x[i] = fmaf(q4.x, k4.x, x[i]);
+        x[i] = fmaf(q4.y, k4.y, x[i]);
+        x[i] = fmaf(q4.z, k4.z, x[i]);
+        x[i] = fmaf(q4.w, k4.w, x[i]);
+      }
+    }
+    float corr[4], p[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int lr = warp * 4 + i, row = qb * 16 + lr, key = j0 + lane;
-      float x = 0.0f;
-      for (int d = 0; d < @D@; ++d) x = fmaf(qs[lr][d], ks[lane][d], x);
-      x *= @SCALE@;
-      if (key >= @T@) x = kNegInf;
+      const int row = qb * 16 + warp * 4 + i;
+      x[i] *= @SCALE@;
+      if (key >= @T@) x[i] = kNegInf;
 @MASK@      (void)row;
-      float mx = x;
+      float mx = x[i];
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
       // Online softmax (see the tensor-core path).
       const float nm = fmaxf(m[i], mx), base = nm == kNegInf ? 0.0f : nm;
-      const float corr = expf(m[i] - base), p = expf(x - base);
+      corr[i] = expf(m[i] - base);
+      p[i] = expf(x[i] - base);
       m[i] = nm;
-      l[i] = l[i] * corr + p;
-      ps[warp][lane] = p;
-      __syncwarp();
-#pragma unroll
-      for (int c = 0; c < @DVL@; ++c) acc[i][c] *= corr;
-      for (int jj = 0; jj < 32; ++jj) {
-        const float pj = ps[warp][jj];
-#pragma unroll
-        for (int c = 0; c < @DVL@; ++c) {
-          const int col = lane + 32 * c;
-          if (col < @DV@) acc[i][c] = fmaf(pj, vs[jj][col], acc[i][c]);
-        }
-      }
-      __syncwarp();
+      l[i] = l[i] * corr[i] + p[i];
     }
+    kiln_attn_f4 p4;
+    p4.x = p[0];
+    p4.y = p[1];
+    p4.z = p[2];
+    p4.w = p[3];
+    *(kiln_attn_f4*)&ps[warp][lane][0] = p4;
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int c = 0; c < @DVL@; ++c) acc[i][c] *= corr[i];
+    }
+    for (int jj = 0; jj < 32; ++jj) {
+      const kiln_attn_f4 pj = *(const kiln_attn_f4*)&ps[warp][jj][0];
+#pragma unroll
+      for (int c = 0; c < @DVL@; ++c) {
+        const int col = lane + 32 * c;
+        const float vv = col < @DV@ ? vs[jj][col] : 0.0f;
+        acc[0][c] = fmaf(pj.x, vv, acc[0][c]);
+        acc[1][c] = fmaf(pj.y, vv, acc[1][c]);
+        acc[2][c] = fmaf(pj.z, vv, acc[2][c]);
+        acc[3][c] = fmaf(pj.w, vv, acc[3][c]);
+      }
+    }
+    __syncwarp();
   }
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -322,13 +355,14 @@ absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelSh
   if (a.mask) {
     const std::string mtype = a.mask->dtype == DType::kFloat32 ? "float" : "unsigned short";
     mask_param = absl::StrCat("const ", mtype, "* __restrict__ mask, ");
-    mask_code = absl::StrCat(mma ? "        " : "      ", "if (key < ", t, " && row < ", s, ") x += ",
+    mask_code = absl::StrCat(mma ? "        " : "      ", "if (key < ", t, " && row < ", s, ") ", mma ? "x" : "x[i]", " += ",
                              load_of(a.mask->dtype), "(mask[mo + (long long)row * ", EffectiveStride(mask, r - 2),
                              " + (long long)key * ", EffectiveStride(mask, r - 1), "]);\n");
   }
   const int64_t dp = (d + 15) / 16 * 16, dvp = (dv + 15) / 16 * 16;
   const int keys = mma ? kMmaKeys : kFmaKeys;
-  const int64_t tile_d = mma ? dp : d, tile_dv = mma ? dvp : dv;
+  const int64_t d4 = (d + 3) / 4 * 4;
+  const int64_t tile_d = mma ? dp : d4, tile_dv = mma ? dvp : dv;
   const std::string raw_zero = mma ? "(unsigned short)0" : "0.0f";
   const std::string tile_load = mma ? "" : (dt == DType::kFloat32 ? "" : load16);
   const std::string load_k = TileLoad("ks", "kt", "ko", keys, tile_d, d, t, EffectiveStride(a.kt, r - 1), EffectiveStride(a.kt, r - 2),
@@ -355,6 +389,7 @@ absl::StatusOr<CudaKernelSource> GenerateAttentionKernel(const AttentionKernelSh
        {"@D@", I(d)},
        {"@DV@", I(dv)},
        {"@DP@", I(dp)},
+       {"@D4@", I(d4)},
        {"@DVP@", I(dvp)},
        {"@DVL@", I((dv + 31) / 32)},
        {"@QOFF@", absl::StrCat(a.q.offset, "LL")},

@@ -13,8 +13,9 @@
 //   accumulators straight into the second product's A fragments (rounded
 //   to the operands' dtype, as the unfused chain rounds them).
 // - float32 operands: CUDA-core FMAs in exact float32 (no TF32): 4 warps,
-//   16 query rows per block, a lane per key for the scores, a lane per
-//   output column for the accumulation.
+//   16 query rows per block (4 per warp, computed together), 32 keys per
+//   block, a lane per key for the scores, a lane per output column for the
+//   accumulation.
 // q, kt and v are read at their strides (transposed head views of a QKV
 // projection are not copied); the mask broadcasts to [.., S, T] and is
 // float32 or the operands' dtype.
