@@ -29,6 +29,17 @@ bool CudaAttentionEnabled() {
   return v == nullptr || std::strcmp(v, "0") != 0;
 }
 
+std::string AttentionSummary(const AttentionLowering& lowering) {
+  if (lowering.fused == 0 && lowering.refused.empty()) return "";
+  std::string line = absl::StrCat("attention: ", lowering.fused,
+                                  " kiln::attention calls as generated flash-attention kernels");
+  if (!lowering.refused.empty()) {
+    absl::StrAppend(&line, "; ", lowering.refused.size(), " left to the host's reference kernel (first: ",
+                    lowering.refused[0], ")");
+  }
+  return line;
+}
+
 absl::StatusOr<AttentionLowering> LowerAttentionExterns(const wrapper::WrapperProgram& program,
                                                        const CudaTarget& target) {
   AttentionLowering out;

@@ -30,6 +30,11 @@ struct AttentionLowering {
   std::vector<std::string> refused;  // "<output>: <reason>" for lines left as externs
 };
 
+// The report's line: "attention: N kiln::attention calls as generated
+// flash-attention kernels", and those left on the host with the first
+// reason; empty without any call.
+std::string AttentionSummary(const AttentionLowering& lowering);
+
 absl::StatusOr<AttentionLowering> LowerAttentionExterns(const wrapper::WrapperProgram& program,
                                                        const CudaTarget& target = CudaTarget());
 

@@ -292,6 +292,7 @@ absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
   stats.cache_hits = build.cache_hits;
   stats.compiler_seconds = build.compiler_seconds;
   stats.minimal_fallbacks = build.minimal_fallbacks;
+  stats.attention = AttentionSummary(attention);
   return std::unique_ptr<wrapper::CompiledProgram>(std::move(p));
 }
 

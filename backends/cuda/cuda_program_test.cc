@@ -262,6 +262,7 @@ TEST(CudaCodegenTest, AttentionBecomesAGeneratedKernel) {
     absl::StatusOr<AttentionLowering> lowered = LowerAttentionExterns(c->program);
     ASSERT_TRUE(lowered.ok()) << lowered.status();
     EXPECT_EQ(lowered->fused, 1);
+    EXPECT_EQ(AttentionSummary(*lowered), "attention: 1 kiln::attention calls as generated flash-attention kernels");
     EXPECT_TRUE(lowered->refused.empty()) << lowered->refused[0];
     absl::StatusOr<ResolvedProgram> r = ResolveProgram(lowered->program);
     ASSERT_TRUE(r.ok()) << r.status();
@@ -287,6 +288,32 @@ TEST(CudaCodegenTest, AttentionBecomesAGeneratedKernel) {
     absl::StatusOr<std::string> cubin = CompileWithNvrtc(file, {"--gpu-architecture=sm_90", "-std=c++17"});
     EXPECT_TRUE(cubin.ok()) << cubin.status();
   }
+}
+
+// A head dim the kernel does not take (160 > 128): the call stays a
+// kiln::attention extern (the host's reference kernel) and the summary
+// says why.
+TEST(CudaCodegenTest, AttentionTheKernelRefusesStaysAnExternWithItsReason) {
+  RegisterAll();
+  absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(R"IR(graph(%q : Float(1, 2, 8, 160), %kt : Float(1, 2, 160, 8), %v : Float(1, 2, 8, 160)):
+  %m1 : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %s : Tensor = aten::matmul(%q, %kt)
+  %p : Tensor = aten::softmax(%s, %m1, %n)
+  %o : Tensor = aten::matmul(%p, %v)
+  return (%o))IR", nullptr, /*generate_only=*/true);
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<AttentionLowering> lowered = LowerAttentionExterns(c->program);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(lowered->fused, 0);
+  ASSERT_EQ(lowered->refused.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(lowered->refused[0], "head dims 160/160 above 128")) << lowered->refused[0];
+  EXPECT_TRUE(absl::StrContains(AttentionSummary(*lowered), "1 left to the host's reference kernel"));
+  absl::StatusOr<ResolvedProgram> r = ResolveProgram(lowered->program);
+  ASSERT_TRUE(r.ok()) << r.status();
+  int externs = 0;
+  for (const ExternStep& e : r->externs) externs += e.op == "kiln::attention";
+  EXPECT_EQ(externs, 1);
 }
 
 // linear, gelu, layer_norm, mm with a transpose, softmax over `type`
@@ -840,6 +867,11 @@ TEST(CudaProgramGpuTest, FusedAttentionMatchesTheInterpreterAndTheUnfusedPath) {
     bool row = false;
     for (const wrapper::StepProfile& p : *profile) row = row || p.name == "kiln_attention_0";
     EXPECT_TRUE(row) << "the attention kernel has its own profile row";
+    bool reported = false;
+    for (const std::string& line : program->ReportLines()) {
+      reported = reported || absl::StartsWith(line, "attention: 1 kiln::attention calls as generated");
+    }
+    EXPECT_TRUE(reported);
   }
 }
 
