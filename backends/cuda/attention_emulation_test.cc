@@ -85,6 +85,19 @@ template <int kHalf> static void kiln_attn_mma_host(float* c, const unsigned* a,
   }
   kiln_warp_barrier[warp].Wait();
 }
+static const unsigned short* kiln_ldm_rows[32][32];
+static void kiln_attn_ldmatrix_x4_trans(unsigned* r, const unsigned short* row) {
+  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  kiln_ldm_rows[warp][lane] = row;
+  kiln_warp_barrier[warp].Wait();
+  const int g = lane >> 2, t = lane & 3;
+  for (int i = 0; i < 4; ++i) {
+    // Matrix i's rows come from lanes 8i..8i+7; transposed, this lane holds
+    // its column g at rows 2t and 2t + 1.
+    r[i] = (unsigned)kiln_ldm_rows[warp][8 * i + 2 * t][g] | ((unsigned)kiln_ldm_rows[warp][8 * i + 2 * t + 1][g] << 16);
+  }
+  kiln_warp_barrier[warp].Wait();
+}
 static void kiln_attn_mma_bf16(float* c, const unsigned* a, const unsigned* b) { kiln_attn_mma_host<0>(c, a, b); }
 static void kiln_attn_mma_f16(float* c, const unsigned* a, const unsigned* b) { kiln_attn_mma_host<1>(c, a, b); }
 )CC";

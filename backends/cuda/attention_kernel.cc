@@ -48,6 +48,14 @@ __device__ __forceinline__ void kiln_attn_mma_bf16(float* c, const unsigned* a, 
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+// r[i] = this lane's b16 pair of 8x8 matrix i transposed; lanes 8i..8i+7
+// give matrix i's row addresses (16-byte aligned, shared memory).
+__device__ __forceinline__ void kiln_attn_ldmatrix_x4_trans(unsigned* r, const unsigned short* row) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
 __device__ __forceinline__ void kiln_attn_mma_f16(float* c, const unsigned* a, const unsigned* b) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
@@ -156,13 +164,14 @@ constexpr char kMmaTemplate[] = R"KILN(extern "C" __global__ void __launch_bound
       a[1] = (unsigned)@TO16@(s[2 * kc][2]) | ((unsigned)@TO16@(s[2 * kc][3]) << 16);
       a[2] = (unsigned)@TO16@(s[2 * kc + 1][0]) | ((unsigned)@TO16@(s[2 * kc + 1][1]) << 16);
       a[3] = (unsigned)@TO16@(s[2 * kc + 1][2]) | ((unsigned)@TO16@(s[2 * kc + 1][3]) << 16);
+      // B fragments of v for two 8-column groups per ldmatrix: matrices
+      // (keys +0..7 | +8..15) x (columns nd*8 | (nd+1)*8), transposed.
 #pragma unroll
-      for (int nd = 0; nd < @DVP@ / 8; ++nd) {
-        const int key = kc * 16 + tg * 2, col = nd * 8 + g;
-        unsigned b[2];
-        b[0] = (unsigned)vs[key][col] | ((unsigned)vs[key + 1][col] << 16);
-        b[1] = (unsigned)vs[key + 8][col] | ((unsigned)vs[key + 9][col] << 16);
+      for (int nd = 0; nd < @DVP@ / 8; nd += 2) {
+        unsigned b[4];
+        kiln_attn_ldmatrix_x4_trans(b, &vs[kc * 16 + (lane & 8) + (lane & 7)][nd * 8 + ((lane & 16) >> 1)]);
         @MMA@(o[nd], a, b);
+        @MMA@(o[nd + 1], a, b + 2);
       }
     }
   }

@@ -11,7 +11,8 @@
 //   accumulation); 4 warps per block, 16 query rows per warp, 64 keys per
 //   block; q fragments in registers, the probabilities go from the score
 //   accumulators straight into the second product's A fragments (rounded
-//   to the operands' dtype, as the unfused chain rounds them).
+//   to the operands' dtype, as the unfused chain rounds them), v's B
+//   fragments by ldmatrix.x4.trans.
 // - float32 operands: CUDA-core FMAs in exact float32 (no TF32): 4 warps,
 //   16 query rows per block (4 per warp, computed together), 32 keys per
 //   block, a lane per key for the scores, a lane per output column for the
@@ -20,7 +21,7 @@
 // projection are not copied); the mask broadcasts to [.., S, T] and is
 // float32 or the operands' dtype.
 //
-// The PTX (mma, 16-bit conversions) sits in a few `kiln_attn_*` helpers at
+// The PTX (mma, ldmatrix, 16-bit conversions) sits in a few `kiln_attn_*` helpers at
 // the top of the source, defined unless KILN_ATTN_HOST_HELPERS is: the
 // emulation test (kernel_emulation.h) supplies host versions of the same.
 #ifndef KILN_BACKENDS_CUDA_ATTENTION_KERNEL_H_
