@@ -12,7 +12,13 @@
 //
 // A constant scale applied to q just before (vit's q / sqrt(d)) folds into
 // `scale` too. Every intermediate must have no other use; q, kt, v and the
-// result must be float32 with static shapes and the same leading dims.
+// result must have static shapes, the same leading dims and one dtype:
+// float32, float16 or bfloat16. With 16-bit operands the chain may leave
+// their dtype around the softmax as autocast writes it: a float32 mask
+// promotes the sum, `aten::to(%s, float32)` may precede the softmax, and a
+// float32 softmax must be followed by `aten::to(%p, dtype)`; the fused op
+// then means "softmax in float32, probabilities rounded to the operands'
+// dtype" (a 16-bit softmax computes in float and rounds once: the same).
 // kiln::attention's reference kernel computes the chain with the replaced
 // ops' kernels. Statistics: "attention_fused".
 #ifndef KILN_PASSES_FUSE_ATTENTION_H_
@@ -26,9 +32,21 @@
 
 namespace kiln::passes {
 
-absl::StatusOr<bool> FuseAttention(ir::Graph& graph, PassStatistics& stats);
+struct FuseAttentionOptions {
+  // Also torch.export's form: aten::bmm over [B*H, S, D] operands, the
+  // scores reshaped to [B, H, S, T] for the scale, mask and softmax (an
+  // eval-mode dropout after it is skipped) and back before the bmm with v;
+  // the fused op then runs over [B, H, ...] views of q, kt and v and its
+  // result is reshaped to the bmm's. Off for the CPU, whose deployment
+  // library (deploy/) does not export the sgemm its attention kernel calls.
+  bool bmm_form = false;
+};
 
-// Registers "fuse_attention" (device-requested, like fuse_post_ops).
+absl::StatusOr<bool> FuseAttention(ir::Graph& graph, PassStatistics& stats,
+                                   const FuseAttentionOptions& options = FuseAttentionOptions());
+
+// Registers "fuse_attention" (device-requested, like fuse_post_ops) and
+// "fuse_attention_with_bmm" (bmm_form on: CUDA).
 absl::Status RegisterFuseAttentionPass(PassRegistry& registry);
 
 }  // namespace kiln::passes

@@ -286,7 +286,16 @@ absl::StatusOr<Tensor> Attention(const Tensor& q, const Tensor& kt, const Tensor
   if (mask) {
     ASSIGN_OR_RETURN(s, Binary(BinaryOp::kAdd, Operand::FromTensor(s), Operand::FromTensor(*mask)));
   }
+  // 16-bit operands: the softmax runs in float32 and its result is rounded
+  // to v's dtype before the second product, as autocast's chain (and a
+  // 16-bit softmax, which computes in float and rounds once) does.
+  if (s.dtype() != DType::kFloat32) {
+    ASSIGN_OR_RETURN(s, To(s, DType::kFloat32));
+  }
   ASSIGN_OR_RETURN(Tensor p, Softmax(s, -1, std::nullopt, /*log=*/false));
+  if (p.dtype() != v.dtype()) {
+    ASSIGN_OR_RETURN(p, To(p, v.dtype()));
+  }
   return Matmul(p, v);
 }
 

@@ -30,6 +30,7 @@
 #include "ir/ir.h"
 #include "ir/text_parser.h"
 #include "runtime/interpreter.h"
+#include "runtime/kernels.h"
 
 namespace kiln::testing {
 namespace {
@@ -579,6 +580,43 @@ TEST_F(LibraryCallsTest, Attention) {
   EXPECT_EQ(fused.reported_reference_externs, 0) << fused.report;
   EXPECT_NE(fused.report.find("Externs the device generated code for: kiln::attention x2"), std::string::npos)
       << fused.report;
+}
+
+// A bfloat16 chain in autocast's form (float32 mask, float32 softmax, cast
+// back) fuses too; the CPU's generated kernel takes float32 only, so the op
+// runs its reference kernel, which computes the chain it replaced (softmax
+// in float32, probabilities rounded to bfloat16): the interpreter's result.
+TEST_F(LibraryCallsTest, BFloat16AttentionRunsTheReferenceKernelOnTheCpu) {
+  Case c;
+  c.ir = R"IR(graph(%q : BFloat16(2, 3, 20, 16), %kt : BFloat16(2, 3, 16, 20), %v : BFloat16(2, 3, 20, 8),
+      %pad : Float(2, 1, 1, 20)):
+  %quarter : float = prim::Constant[value=0.25]()
+  %m1 : int = prim::Constant[value=-1]()
+  %one : int = prim::Constant[value=1]()
+  %n : NoneType = prim::Constant()
+  %bf : int = prim::Constant[value=15]()
+  %f : bool = prim::Constant[value=0]()
+  %s : BFloat16(2, 3, 20, 20) = aten::matmul(%q, %kt)
+  %ss : BFloat16(2, 3, 20, 20) = aten::mul(%s, %quarter)
+  %sm : Float(2, 3, 20, 20) = aten::add(%ss, %pad, %one)
+  %p : Float(2, 3, 20, 20) = aten::softmax(%sm, %m1, %n)
+  %pb : BFloat16(2, 3, 20, 20) = aten::to(%p, %bf, %f, %f, %n)
+  %o : BFloat16(2, 3, 20, 8) = aten::matmul(%pb, %v)
+  return (%o))IR";
+  auto bf16 = [](Tensor t) {
+    absl::StatusOr<Tensor> b = runtime::To(t, DType::kBFloat16);
+    EXPECT_TRUE(b.ok()) << b.status();
+    return b.ok() ? *b : t;
+  };
+  Tensor pad = Random({2, 1, 1, 20}, 71);
+  for (int64_t i = 0; i < 40; ++i) {
+    if (i % 5 == 2) pad.data<float>()[i] = -10000.0f;
+  }
+  c.inputs = {bf16(Random({2, 3, 20, 16}, 72)), bf16(Random({2, 3, 16, 20}, 73)), bf16(Random({2, 3, 20, 8}, 74)),
+              pad};
+  EXPECT_EQ(CountOps(c, "kiln::attention"), 1);
+  const Result fused = Compile(c, true);
+  ExpectClose(fused.outputs, Interpret(c), "fused bfloat16");
 }
 
 }  // namespace

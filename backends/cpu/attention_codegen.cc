@@ -6,11 +6,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "backends/cpu/expr_emitter.h"
+#include "lowering/attention_layouts.h"
+#include "support/status.h"
 
 namespace kiln::backends::cpu {
 namespace {
 
 using lowering::Layout;
+using lowering::EffectiveStride;
 
 constexpr int64_t kMaxHeadDim = 512;
 constexpr int64_t kQueryBlock = 32;
@@ -92,46 +95,19 @@ static void @FN@(const float* q, const float* kt, const float* v, const float* m
 }
 )KILN";
 
-// `l` with `rank` dims, padded on the left with size-1 stride-0 dims.
-Layout PadTo(const Layout& l, size_t rank) {
-  Layout p = l;
-  p.sizes.insert(p.sizes.begin(), rank - l.sizes.size(), 1);
-  p.strides.insert(p.strides.begin(), rank - l.strides.size(), 0);
-  return p;
-}
-
-int64_t Stride(const Layout& l, size_t d) { return l.sizes[d] == 1 ? 0 : l.strides[d]; }
-
 }  // namespace
 
 absl::StatusOr<std::string> AttentionKernelSource(const std::string& function, const AttentionShape& a) {
-  const size_t r = a.q.sizes.size();
   auto bad = [](const char* why) { return absl::UnimplementedError(absl::StrCat("attention kernel: ", why)); };
-  if (r < 2 || a.kt.sizes.size() != r || a.v.sizes.size() != r || a.out.sizes.size() != r) return bad("ranks differ");
+  ASSIGN_OR_RETURN(const lowering::AttentionDims dims, lowering::CheckAttentionLayouts(a.q, a.kt, a.v, a.out, a.mask));
+  const size_t r = a.q.sizes.size();
   for (const Layout* l : {&a.q, &a.kt, &a.v, &a.out}) {
-    if (l->dtype != DType::kFloat32 || l->strides.size() != r) return bad("not float32");
+    if (l->dtype != DType::kFloat32) return bad("not float32");
   }
-  const int64_t s = a.q.sizes[r - 2], d = a.q.sizes[r - 1], t = a.kt.sizes[r - 1], dv = a.v.sizes[r - 1];
-  if (a.kt.sizes[r - 2] != d || a.v.sizes[r - 2] != t || a.out.sizes[r - 2] != s || a.out.sizes[r - 1] != dv) {
-    return bad("shapes do not match");
-  }
-  if (d <= 0 || dv <= 0 || s <= 0 || t <= 0 || d > kMaxHeadDim || dv > kMaxHeadDim) return bad("head dims out of range");
-  int64_t batches = 1;
-  for (size_t i = 0; i + 2 < r; ++i) {
-    for (const Layout* l : {&a.kt, &a.v, &a.out}) {
-      if (l->sizes[i] != a.q.sizes[i]) return bad("batch dims differ");
-    }
-    batches *= a.q.sizes[i];
-  }
-  Layout mask;
-  if (a.mask) {
-    if (a.mask->dtype != DType::kFloat32 || a.mask->sizes.size() > r) return bad("mask");
-    mask = PadTo(*a.mask, r);
-    for (size_t i = 0; i < r; ++i) {
-      const int64_t want = i == r - 2 ? s : i == r - 1 ? t : a.q.sizes[i];
-      if (mask.sizes[i] != 1 && mask.sizes[i] != want) return bad("mask does not broadcast");
-    }
-  }
+  const int64_t s = dims.s, d = dims.d, t = dims.t, dv = dims.dv, batches = dims.batches;
+  if (d > kMaxHeadDim || dv > kMaxHeadDim) return bad("head dims out of range");
+  if (a.mask && a.mask->dtype != DType::kFloat32) return bad("mask");
+  const Layout mask = dims.mask.value_or(Layout());
   // sgemm reads row-major operands, or transposed ones: each matrix needs a
   // unit stride along one of its two dims (q: along D).
   auto unit = [](const Layout& l, size_t dim) { return l.sizes[dim] == 1 || l.strides[dim] == 1; };
@@ -140,8 +116,8 @@ absl::StatusOr<std::string> AttentionKernelSource(const std::string& function, c
   if (!kt_rows && !unit(a.kt, r - 2)) return bad("keys have no unit stride");
   if (!v_rows && !unit(a.v, r - 2)) return bad("values have no unit stride");
   // Leading dimensions (at least the row length, as sgemm checks).
-  const int64_t kt_ld = std::max<int64_t>(Stride(a.kt, r - 2), t);
-  const int64_t v_ld = std::max<int64_t>(Stride(a.v, r - 2), dv);
+  const int64_t kt_ld = std::max<int64_t>(EffectiveStride(a.kt, r - 2), t);
+  const int64_t v_ld = std::max<int64_t>(EffectiveStride(a.v, r - 2), dv);
   const int64_t bq = std::min<int64_t>(kQueryBlock, s);
   const int64_t t16 = (t + 15) / 16 * 16;
   const int64_t bk = std::min<int64_t>(t16, kKeyBlock);
@@ -150,16 +126,16 @@ absl::StatusOr<std::string> AttentionKernelSource(const std::string& function, c
   for (size_t i = r - 2; i-- > 0;) {
     if (a.q.sizes[i] == 1) continue;
     absl::StrAppend(&unravel, "      {\n        const int64_t x = rem % ", I(a.q.sizes[i]), ";\n        rem /= ",
-                    I(a.q.sizes[i]), ";\n        qo += x * ", I(Stride(a.q, i)), "; ko += x * ", I(Stride(a.kt, i)),
-                    "; vo += x * ", I(Stride(a.v, i)), "; oo += x * ", I(Stride(a.out, i)), ";");
-    if (a.mask) absl::StrAppend(&unravel, " mo += x * ", I(Stride(mask, i)), ";");
+                    I(a.q.sizes[i]), ";\n        qo += x * ", I(EffectiveStride(a.q, i)), "; ko += x * ", I(EffectiveStride(a.kt, i)),
+                    "; vo += x * ", I(EffectiveStride(a.v, i)), "; oo += x * ", I(EffectiveStride(a.out, i)), ";");
+    if (a.mask) absl::StrAppend(&unravel, " mo += x * ", I(EffectiveStride(mask, i)), ";");
     absl::StrAppend(&unravel, "\n      }\n");
   }
   std::string mask_code;
   if (a.mask) {
-    mask_code = absl::StrCat("          {\n            const float* mrow = mask + mo + (i0 + i) * ", I(Stride(mask, r - 2)),
-                             " + j0 * ", I(Stride(mask, r - 1)), ";\n            for (int64_t jj = 0; jj < nj; ++jj) srow[jj] += mrow[jj * ",
-                             I(Stride(mask, r - 1)), "];\n          }\n");
+    mask_code = absl::StrCat("          {\n            const float* mrow = mask + mo + (i0 + i) * ", I(EffectiveStride(mask, r - 2)),
+                             " + j0 * ", I(EffectiveStride(mask, r - 1)), ";\n            for (int64_t jj = 0; jj < nj; ++jj) srow[jj] += mrow[jj * ",
+                             I(EffectiveStride(mask, r - 1)), "];\n          }\n");
   }
   return absl::StrReplaceAll(
       kTemplate,
@@ -178,15 +154,15 @@ absl::StatusOr<std::string> AttentionKernelSource(const std::string& function, c
        {"@MOFF@", I(a.mask ? mask.offset : 0)},
        {"@OOFF@", I(a.out.offset)},
        {"@UNRAVEL@", unravel},
-       {"@QSS@", I(std::max<int64_t>(Stride(a.q, r - 2), d))},
-              {"@KST@", I(Stride(a.kt, r - 1))},
+       {"@QSS@", I(std::max<int64_t>(EffectiveStride(a.q, r - 2), d))},
+              {"@KST@", I(EffectiveStride(a.kt, r - 1))},
        {"@KT_TRANS@", kt_rows ? "'N'" : "'T'"},
-       {"@KLD@", I(kt_rows ? kt_ld : std::max<int64_t>(Stride(a.kt, r - 1), d))},
-       {"@VST@", I(Stride(a.v, r - 2))},
+       {"@KLD@", I(kt_rows ? kt_ld : std::max<int64_t>(EffectiveStride(a.kt, r - 1), d))},
+       {"@VST@", I(EffectiveStride(a.v, r - 2))},
        {"@V_TRANS@", v_rows ? "'N'" : "'T'"},
-       {"@VLD@", I(v_rows ? v_ld : std::max<int64_t>(Stride(a.v, r - 1), t))},
-       {"@OSS@", I(Stride(a.out, r - 2))},
-       {"@OSD@", I(Stride(a.out, r - 1))},
+       {"@VLD@", I(v_rows ? v_ld : std::max<int64_t>(EffectiveStride(a.v, r - 1), t))},
+       {"@OSS@", I(EffectiveStride(a.out, r - 2))},
+       {"@OSD@", I(EffectiveStride(a.out, r - 1))},
        {"@SCALE@", FloatLiteral(a.scale, DType::kFloat32)},
        {"@MASK@", mask_code}});
 }

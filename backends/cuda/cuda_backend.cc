@@ -11,7 +11,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "backends/cuda/attention_lines.h"
 #include "backends/cuda/channels_last_plan.h"
 #include "backends/cuda/conv_fusion_policy.h"
 #include "backends/cuda/cubin_cache.h"
@@ -185,12 +187,25 @@ absl::StatusOr<CudaCodegen::CubinBuild> CudaCodegen::BuildCubins(const std::vect
 }
 
 std::string CudaCodegen::PreLoweringPipeline(const ir::Graph& graph) const {
-  return FuseConvolutionEpilogues(graph) ? "fuse_conv_post_ops,dce" : "";
+  std::vector<std::string> passes;
+  if (FuseConvolutionEpilogues(graph)) passes.push_back("fuse_conv_post_ops");
+  // kiln::attention runs as a generated flash-attention kernel
+  // (attention_lines.h); KILN_CUDA_ATTENTION=0 keeps GEMMs + softmax.
+  // (dce first: a dead use of the probabilities, such as the reshape
+  // autocast's cast leaves behind in torch.export graphs, blocks the match.)
+  if (CudaAttentionEnabled()) passes.insert(passes.end(), {"dce", "fuse_attention_with_bmm"});
+  if (passes.empty()) return "";
+  passes.push_back("dce");
+  return absl::StrJoin(passes, ",");
 }
 
 absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
-    const wrapper::WrapperProgram& program) {
+    const wrapper::WrapperProgram& original) {
   auto t0 = std::chrono::steady_clock::now();
+  // kiln::attention lines become generated kernels first (attention_lines.h).
+  ASSIGN_OR_RETURN(AttentionLowering attention, LowerAttentionExterns(original, target_));
+  const wrapper::WrapperProgram& program = attention.program;
+  for (auto& [name, kernel] : attention.kernels) generated_[name] = kernel;
   // Channels-last values need cuDNN's NHWC convolutions (kiln's own
   // convolutions take NCHW only: without cuDNN the plan would send every
   // convolution to the host).
@@ -277,11 +292,16 @@ absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
   stats.cache_hits = build.cache_hits;
   stats.compiler_seconds = build.compiler_seconds;
   stats.minimal_fallbacks = build.minimal_fallbacks;
+  stats.attention = AttentionSummary(attention);
   return std::unique_ptr<wrapper::CompiledProgram>(std::move(p));
 }
 
-std::string KernelsFileWithoutDevice(const wrapper::WrapperProgram& program) {
+std::string KernelsFileWithoutDevice(const wrapper::WrapperProgram& original) {
   const std::string& prelude = CudaKernelPrelude();
+  // The attention kernels Compile would generate (a program it cannot
+  // lower keeps its extern lines here too).
+  absl::StatusOr<AttentionLowering> attention = LowerAttentionExterns(original);
+  const wrapper::WrapperProgram& program = attention.ok() ? attention->program : original;
   std::set<std::string> seen;
   std::string shared, alone;
   int kernels = 0;

@@ -248,11 +248,14 @@ std::vector<std::string> CudaProgram::ReportLines() const {
     // The refusal's reason: CudaProgramStats::nhwc_error.
     if (s.nhwc_refusals.load() > 0) absl::StrAppend(&layout, ", ", s.nhwc_refusals.load(), " refused by cuDNN");
   }
-  return {cudnn, layout, absl::StrFormat("NVRTC: %d kernels (%d distinct) in %d translation units, %d cubin cache hits; "
+  std::vector<std::string> lines = {cudnn, layout};
+  if (!s.attention.empty()) lines.push_back(s.attention);
+  lines.push_back(absl::StrFormat("NVRTC: %d kernels (%d distinct) in %d translation units, %d cubin cache hits; "
                           "codegen %.2f ms, NVRTC + cache %.2f ms (inside NVRTC %.2f ms summed over units), "
                           "module load %.2f ms",
                           s.kernels, s.distinct_kernels, s.translation_units, s.cache_hits, s.codegen_seconds * 1e3,
-                          s.nvrtc_seconds * 1e3, s.compiler_seconds * 1e3, s.load_seconds * 1e3)};
+                          s.nvrtc_seconds * 1e3, s.compiler_seconds * 1e3, s.load_seconds * 1e3));
+  return lines;
 }
 
 absl::StatusOr<std::unique_ptr<CudaProgram>> CudaProgram::Create(ResolvedProgram resolved, int device_index,

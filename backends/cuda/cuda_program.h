@@ -148,6 +148,9 @@ struct CudaProgramStats {
   std::map<std::string, int64_t> fallback_ops;  // op -> calls (islands as kiln::interpret)
   std::string cudnn_error;  // why cuDNN could not start, if it could not
   std::string nhwc_error;   // the first channels-last refusal's reason
+  // How the program's kiln::attention calls run (attention_lines.h), set by
+  // the codegen; empty when it has none.
+  std::string attention;
 };
 
 class CudaProgram : public wrapper::CompiledProgram {

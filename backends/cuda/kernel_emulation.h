@@ -20,6 +20,7 @@ inline constexpr char kEmulation[] = R"EMU(
 #define __forceinline__ inline
 #define __launch_bounds__(n)
 #define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
 struct kiln_dim3 { unsigned x = 0, y = 0, z = 0; };
 kiln_dim3 threadIdx, blockIdx, blockDim, gridDim;
 struct KilnFiber {
@@ -61,6 +62,7 @@ template <typename T> T __shfl_xor_sync(unsigned, T v, int offset) {
   memcpy(&r, &bits, sizeof(T));
   return r;
 }
+inline void __syncwarp(unsigned = 0xffffffffu) { kiln_warp_barrier[threadIdx.x >> 5].Wait(); }
 inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned i; memcpy(&i, &f, 4); return i; }

@@ -1,0 +1,43 @@
+// kiln::attention extern lines (passes/fuse_attention.h, requested by
+// CudaCodegen::PreLoweringPipeline) turned into launches of generated
+// flash-attention kernels (attention_kernel.h) before the program is
+// resolved: each line becomes a KernelDefinitionLine + KernelCallLine
+// (args q, kt, v, [mask], out), so the kernel is an ordinary launch step
+// (CUDA graph capture, `--profile` rows, the channels-last plan's view of
+// generated kernels). A line the kernel does not take stays an extern (it
+// then runs on the host) and the note says why.
+#ifndef KILN_BACKENDS_CUDA_ATTENTION_LINES_H_
+#define KILN_BACKENDS_CUDA_ATTENTION_LINES_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/cuda/kernel_codegen.h"
+#include "wrapper/wrapper_ir.h"
+
+namespace kiln::backends::cuda {
+
+// KILN_CUDA_ATTENTION=0 turns the fused path off (the pass is not
+// requested: cuBLAS GEMMs + a softmax kernel, as before).
+bool CudaAttentionEnabled();
+
+struct AttentionLowering {
+  wrapper::WrapperProgram program;
+  std::map<std::string, CudaKernelSource> kernels;  // by the definition line's kernel name
+  int fused = 0;
+  std::vector<std::string> refused;  // "<output>: <reason>" for lines left as externs
+};
+
+// The report's line: "attention: N kiln::attention calls as generated
+// flash-attention kernels", and those left on the host with the first
+// reason; empty without any call.
+std::string AttentionSummary(const AttentionLowering& lowering);
+
+absl::StatusOr<AttentionLowering> LowerAttentionExterns(const wrapper::WrapperProgram& program,
+                                                       const CudaTarget& target = CudaTarget());
+
+}  // namespace kiln::backends::cuda
+
+#endif  // KILN_BACKENDS_CUDA_ATTENTION_LINES_H_
