@@ -29,6 +29,21 @@ bool CudaAttentionEnabled() {
   return v == nullptr || std::strcmp(v, "0") != 0;
 }
 
+bool FuseAttentionIn(const ir::Graph& graph) {
+  if (!CudaAttentionEnabled()) return false;
+  const char* v = std::getenv("KILN_CUDA_ATTENTION");
+  if (v != nullptr && std::strcmp(v, "1") == 0) return true;
+  for (const ir::Node* n : graph.nodes()) {
+    const std::string kind(n->kind().qualString());
+    if (kind != "aten::matmul" && kind != "aten::bmm") continue;
+    const ir::TypePtr& t = n->output()->type();
+    if (t && t->is_tensor() && (t->tensor().dtype == DType::kBFloat16 || t->tensor().dtype == DType::kFloat16)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string AttentionSummary(const AttentionLowering& lowering) {
   if (lowering.fused == 0 && lowering.refused.empty()) return "";
   std::string line = absl::StrCat("attention: ", lowering.fused,

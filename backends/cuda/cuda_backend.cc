@@ -190,10 +190,10 @@ std::string CudaCodegen::PreLoweringPipeline(const ir::Graph& graph) const {
   std::vector<std::string> passes;
   if (FuseConvolutionEpilogues(graph)) passes.push_back("fuse_conv_post_ops");
   // kiln::attention runs as a generated flash-attention kernel
-  // (attention_lines.h); KILN_CUDA_ATTENTION=0 keeps GEMMs + softmax.
+  // (attention_lines.h) in 16-bit graphs (FuseAttentionIn says why).
   // (dce first: a dead use of the probabilities, such as the reshape
   // autocast's cast leaves behind in torch.export graphs, blocks the match.)
-  if (CudaAttentionEnabled()) passes.insert(passes.end(), {"dce", "fuse_attention_with_bmm"});
+  if (FuseAttentionIn(graph)) passes.insert(passes.end(), {"dce", "fuse_attention_with_bmm"});
   if (passes.empty()) return "";
   passes.push_back("dce");
   return absl::StrJoin(passes, ",");

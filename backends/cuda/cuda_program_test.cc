@@ -249,6 +249,14 @@ std::string AttentionGraphText(const std::string& type) {
 // KILN_CUDA_ATTENTION=0 leaves the chain unfused.
 TEST(CudaCodegenTest, AttentionBecomesAGeneratedKernel) {
   RegisterAll();
+  {
+    // float32 graphs keep GEMMs + softmax unless asked (FuseAttentionIn).
+    absl::StatusOr<driver::CompiledGraph> c =
+        CompileForCuda(AttentionGraphText("Float"), nullptr, /*generate_only=*/true);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_FALSE(absl::StrContains(c->program.ToString(), "kiln::attention"));
+  }
+  test::ScopedEnv every_dtype("KILN_CUDA_ATTENTION", "1");
   for (const char* type : {"Float", "BFloat16"}) {
     SCOPED_TRACE(type);
     absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(AttentionGraphText(type), nullptr, /*generate_only=*/true);
@@ -295,6 +303,7 @@ TEST(CudaCodegenTest, AttentionBecomesAGeneratedKernel) {
 // says why.
 TEST(CudaCodegenTest, AttentionTheKernelRefusesStaysAnExternWithItsReason) {
   RegisterAll();
+  test::ScopedEnv every_dtype("KILN_CUDA_ATTENTION", "1");
   absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(R"IR(graph(%q : Float(1, 2, 8, 160), %kt : Float(1, 2, 160, 8), %v : Float(1, 2, 8, 160)):
   %m1 : int = prim::Constant[value=-1]()
   %n : NoneType = prim::Constant()
@@ -821,7 +830,11 @@ TEST(CudaProgramGpuTest, FusedAttentionMatchesTheInterpreterAndTheUnfusedPath) {
     for (int64_t i = 0; i < 74; ++i) mask.data<float>()[i] = (i % 37) >= 37 - 6 * (i / 37 + 1) ? -10000.0f : 0.0f;
     inputs = {qkv, mask};
     std::unique_ptr<ir::Graph> graph;
-    absl::StatusOr<driver::CompiledGraph> fused = CompileForCuda(AttentionGraphText(type), &graph);
+    absl::StatusOr<driver::CompiledGraph> fused;
+    {
+      test::ScopedEnv every_dtype("KILN_CUDA_ATTENTION", "1");  // float32 too
+      fused = CompileForCuda(AttentionGraphText(type), &graph);
+    }
     ASSERT_TRUE(fused.ok()) << fused.status();
     absl::StatusOr<driver::CompiledGraph> plain;
     {
