@@ -18,8 +18,8 @@
 // 2.73, efficientnet_b0 3.36 / 3.77; float32 10.07 / 12.70, 2.04 / 2.19,
 // but efficientnet_b0 3.17 / 3.06; the kernel's first version). Through
 // the graph API (cudnn_graph_conv.h) cuDNN wins in 16-bit (convnext_tiny
-// 4.63 / 4.02, mobilenet 1.43 / 1.30, efficientnet 2.50 / 2.24) and the
-// kernel in float32 (11.80 / 12.45, 1.35 / 1.50, 2.23 / 2.48). So the
+// 4.37 / 4.03, mobilenet 1.43 / 1.30, efficientnet 2.50 / 2.24) and the
+// kernel in float32 (10.56 / 12.48, 1.35 / 1.50, 2.23 / 2.48). So the
 // kernel takes float32 ones, and 16-bit ones only with the legacy API.
 #ifndef KILN_BACKENDS_CUDA_DEPTHWISE_CONV_H_
 #define KILN_BACKENDS_CUDA_DEPTHWISE_CONV_H_
@@ -47,8 +47,8 @@ struct DepthwiseArgs {
 };
 
 // Whether the kernel takes `c` (a 2-D depthwise convolution of a filter size
-// and stride above, NCHW [K, 1, R, S] weight, x with unit stride along its
-// rows, x and y of one storage type) and the switch allows it.
+// and stride above, NCHW [K, 1, R, S] weight, x and y of one storage type
+// at any strides) and the switch allows it.
 bool DepthwiseKernelTakes(const ConvProblem& c, bool channels_last);
 
 // Runs `c` (DepthwiseKernelTakes) on `stream`.
