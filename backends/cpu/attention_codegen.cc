@@ -24,12 +24,10 @@ constexpr int64_t kKeyBlock = 512;
 std::string I(int64_t v) { return IntLiteral(v); }
 
 // The body's template; @NAME@-style holes are filled with constants. The
-// block products go to oneDNN's sgemm, which the host process exports
-// (inside the parallel region it runs on the calling thread).
-constexpr char kTemplate[] = R"KILN(extern "C" int dnnl_sgemm(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha,
-                           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                           int64_t ldc);
-static void @FN@(const float* q, const float* kt, const float* v, const float* mask, float* out) {
+// block products go to the host's sgemm (host_api.h: oneDNN's; inside the
+// parallel region it runs on the calling thread), passed in as `sgemm`.
+constexpr char kTemplate[] = R"KILN(static void @FN@(KilnSgemmFn sgemm, const float* q, const float* kt, const float* v, const float* mask,
+                 float* out) {
   (void)mask;
   const int64_t kBatches = @B@, kQueryBlocks = @QB@;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) num_threads(kiln_threads(@B@ * @QB@))
@@ -51,8 +49,8 @@ static void @FN@(const float* q, const float* kt, const float* v, const float* m
       for (int64_t j0 = 0; j0 < @T@; j0 += @BK@) {
         const int64_t nj = @T@ - j0 < @BK@ ? @T@ - j0 : @BK@;
         // Scores of the block: scale * q[i0.., :] @ kt[:, j0..].
-        failed |= dnnl_sgemm('N', @KT_TRANS@, ni, nj, @D@, @SCALE@, q + qo + i0 * @QSS@, @QSS@,
-                             kt + ko + j0 * @KST@, @KLD@, 0.0f, s_tile, @BK@);
+        failed |= sgemm('N', @KT_TRANS@, ni, nj, @D@, @SCALE@, q + qo + i0 * @QSS@, @QSS@,
+                        kt + ko + j0 * @KST@, @KLD@, 0.0f, s_tile, @BK@);
         for (int64_t i = 0; i < ni; ++i) {
           float* srow = s_tile + i * @BK@;
 @MASK@          // Online softmax: rescale what is accumulated to the new row max.
@@ -81,8 +79,8 @@ static void @FN@(const float* q, const float* kt, const float* v, const float* m
           }
         }
         // acc += p @ v[j0.., :].
-        failed |= dnnl_sgemm('N', @V_TRANS@, ni, @DV@, nj, 1.0f, s_tile, @BK@, v + vo + j0 * @VST@, @VLD@, 1.0f,
-                             acc, @DV@);
+        failed |= sgemm('N', @V_TRANS@, ni, @DV@, nj, 1.0f, s_tile, @BK@, v + vo + j0 * @VST@, @VLD@, 1.0f,
+                        acc, @DV@);
       }
       for (int64_t i = 0; i < ni; ++i) {
         const float inv = failed ? __builtin_nanf("") : 1.0f / row_sum[i];

@@ -2,11 +2,11 @@
 // program's own C++ (so -march=native and 16-wide libmvec exp apply), with
 // every shape and stride a constant. Per (batch, block of 32 query rows) it
 // streams blocks of up to 512 keys: the scores tile by oneDNN's sgemm (the
-// host exports it; inside the parallel region it runs on one thread), an
-// online softmax over it (running max and sum, FlashAttention's rescaling)
-// and the product with the value rows, accumulated in a [32, Dv] tile, so no
-// [.., S, T] scores or probabilities ever exist; the blocks run in parallel
-// on the pool.
+// host API's `sgemm`, host_api.h; inside the parallel region it runs on one
+// thread), an online softmax over it (running max and sum, FlashAttention's
+// rescaling) and the product with the value rows, accumulated in a [32, Dv]
+// tile, so no [.., S, T] scores or probabilities ever exist; the blocks run
+// in parallel on the pool.
 #ifndef KILN_BACKENDS_CPU_ATTENTION_CODEGEN_H_
 #define KILN_BACKENDS_CPU_ATTENTION_CODEGEN_H_
 

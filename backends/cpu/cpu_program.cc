@@ -617,7 +617,8 @@ absl::StatusOr<std::vector<Tensor>> CpuProgram::RunTimed(const std::vector<Tenso
   }
   std::vector<void*> out_ptrs(g.output_layouts.size(), nullptr);
   KilnHostApi api{kHostAbiVersion, &ctx,      &HostAlloc,
-                  &HostRelease,    &HostExtern, &HostFail, step_seconds != nullptr ? &HostStep : nullptr};
+                  &HostRelease,    &HostExtern, &HostFail, step_seconds != nullptr ? &HostStep : nullptr,
+                  &HostSgemm};
   const auto run_start = std::chrono::steady_clock::now();
   const int rc = run_(&api, in_ptrs.data(), const_ptrs.data(), out_ptrs.data());
   if (env::Profile()) {

@@ -89,9 +89,9 @@ absl::Status Gemm(const Tensor& a, const Tensor& b, bool b_transposed, Tensor& o
     GemmOperand gb = AsGemm(b);
     const bool tb = gb.trans != b_transposed;
     // oneDNN's row-major sgemm, on the same OpenMP pool as everything else.
-    const dnnl_status_t st = dnnl_sgemm(ga.trans ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, ga.data, ga.ld,
-                                        gb.data, gb.ld, accumulate ? 1.0f : 0.0f, c.data<float>(), ldc);
-    if (st != dnnl_success) return absl::InternalError(absl::StrCat("sgemm: oneDNN status ", static_cast<int>(st)));
+    const int st = HostSgemm(ga.trans ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, ga.data, ga.ld, gb.data, gb.ld,
+                             accumulate ? 1.0f : 0.0f, c.data<float>(), ldc);
+    if (st != 0) return absl::InternalError(absl::StrCat("sgemm: oneDNN status ", st));
   }
   if (!out_fits) RETURN_IF_ERROR(runtime::CopyInto(c, out));
   return absl::OkStatus();
@@ -180,6 +180,11 @@ std::optional<absl::Status> TryBlas(const std::string& op, const std::vector<ir:
 }
 
 }  // namespace
+
+int HostSgemm(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+              const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  return static_cast<int>(dnnl_sgemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+}
 
 bool IsBlasOp(const std::string& op) {
   const std::string base = BaseName(op);

@@ -6,6 +6,7 @@
 #ifndef KILN_BACKENDS_CPU_EXTERN_KERNELS_H_
 #define KILN_BACKENDS_CPU_EXTERN_KERNELS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,13 @@ absl::Status RunExternKernel(const std::string& op, const std::vector<lowering::
 
 // True for the ops TryBlas takes (for tests/reports).
 bool IsBlasOp(const std::string& op);
+
+// oneDNN's row-major sgemm (BLAS arguments; `KilnSgemmFn` of host_api.h):
+// 0 on success, else the dnnl_status_t. The one way to oneDNN's GEMM for
+// the matmul externs here and for generated kernels (the host API's
+// `sgemm`), so a program library never links or names oneDNN itself.
+int HostSgemm(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+              const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 }  // namespace kiln::backends::cpu
 

@@ -15,9 +15,15 @@
 
 namespace kiln::backends::cpu {
 
-inline constexpr int64_t kHostAbiVersion = 2;
+inline constexpr int64_t kHostAbiVersion = 3;
 
 extern "C" {
+// Row-major float32 GEMM, BLAS sgemm's arguments: c = alpha * op(a) op(b) +
+// beta * c, op a transpose for 'T'. 0 on success. oneDNN's sgemm behind it
+// (inside a parallel region it runs on the calling thread).
+typedef int (*KilnSgemmFn)(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
 struct KilnHostApi {
   int64_t abi_version;
   void* ctx;
@@ -35,6 +41,12 @@ struct KilnHostApi {
   // (end = 1) step `step` of the program (a kernel or extern call, in
   // GeneratedProgram::steps order); null when not profiling.
   void (*step)(void* ctx, int64_t step, int64_t end);
+  // Library code that generated kernels call directly (no ctx, no extern
+  // index: usable inside their parallel loops). Generated code reaches
+  // oneDNN only through this table and extern_call, so the program library
+  // names no oneDNN symbol and loads the same in `kiln run` and in a
+  // deployed artifact (deploy/, whose runtime exports no oneDNN symbol).
+  KilnSgemmFn sgemm;
 };
 typedef int (*KilnRunFn)(const KilnHostApi* api, void* const* inputs, void* const* constants,
                          void** outputs);

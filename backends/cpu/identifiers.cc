@@ -20,7 +20,8 @@ const devices::IdentifierRules& CppIdentifierRules() {
         "volatile", "wchar_t", "while", "xor", "xor_eq", "main", "std", "NAN", "INFINITY",
         // Names the prelude and the wrapper define.
         "api", "inputs", "outputs", "constants", "kiln_run", "kiln_abi_version"};
-    r->reserved_prefixes = {"l_", "kiln"};
+    // "Kiln": the prelude's types (KilnHostApi, KilnSgemmFn).
+    r->reserved_prefixes = {"l_", "kiln", "Kiln"};
     return r;
   }();
   return *rules;

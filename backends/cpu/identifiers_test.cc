@@ -21,6 +21,12 @@ TEST(SanitizeIdentifierTest, ShortNamesAreKept) {
   EXPECT_EQ(SanitizeIdentifier("cpp_fused_add_0"), "cpp_fused_add_0");
 }
 
+TEST(SanitizeIdentifierTest, NamesOfThePreludeAreNeverProduced) {
+  for (const char* name : {"KilnSgemmFn", "KilnHostApi", "kiln_threads", "api"}) {
+    EXPECT_NE(SanitizeIdentifier(name), name) << name;
+  }
+}
+
 TEST(IdentifierTableTest, CollidingSanitizedNamesGetSuffixes) {
   IdentifierTable ids;
   const std::string a = ids.Get("x.y");

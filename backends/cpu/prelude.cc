@@ -82,6 +82,9 @@ double pow(double, double);
 
 int omp_get_max_threads(void);
 
+typedef int (*KilnSgemmFn)(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
 struct KilnHostApi {
   int64_t abi_version;
   void* ctx;
@@ -90,6 +93,7 @@ struct KilnHostApi {
   int (*extern_call)(void* ctx, int64_t index, void* const* buffers);
   void (*fail)(void* ctx, const char* message);
   void (*step)(void* ctx, int64_t step, int64_t end);
+  KilnSgemmFn sgemm;
 };
 }
 

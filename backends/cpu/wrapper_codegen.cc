@@ -288,7 +288,7 @@ class WrapperEmitter {
       return text.status();
     }
     ASSIGN_OR_RETURN(std::string callee, DefineKernel(fn, *text, kernels));
-    std::vector<std::string> call_args;
+    std::vector<std::string> call_args = {"api->sgemm"};
     for (const std::string& name : {args[0].buffer, args[1].buffer, args[2].buffer}) {
       MarkPlain(name);
       ASSIGN_OR_RETURN(std::string typed, Typed(name));
