@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # The deployment artifact end to end (deploy/README.md): `kiln compile`
 # writes DIR/libmodel.so and what it loads; the example (deploy/example,
-# built against kiln_model.h only) runs it and its outputs match PyTorch's;
+# built against kiln_model.h only) runs it in a process of its own and its
+# outputs match PyTorch's and kiln's interpreter's; models whose attention
+# the CPU fuses into its generated kernel (which reaches oneDNN's sgemm
+# through the host API, not through a symbol the runtime would have to
+# export) load and run;
 # several threads run one handle; a truncated, corrupt or incomplete DIR is
 # an error with a message, never a crash. Here, not in deploy/, because it
 # runs the kiln binary (tools/ is the layer above deploy/).
 #
 # Usage: deploy_test.sh KILN RUN_MODEL RUN_MODEL_SOURCE ONNX_TENSORS PT2_MODELS ONNX_MODELS API_TEST
+#                       REAL_ONNX_MODELS
 set -u
 
 KILN="$1"
@@ -16,6 +21,7 @@ TENSORS="$4"
 PT2_MODELS="$5"
 ONNX_MODELS="$6"
 API_TEST="$7"
+REAL_ONNX="$8"
 KILN_TEST_NAME=deploy
 source "$(dirname "${BASH_SOURCE[0]}")/cli_test_lib.sh"
 export KILN_CACHE_DIR="$TMP/cache"
@@ -39,16 +45,30 @@ run_example() {
 }
 
 # deploy_and_compare NAME MODEL_FILE TEST_DATA_DIR: compile, run the example,
-# compare each output with PyTorch's.
+# compare each output with PyTorch's and with kiln's interpreter's.
 deploy_and_compare() {
   local name="$1" model="$2" data="$3" dir="$TMP/$1"
   run compile "$model" -o "$dir"
   expect_status 0 "$name: compile"
   if grep -q "no deployment library" "$TMP/err"; then fail "$name: $(cat "$TMP/err")"; else pass; fi
+  # The interpreter's outputs for the same inputs (only the inputs: run
+  # would also compare with PyTorch's outputs, which is checked below).
+  mkdir -p "$TMP/$name.inputs" "$TMP/$name.interpreter"
+  cp "$data"/input_*.pb "$TMP/$name.inputs/"
+  "$KILN" run "$model" --inputs "$TMP/$name.inputs" --backend interpreter \
+    --save_outputs "$TMP/$name.interpreter" >"$TMP/interp.out" 2>&1 ||
+    fail "$name: interpreter run: $(head -c 600 "$TMP/interp.out")"
   local f
   for f in libmodel.so model_kernels.so model_program.pb model.weights kiln_model.h; do
     if [[ -s "$dir/$f" ]]; then pass; else fail "$name: compile wrote no $f"; fi
   done
+  # The program reaches oneDNN through the host API only: libmodel.so
+  # exports none of its symbols (backends/cpu/host_api.h).
+  if nm -D --undefined-only "$dir/model_kernels.so" | grep -q dnnl; then
+    fail "$name: model_kernels.so needs oneDNN symbols: $(nm -D --undefined-only "$dir/model_kernels.so" | grep dnnl)"
+  else
+    pass
+  fi
   local args=() i=0
   while [[ -f "$data/input_$i.pb" ]]; do
     python3 "$TENSORS" to-raw "$data/input_$i.pb" "$TMP/$name.in$i.bin" || fail "$name: input_$i.pb"
@@ -68,6 +88,11 @@ deploy_and_compare() {
     else
       fail "$name: output $i differs from PyTorch's"
     fi
+    if python3 "$TENSORS" compare "$TMP/$name.out$i.bin" "$TMP/$name.interpreter/output_$i.pb" --atol 1e-5 --rtol 1e-3; then
+      pass
+    else
+      fail "$name: output $i differs from the interpreter's"
+    fi
     i=$((i + 1))
   done
   # Several threads on one handle, each result equal to the first run's.
@@ -82,6 +107,19 @@ expect_match "^input 0 ids: int64 \[2, 32\]" "$TMP/example.out" "bert: input nam
 expect_match "^input 1 mask: int64 \[2, 32\]" "$TMP/example.out" "bert: second input"
 BERT_ARGS=("${LAST_ARGS[@]}")
 deploy_and_compare mlp "$ONNX_MODELS/mlp/model.onnx" "$ONNX_MODELS/mlp/test_data_set_0"
+
+# expect_fused_attention NAME: the compile fused the model's attention and
+# generated its kernel (not the reference kernel's extern call), so the
+# deployed run above went through it.
+expect_fused_attention() {
+  expect_match "^extern kiln::attention" "$TMP/$1/report.md" "$1: attention fused"
+  expect_match "^static void cpp_attention_[0-9]+\(" "$TMP/$1/program.cpp" "$1: attention kernel generated"
+}
+# Fused attention: bert with a mask, vit with q's scale folded in.
+deploy_and_compare bert_onnx "$REAL_ONNX/bert_mask/model.onnx" "$REAL_ONNX/bert_mask/test_data_set_0"
+expect_fused_attention bert_onnx
+deploy_and_compare vit_onnx "$REAL_ONNX/vit/model.onnx" "$REAL_ONNX/vit/test_data_set_0"
+expect_fused_attention vit_onnx
 
 # The example needs nothing of kiln's build: g++ with DIR's header alone.
 # (Not under sanitizers: their runtime must come first in the process.)
