@@ -37,8 +37,8 @@ struct FuseAttentionOptions {
   // scores reshaped to [B, H, S, T] for the scale, mask and softmax (an
   // eval-mode dropout after it is skipped) and back before the bmm with v;
   // the fused op then runs over [B, H, ...] views of q, kt and v and its
-  // result is reshaped to the bmm's. Off for the CPU, whose deployment
-  // library (deploy/) does not export the sgemm its attention kernel calls.
+  // result is reshaped to the bmm's. Devices ask for it by the pass name
+  // "fuse_attention_with_bmm" (CPU and CUDA do).
   bool bmm_form = false;
 };
 
@@ -46,7 +46,7 @@ absl::StatusOr<bool> FuseAttention(ir::Graph& graph, PassStatistics& stats,
                                    const FuseAttentionOptions& options = FuseAttentionOptions());
 
 // Registers "fuse_attention" (device-requested, like fuse_post_ops) and
-// "fuse_attention_with_bmm" (bmm_form on: CUDA).
+// "fuse_attention_with_bmm" (bmm_form on: what CPU and CUDA request).
 absl::Status RegisterFuseAttentionPass(PassRegistry& registry);
 
 }  // namespace kiln::passes

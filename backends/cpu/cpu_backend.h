@@ -112,10 +112,10 @@ class CpuCodegen : public wrapper::DeviceCodegen {
   // squeeze-excite means and gates as channels-last library calls
   // (library_channel_ops.h; after the epilogues, which take the gate
   // multiplies that fuse), attention for the generated attention kernel
-  // (fuse_attention.h), then dead-code elimination of what the fused chains
-  // left.
+  // (fuse_attention.h; torch.export's bmm form too), then dead-code
+  // elimination of what the fused chains left.
   std::string PreLoweringPipeline(const ir::Graph&) const override {
-    return "fuse_post_ops,library_channel_ops,fuse_attention,dce";
+    return "fuse_post_ops,library_channel_ops,fuse_attention_with_bmm,dce";
   }
 
  private:
