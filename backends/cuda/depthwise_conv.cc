@@ -14,9 +14,10 @@ namespace kiln::backends::cuda {
 namespace {
 
 // Thread i of the grid owns output column ox of strip `strip` (rows
-// strip*R .. strip*R + R-1, R = StripRows(size, stride)) of plane (img, oc); consecutive threads take
-// consecutive columns, so a warp's loads of one input row are adjacent.
-// Below 2^31 threads the unravel divides in 32 bits.
+// strip*R .. strip*R + R-1, R = StripRows(size, stride)) of plane (img,
+// oc); consecutive threads take consecutive columns, so a warp's loads of
+// one input row are adjacent. Below 2^31 threads the unravel divides in 32
+// bits.
 constexpr char kSource[] = R"CUDA(
 struct kiln_rt_dw_args {
   i64 n, c, h, w, oh, ow, ph, pw, mult;
@@ -195,7 +196,8 @@ absl::Status LaunchDepthwise(const ConvProblem& c, int device_index, CUstream st
   if (total <= 0) return absl::OkStatus();
   std::vector<void*> params = {&xp, &wp, &bp, &yp, &a};
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, int64_t{1} << 30));
-  return CuCheck(LoadCudaLibraries().driver.cuLaunchKernel(f, blocks, 1, 1, 256, 1, 1, 0, stream, params.data(), nullptr),
+  const CudaDriverApi& d = LoadCudaLibraries().driver;
+  return CuCheck(d.cuLaunchKernel(f, blocks, 1, 1, 256, 1, 1, 0, stream, params.data(), nullptr),
                  "cuLaunchKernel (depthwise convolution)");
 }
 
