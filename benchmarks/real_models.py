@@ -20,7 +20,10 @@ Eager and kiln alternate over --rounds rounds (so both see the same load on
 a shared machine); each figure is the median over rounds of per-round
 medians, the cold compile is round 0's (empty cache), the warm one round 0's
 second compile. Prints one JSON line per measurement and a table with the
-speed-up (eager / kiln). Build BIN first:
+speed-up (eager / kiln). --off VAR adds, each round, a kiln run with the
+environment switch VAR=0 (e.g. KILN_CPU_WINOGRAD), the two kiln runs in
+alternating order, for before/after figures on the same load ("off_ms").
+Build BIN first:
   ./bazelw build -c opt //benchmarks:real_models_bench
   BIN=$(./bazelw info -c opt bazel-bin)/benchmarks/real_models_bench
 """
@@ -103,10 +106,13 @@ def eager_ms(m, x, iterations, warmup=2):
     return statistics.median(times), min(times)
 
 
-def run_kiln(bin_path, d, threads, iterations, cache_dir):
+def run_kiln(bin_path, d, threads, iterations, cache_dir, off_var=""):
     cmd = [bin_path, "--model", os.path.join(d, "model.onnx"), "--inputs", os.path.join(d, "test_data_set_0"),
            "--threads", str(threads), "--iterations", str(iterations), "--cache_dir", cache_dir]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ)
+    if off_var:
+        env[off_var] = "0"
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     for line in p.stdout.splitlines():
         if line.startswith("{"):
             return json.loads(line)
@@ -123,6 +129,7 @@ def main():
     ap.add_argument("--dir", default="", help="export here (kept) instead of a temporary directory")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     ap.add_argument("--reuse", action="store_true", help="with --dir: reuse models already exported there")
+    ap.add_argument("--off", default="", help="also run kiln with this environment variable set to 0, each round")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     root = args.dir or tempfile.mkdtemp(prefix="kiln_real_models_")
@@ -143,20 +150,30 @@ def main():
             # a shared machine; the cache persists across rounds (round 0
             # compiles cold).
             cache = tempfile.mkdtemp(prefix="kiln_cache_")
-            eager, eager_min, kiln, kiln_min = [], [], [], []
+            eager, eager_min, kiln, kiln_min, off, off_min = [], [], [], [], [], []
             k = {}
             try:
                 for r in range(args.rounds):
                     e_med, e_min = eager_ms(m, x, args.iterations)
                     eager.append(e_med)
                     eager_min.append(e_min)
+                    ko = {}
+                    if args.off and r % 2 == 1:
+                        ko = run_kiln(args.kiln_bench, d, args.threads, args.iterations, cache, args.off)
                     kr = run_kiln(args.kiln_bench, d, args.threads, args.iterations, cache)
+                    if args.off and r % 2 == 0:
+                        ko = run_kiln(args.kiln_bench, d, args.threads, args.iterations, cache, args.off)
                     if "median_ms" not in kr:
                         k = kr
                         break
+                    extra = {}
+                    if "median_ms" in ko:
+                        off.append(ko["median_ms"])
+                        off_min.append(ko["min_ms"])
+                        extra = dict(off_ms=ko["median_ms"], off_min_ms=ko["min_ms"], off_rel_l2=ko["rel_l2"])
                     emit(step="round", model=name, round=r, eager_ms=round(e_med, 2), kiln_ms=kr["median_ms"],
                          ratio=round(e_med / kr["median_ms"], 2), eager_min_ms=round(e_min, 2),
-                         kiln_min_ms=kr["min_ms"])
+                         kiln_min_ms=kr["min_ms"], **extra)
                     if r == 0:
                         k = kr
                     kiln.append(kr["median_ms"])
@@ -172,6 +189,11 @@ def main():
                 k["eager_min_ms"] = round(min(eager_min), 2)
                 k["min_ms"] = round(min(kiln_min), 3)
                 k["speedup_min"] = round(k["eager_min_ms"] / k["min_ms"], 2)
+            if off:
+                k["off_ms"] = round(statistics.median(off), 3)
+                k["off_min_ms"] = round(min(off_min), 3)
+                k["off_speedup"] = round(k["eager_ms"] / k["off_ms"], 2)
+                k["off_speedup_min"] = round(k["eager_min_ms"] / k["off_min_ms"], 2)
             emit(step="model", **k)
             rows.append(k)
     finally:
