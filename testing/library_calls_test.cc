@@ -207,6 +207,42 @@ TEST_F(LibraryCallsTest, ResidualBlock) {
   EXPECT_EQ(st.reorders, 1);
 }
 
+// resnet50's 3x3 stride-1 convolutions with 64 channels on 28x28 (58
+// MFLOP) take oneDNN's Winograd algorithm where the CPU has it
+// (library_conv.cc's rule; KILN_CPU_WINOGRAD=0 turns it off): the first
+// with bias and ReLU, reordered from and to channels-last around its
+// nChw16c; the second with the residual as a binary post-op too, which
+// Winograd may refuse (then the direct algorithm). Different rounding
+// (the 4x4 input transforms), the same tolerance as every other call.
+TEST_F(LibraryCallsTest, WinogradBlock) {
+  Case c;
+  c.ir = std::string(R"IR(graph(%x : Float(1, 64, 28, 28), %w1 : Float(64, 64, 3, 3), %b1 : Float(64),
+      %w2 : Float(64, 64, 3, 3), %b2 : Float(64)):)IR") + kConvConstants + R"IR(
+  %c1 : Float(1, 64, 28, 28) = aten::convolution(%x, %w1, %b1, %s1, %p1, %s1, %f, %p0, %g1)
+  %r1 : Float(1, 64, 28, 28) = aten::relu(%c1)
+  %c2 : Float(1, 64, 28, 28) = aten::convolution(%r1, %w2, %b2, %s1, %p1, %s1, %f, %p0, %g1)
+  %a : Float(1, 64, 28, 28) = aten::add(%c2, %x, %g1)
+  %y : Float(1, 64, 28, 28) = aten::relu(%a)
+  return (%y))IR";
+  // He-scaled weights, as trained networks have: outputs of order 1.
+  c.constants = {{1, Random({64, 64, 3, 3}, 91, 0.1)}, {2, Random({64}, 92, 0.1)},
+                 {3, Random({64, 64, 3, 3}, 93, 0.1)}, {4, Random({64}, 94, 0.1)}};
+  c.inputs = {Random({1, 64, 28, 28}, 95)};
+  const LibraryStats st = Check(c, 2);
+  EXPECT_EQ(st.library_calls, 2);
+  EXPECT_EQ(st.reference_externs, 0);
+  int winograd = 0;
+  for (const std::string& call : st.calls) winograd += absl::StrContains(call, "wino");
+  const char* off = std::getenv("KILN_CPU_WINOGRAD");
+  if (off != nullptr && std::string(off) == "0") {
+    EXPECT_EQ(winograd, 0) << absl::StrJoin(st.calls, "; ");
+  } else if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    // oneDNN 2.6's Winograd kernels are avx512_core ones.
+    EXPECT_GE(winograd, 1) << absl::StrJoin(st.calls, "; ");
+  }
+}
+
 // A program's thread count changes after load: the primitives are made
 // again for the new pool and compute the same values.
 TEST_F(LibraryCallsTest, ThreadCountChangeKeepsResults) {

@@ -212,10 +212,20 @@ std::string PostOpsLabel(const std::vector<ir::PostOp>& post) {
 
 std::string DescFingerprint(const memory::desc& desc) {
   const dnnl_memory_desc_t& d = desc.data;
-  if (d.format_kind != dnnl_blocked || d.ndims < 0 || d.ndims > DNNL_MAX_NDIMS) return "";
+  if (d.ndims < 0 || d.ndims > DNNL_MAX_NDIMS) return "";
+  auto list = [](const dnnl_dim_t* v, int n) { return absl::StrJoin(v, v + n, ","); };
+  if (d.format_kind == dnnl_format_kind_wino) {
+    // Winograd weights (library_conv.cc): the transform's parameters fix
+    // the layout.
+    const dnnl_wino_desc_t& w = d.format_desc.wino_desc;
+    return absl::StrCat("t", static_cast<int>(d.data_type), " d", list(d.dims, d.ndims), " wino",
+                        static_cast<int>(w.wino_format), " r", w.r, " a", w.alpha, " ic", w.ic, " oc", w.oc, " b",
+                        w.ic_block, ",", w.oc_block, ",", w.ic2_block, ",", w.oc2_block, " s", w.adj_scale, " n",
+                        w.size);
+  }
+  if (d.format_kind != dnnl_blocked) return "";
   const dnnl_blocking_desc_t& b = d.format_desc.blocking;
   if (b.inner_nblks < 0 || b.inner_nblks > DNNL_MAX_NDIMS) return "";
-  auto list = [](const dnnl_dim_t* v, int n) { return absl::StrJoin(v, v + n, ","); };
   return absl::StrCat("t", static_cast<int>(d.data_type), " d", list(d.dims, d.ndims), " p",
                       list(d.padded_dims, d.ndims), " o", list(d.padded_offsets, d.ndims), " o0 ", d.offset0, " s",
                       list(b.strides, d.ndims), " b", list(b.inner_blks, b.inner_nblks), " i",

@@ -110,8 +110,8 @@ class WorkspaceLayout {
 };
 
 // A canonical text of a memory descriptor's layout (data type, dims,
-// padding, blocking, extra flags), equal exactly when oneDNN lays the data
-// out the same; "" for layouts that are not blocked (not cached).
+// padding, blocking or Winograd parameters, extra flags), equal exactly when
+// oneDNN lays the data out the same; "" for other layouts (not cached).
 std::string DescFingerprint(const memory::desc& d);
 // oneDNN's version and commit ("2.6.3+<hash>").
 std::string LibraryVersion();

@@ -45,4 +45,9 @@ bool PackedCacheDisabled() {
   return b;
 }
 
+bool WinogradDisabled() {
+  static const bool b = Equals("KILN_CPU_WINOGRAD", "0");
+  return b;
+}
+
 }  // namespace kiln::backends::cpu::env

@@ -8,6 +8,8 @@
 //                              extern when a program is destroyed
 //   KILN_CPU_PACKED_CACHE=0    pack weights at every load, never through the
 //                              on-disk cache (packed_cache.h)
+//   KILN_CPU_WINOGRAD=0        no Winograd convolutions: every convolution
+//                              direct (library_conv.cc says which take it)
 #ifndef KILN_BACKENDS_CPU_ENV_H_
 #define KILN_BACKENDS_CPU_ENV_H_
 
@@ -21,6 +23,7 @@ bool LibraryDisabled();
 bool LibraryVerbose();
 bool Profile();
 bool PackedCacheDisabled();
+bool WinogradDisabled();
 
 }  // namespace kiln::backends::cpu::env
 

@@ -1,7 +1,8 @@
 // Convolutions as oneDNN primitives (library_calls.h): forward, float32,
 // 1-3 spatial dims, any padding, groups (depthwise included), with the
 // epilogue of kiln::conv_post_ops as post-ops. The primitive computes
-// channels-last; constant weights are reordered into its layout once.
+// channels-last (Winograd's: nChw16c, reordered in and out); constant
+// weights are reordered into its layout once.
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/dnnl_util.h"
+#include "backends/cpu/env.h"
 #include "backends/cpu/layout_util.h"
 #include "backends/cpu/library_ops.h"
 #include "backends/cpu/threads.h"
@@ -104,6 +106,28 @@ std::optional<ConvParams> ReadParams(const ExternCallSpec& spec, const Args& a) 
     if (p.stride[i] <= 0 || p.dilation[i] <= 0 || p.pad_l[i] < 0 || p.pad_r[i] < 0) return std::nullopt;
   }
   return p;
+}
+
+// Whether a convolution takes oneDNN's Winograd algorithm (F(2x2, 3x3),
+// jit_fp32_wino_2x3 on avx512_core) rather than the direct one. The rule
+// is what benchmarks/conv_algorithm_bench measured faster at batch 1 on
+// two threads, with the nChw16c reorders in and out included
+// (backends/cpu/README.md, "Winograd"): 3x3, stride 1, no dilation, one
+// group, 2-D, at least 48 input and output channels and an output of at
+// least 14x14 and 30 MFLOP. Smaller images lose (512 and 256 channels on
+// 7x7: tiles of 2x2 waste a quarter of an 8x8 grid), and so do few
+// channels (16-32: the transforms dominate). KILN_CPU_WINOGRAD=0 turns it
+// off; a Winograd primitive oneDNN cannot make (its post-ops, another ISA)
+// falls back to the direct one.
+bool PrefersWinograd(const ConvParams& p, const lowering::Layout& wl, const lowering::Layout& yl, double flops) {
+  constexpr int64_t kMinChannels = 48;
+  constexpr int64_t kMinSide = 14;
+  constexpr double kMinFlops = 30e6;
+  if (env::WinogradDisabled() || wl.sizes.size() != 4 || p.groups != 1) return false;
+  for (size_t i = 0; i < 2; ++i) {
+    if (p.stride[i] != 1 || p.dilation[i] != 1 || wl.sizes[2 + i] != 3 || yl.sizes[2 + i] < kMinSide) return false;
+  }
+  return wl.sizes[0] >= kMinChannels && wl.sizes[1] >= kMinChannels && flops >= kMinFlops;
 }
 
 class ConvCall : public LibraryCall {
@@ -285,15 +309,32 @@ class ConvCall : public LibraryCall {
     for (int64_t v : wl.sizes) weights *= static_cast<double>(v);
     threads_ = ThreadsForWork(flops + kWorkPerWeight * weights);
     ScopedNumThreads threads(threads_);
+    const bool winograd = PrefersWinograd(p_, wl, yl, flops);
     RETURN_IF_ERROR(Guard("convolution", [&] {
-      dnnl::convolution_forward::desc d(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, ChannelsLastDesc(x_dims),
-          memory::desc(w_dims, memory::data_type::f32, memory::format_tag::any), bias_desc_,
-          ChannelsLastDesc(y_dims), Dims(p_.stride), dilates, Dims(p_.pad_l), Dims(p_.pad_r));
       dnnl::primitive_attr attr;
       attr.set_post_ops(ops);
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      pd_ = dnnl::convolution_forward::primitive_desc(d, attr, Engine());
+      const memory::desc w_any(w_dims, memory::data_type::f32, memory::format_tag::any);
+      pd_ = {};
+      if (winograd) {
+        // Its own blocked layout for source and result (src_/dst_ reorder).
+        const memory::desc x_any(x_dims, memory::data_type::f32, memory::format_tag::any);
+        const memory::desc y_any(y_dims, memory::data_type::f32, memory::format_tag::any);
+        try {
+          dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                            dnnl::algorithm::convolution_winograd, x_any, w_any, bias_desc_, y_any,
+                                            Dims(p_.stride), dilates, Dims(p_.pad_l), Dims(p_.pad_r));
+          pd_ = dnnl::convolution_forward::primitive_desc(d, attr, Engine());
+        } catch (const dnnl::error&) {
+          pd_ = {};  // unimplemented here: the direct algorithm below
+        }
+      }
+      if (!pd_) {
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                          ChannelsLastDesc(x_dims), w_any, bias_desc_, ChannelsLastDesc(y_dims),
+                                          Dims(p_.stride), dilates, Dims(p_.pad_l), Dims(p_.pad_r));
+        pd_ = dnnl::convolution_forward::primitive_desc(d, attr, Engine());
+      }
       prim_ = dnnl::convolution_forward(pd_);
       impl_ = pd_.impl_info_str();
     }));
