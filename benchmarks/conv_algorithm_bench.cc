@@ -101,14 +101,14 @@ std::optional<Prepared> Prepare(const Shape& s, const Algo& a, dnnl::engine& eng
   return p;
 }
 
-void RunOnce(Prepared& p, dnnl::stream& strm) {
-  if (p.src_in) p.src_in->execute(strm, p.src_user, p.src);
+void RunOnce(Prepared& p, dnnl::stream& strm, bool reorders = true) {
+  if (p.src_in && reorders) p.src_in->execute(strm, p.src_user, p.src);
   p.prim.execute(strm, {{DNNL_ARG_SRC, p.src},
                         {DNNL_ARG_WEIGHTS, p.weights},
                         {DNNL_ARG_BIAS, p.bias},
                         {DNNL_ARG_DST, p.dst},
                         {DNNL_ARG_SCRATCHPAD, p.scratch}});
-  if (p.dst_out) p.dst_out->execute(strm, p.dst, p.dst_user);
+  if (p.dst_out && reorders) p.dst_out->execute(strm, p.dst, p.dst_user);
   strm.wait();
 }
 
@@ -153,7 +153,9 @@ int main(int argc, char** argv) {
     std::vector<std::optional<Prepared>> prepared;
     std::vector<std::string> why(algos.size());
     for (size_t i = 0; i < algos.size(); ++i) prepared.push_back(Prepare(s, algos[i], eng, strm, x, w, b, &why[i]));
-    std::vector<std::vector<double>> ms(algos.size());
+    // ms: the call as kiln runs it; alone: the primitive without the
+    // reorders (what a plan that kept nChw16c between calls would pay).
+    std::vector<std::vector<double>> ms(algos.size()), alone(algos.size());
     for (int r = 0; r < rounds; ++r) {
       for (size_t i = 0; i < algos.size(); ++i) {
         if (!prepared[i]) continue;
@@ -162,6 +164,12 @@ int main(int argc, char** argv) {
           const auto t0 = std::chrono::steady_clock::now();
           RunOnce(*prepared[i], strm);
           ms[i].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+        for (int it = 0; prepared[i]->src_in && it < iterations; ++it) {
+          const auto t0 = std::chrono::steady_clock::now();
+          RunOnce(*prepared[i], strm, false);
+          alone[i].push_back(
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         }
       }
     }
@@ -180,10 +188,14 @@ int main(int argc, char** argv) {
       double err = 0;
       const float* out = static_cast<const float*>(prepared[i]->dst_user.get_data_handle());
       for (size_t k = 0; ref != nullptr && k < x.size(); ++k) err = std::max(err, std::fabs(double(out[k]) - ref[k]));
-      std::printf("  %-8s  median %7.3f  min %7.3f  (%5.1f GFLOP/s at min)  max|diff vs direct| %.2e  %s%s%s\n",
+      std::printf("  %-8s  median %7.3f  min %7.3f  (%5.1f GFLOP/s at min)  max|diff vs direct| %.2e  %s%s%s",
                   algos[i].name, v[v.size() / 2], v.front(), gflop / (v.front() * 1e-3), err,
                   prepared[i]->impl.c_str(), prepared[i]->src_in ? " +reorder in" : "",
                   prepared[i]->dst_out ? " +reorder out" : "");
+      std::vector<double>& a = alone[i];
+      std::sort(a.begin(), a.end());
+      if (!a.empty()) std::printf("; without the reorders: median %.3f min %.3f", a[a.size() / 2], a.front());
+      std::printf("\n");
     }
   }
   return 0;
