@@ -86,6 +86,15 @@ bool IsEvalDropoutOf(const Node* n, const Value* x) {
   return train && train->isBool() && !train->toBool();
 }
 
+// An identity between the softmax and the product with v: an eval-mode
+// dropout (torch.export keeps it) or, in core-ATen programs, the clone that
+// replaces it (values unchanged whatever its memory format; like every
+// intermediate of the chain it must have no other use).
+bool IsIdentityOf(const Node* n, const Value* x) {
+  if (IsEvalDropoutOf(n, x)) return true;
+  return Is(n, "aten::clone") && !n->inputs().empty() && n->inputs().size() <= 2 && n->input(0) == x;
+}
+
 // c10::ScalarType::Float, softmax's dtype argument for float32.
 constexpr int64_t kFloat32ScalarType = 6;
 
@@ -175,13 +184,13 @@ std::optional<Match> MatchAt(Node* qk, const FuseAttentionOptions& options) {
   const ir::TensorInfo* probs = StaticFloating(next->output());
   if (probs == nullptr) return std::nullopt;
   take();
-  // An eval-mode dropout (torch.export keeps it) before or after the cast.
-  if (IsEvalDropoutOf(next, cur)) take();
+  // A dropout or clone (IsIdentityOf) before or after the cast.
+  if (IsIdentityOf(next, cur)) take();
   if (DTypeOf(probs) != dtype) {
     if (!IsCastTo(next, cur, dtype)) return std::nullopt;
     take();
   }
-  if (IsEvalDropoutOf(next, cur)) take();
+  if (IsIdentityOf(next, cur)) take();
   if (!m.split.empty()) {
     // Back to the product's shape for the bmm with v.
     if (!IsReshapeOf(next, cur) || StaticFloating(next->output())->ConcreteSizes() != ss) return std::nullopt;

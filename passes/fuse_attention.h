@@ -35,7 +35,8 @@ namespace kiln::passes {
 struct FuseAttentionOptions {
   // Also torch.export's form: aten::bmm over [B*H, S, D] operands, the
   // scores reshaped to [B, H, S, T] for the scale, mask and softmax (an
-  // eval-mode dropout after it is skipped) and back before the bmm with v;
+  // eval-mode dropout after it, or core ATen's clone in its place, is
+  // skipped) and back before the bmm with v;
   // the fused op then runs over [B, H, ...] views of q, kt and v and its
   // result is reshaped to the bmm's. Devices ask for it by the pass name
   // "fuse_attention_with_bmm" (CPU and CUDA do).

@@ -223,6 +223,34 @@ TEST(FuseAttentionTest, TorchExportBmmForm) {
             "aten::bmm aten::reshape aten::softmax aten::reshape aten::bmm");
 }
 
+TEST(FuseAttentionTest, CoreAtenCloneInPlaceOfTheDropout) {
+  // run_decompositions() writes the eval-mode dropout as a clone (memory
+  // format None) of the probabilities, and v as a contiguous clone.
+  const std::string text = R"IR(graph(%q : Float(4, 5, 8), %kt : Float(4, 8, 7), %v4 : Float(2, 2, 7, 6)):
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %cf : int = prim::Constant[value=0]()
+  %s4 : int[] = prim::Constant[value=[2, 2, 5, 7]]()
+  %s3 : int[] = prim::Constant[value=[4, 5, 7]]()
+  %sv : int[] = prim::Constant[value=[4, 7, 6]]()
+  %s : Float(4, 5, 7) = aten::bmm(%q, %kt)
+  %r : Float(2, 2, 5, 7) = aten::view(%s, %s4)
+  %p : Float(2, 2, 5, 7) = aten::softmax(%r, %d, %n)
+  %pc : Float(2, 2, 5, 7) = aten::clone(%p, %n)
+  %p3 : Float(4, 5, 7) = aten::view(%pc, %s3)
+  %vc : Float(2, 2, 7, 6) = aten::clone(%v4, %cf)
+  %v : Float(4, 7, 6) = aten::view(%vc, %sv)
+  %o : Float(4, 5, 6) = aten::bmm(%p3, %v)
+  return (%o))IR";
+  EXPECT_EQ(Fused(text, true),
+            "aten::clone aten::view aten::reshape aten::reshape aten::reshape kiln::attention[1] aten::reshape");
+  // A clone with another use stays (the chain's intermediates have one use).
+  std::string shared = text;
+  shared.replace(shared.find("return (%o)"), std::string("return (%o)").size(), "return (%o, %pc)");
+  EXPECT_EQ(Fused(shared, true),
+            "aten::bmm aten::view aten::softmax aten::clone aten::view aten::clone aten::view aten::bmm");
+}
+
 TEST(FuseAttentionTest, TorchExportSixteenBitAndSoftmaxDtype) {
   // autocast over torch.export's form: the dropout before the cast back.
   EXPECT_EQ(Fused(R"IR(graph(%q : BFloat16(4, 5, 8), %kt : BFloat16(4, 8, 7), %v : BFloat16(4, 7, 6), %mask : Float(2, 1, 5, 7)):
