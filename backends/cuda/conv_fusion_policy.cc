@@ -7,21 +7,38 @@
 #include "backends/cuda/cudnn_graph_conv.h"
 #include "ir/constants.h"
 #include "ir/ir.h"
+#include "ir/op_registry.h"
 
 namespace kiln::backends::cuda {
 namespace {
 
-// The input index of a convolution node's groups; -1: not a convolution
-// kiln runs through cuDNN (0: no groups argument, so 1).
-int GroupsInput(const std::string& kind) {
-  if (kind == "aten::convolution" || kind == "aten::_convolution") return 8;
-  if (kind == "aten::conv1d" || kind == "aten::conv2d" || kind == "aten::conv3d" || kind == "kiln::conv_nd") return 6;
-  return -1;
+// Convolutions kiln runs through cuDNN.
+bool IsCudnnConvolution(const std::string& kind) {
+  return kind == "aten::convolution" || kind == "aten::_convolution" || kind == "aten::conv1d" ||
+         kind == "aten::conv2d" || kind == "aten::conv3d" || kind == "kiln::conv_nd";
+}
+
+// The node's constant groups, read where its schema has the argument
+// (absent: the schema's default, else 1); nullopt when it is not a
+// constant or the node matches no registered schema.
+std::optional<int64_t> Groups(const ir::Node& n) {
+  const ir::Operator* op = ir::BuiltinOps().Match(n);
+  if (op == nullptr) return std::nullopt;
+  const int at = op->schema.ArgumentIndex("groups");
+  if (at < 0) return 1;
+  if (static_cast<size_t>(at) >= n.inputs().size()) {
+    const std::optional<ir::IValue>& d = op->schema.arguments[static_cast<size_t>(at)].default_value;
+    if (!d) return 1;
+    return d->isInt() ? std::optional<int64_t>(d->toInt()) : std::nullopt;
+  }
+  const std::optional<ir::IValue> groups = ir::ConstantValue(n.input(static_cast<size_t>(at)));
+  if (!groups || !groups->isInt()) return std::nullopt;
+  return groups->toInt();
 }
 
 // A 2-D convolution of one group over at least kChannelsLastMinBatch
 // images, float32 or (through the graph API) 16-bit.
-bool MeasuredFasterChannelsLast(const ir::Node& n, int groups_input) {
+bool MeasuredFasterChannelsLast(const ir::Node& n) {
   if (n.inputs().empty()) return false;
   const ir::TypePtr& t = n.input(0)->type();
   if (!t || !t->is_tensor()) return false;
@@ -30,9 +47,7 @@ bool MeasuredFasterChannelsLast(const ir::Node& n, int groups_input) {
   if (!(x.dtype == DType::kFloat32 || (narrow && CudnnGraphApiEnabled())) || !x.HasCompleteSizes()) return false;
   const std::vector<int64_t> sizes = x.ConcreteSizes();
   if (sizes.size() != 4 || sizes[0] < kChannelsLastMinBatch) return false;
-  if (static_cast<size_t>(groups_input) >= n.inputs().size()) return true;  // default: 1
-  const std::optional<ir::IValue> groups = ir::ConstantValue(n.input(static_cast<size_t>(groups_input)));
-  return groups && groups->isInt() && groups->toInt() == 1;
+  return Groups(n) == std::optional<int64_t>(1);
 }
 
 }  // namespace
@@ -42,10 +57,9 @@ bool FuseConvolutionEpilogues(const ir::Graph& graph) {
   if (mode == ChannelsLastMode::kOff) return false;
   bool any = false;
   for (const ir::Node* n : graph.nodes()) {
-    const int groups_input = GroupsInput(std::string(n->kind().qualString()));
-    if (groups_input < 0) continue;
+    if (!IsCudnnConvolution(std::string(n->kind().qualString()))) continue;
     any = true;
-    if (mode == ChannelsLastMode::kWhereFaster && !MeasuredFasterChannelsLast(*n, groups_input)) return false;
+    if (mode == ChannelsLastMode::kWhereFaster && !MeasuredFasterChannelsLast(*n)) return false;
   }
   return any;
 }
