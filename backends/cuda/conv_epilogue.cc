@@ -303,7 +303,9 @@ absl::Status LaunchEpilogue(const DeviceView& y, const std::optional<DeviceView>
   }
   if (!aligned) a.vec4 = 0;
   std::vector<void*> params = {&yp, &bp, &op[0], &op[1], &op[2], &op[3], &a};
-  const CUfunction f = t == DType::kFloat32 ? k->epilogue[0] : t == DType::kFloat16 ? k->epilogue[1] : k->epilogue[2];
+  const int storage = RuntimeStorageIndex(t);
+  if (storage < 0) return absl::InvalidArgumentError("conv epilogue: no kernel for this storage type");
+  const CUfunction f = k->epilogue[storage];
   const int64_t work = a.vec4 ? total / 4 : total;  // elements or groups of 4
   const unsigned blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((work + 255) / 256, 132 * 64)));
   return CuCheck(LoadCudaLibraries().driver.cuLaunchKernel(f, blocks, 1, 1, 256, 1, 1, 0, stream, params.data(), nullptr),

@@ -39,15 +39,6 @@ std::optional<bool> Bool(const std::vector<lowering::ExternArg>& args, size_t i,
   return args[i].constant->toBool();
 }
 
-int DTypeIndex(DType t) {
-  switch (t) {
-    case DType::kFloat32: return 0;
-    case DType::kFloat16: return 1;
-    case DType::kBFloat16: return 2;
-    default: return -1;
-  }
-}
-
 }  // namespace
 
 bool IsPoolOp(const std::string& op) {
@@ -66,7 +57,7 @@ std::optional<absl::Status> TryCudaPool(const std::string& op, const std::vector
   const DeviceView& y = outputs[0];
   const lowering::Layout& xl = x.layout;
   const lowering::Layout& yl = y.layout;
-  const int which = DTypeIndex(xl.dtype);
+  const int which = RuntimeStorageIndex(xl.dtype);
   if (which < 0 || yl.dtype != xl.dtype || xl.sizes.size() != 4 || yl.sizes.size() != 4 ||
       !(yl.IsContiguous() || IsChannelsLastLayout(yl)) || xl.strides.size() != 4) {
     return std::nullopt;

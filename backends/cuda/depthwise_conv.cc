@@ -93,18 +93,10 @@ __device__ void kiln_rt_dw(const T* __restrict__ x, const T* __restrict__ wt, co
   }
 )CUDA";
 
+// Per RuntimeStorageIndex.
 constexpr const char* kStorageSuffix[3] = {"f32", "f16", "bf16"};
 constexpr const char* kStorageIo[3] = {"kiln_rt_f32, float", "kiln_rt_f16<0>, unsigned short",
                                        "kiln_rt_f16<1>, unsigned short"};
-
-int StorageIndex(DType t) {
-  switch (t) {
-    case DType::kFloat32: return 0;
-    case DType::kFloat16: return 1;
-    case DType::kBFloat16: return 2;
-    default: return -1;
-  }
-}
 
 int SizeIndex(int64_t k) {
   for (int i = 0; i < static_cast<int>(std::size(kDepthwiseSizes)); ++i) {
@@ -161,7 +153,7 @@ bool DepthwiseKernelTakes(const ConvProblem& c, bool channels_last) {
     return false;
   }
   const DType t = c.x.layout.dtype;
-  if (StorageIndex(t) < 0 || c.weight.layout.dtype != t || c.y.layout.dtype != t) return false;
+  if (RuntimeStorageIndex(t) < 0 || c.weight.layout.dtype != t || c.y.layout.dtype != t) return false;
   // 16-bit ones measured faster through cuDNN's graph API (depthwise_conv.h).
   if (t != DType::kFloat32 && CudnnGraphApiEnabled()) return false;
   if (c.bias && (c.bias->layout.dtype != t || !c.bias->layout.IsContiguous())) return false;
@@ -177,7 +169,7 @@ bool DepthwiseKernelTakes(const ConvProblem& c, bool channels_last) {
 
 absl::Status LaunchDepthwise(const ConvProblem& c, int device_index, CUstream stream) {
   ASSIGN_OR_RETURN(const RuntimeKernels* k, GetRuntimeKernels(device_index));
-  const int storage = StorageIndex(c.x.layout.dtype);
+  const int storage = RuntimeStorageIndex(c.x.layout.dtype);
   const CUfunction f = k->depthwise_tiled[storage][SizeIndex(c.kh)][StrideIndex(c.sh)];
   DepthwiseArgs a{};
   a.n = c.n, a.c = c.cout, a.h = c.h, a.w = c.w, a.oh = c.oh, a.ow = c.ow, a.ph = c.ph, a.pw = c.pw;

@@ -256,6 +256,15 @@ struct Loaded {
 
 }  // namespace
 
+int RuntimeStorageIndex(DType t) {
+  switch (t) {
+    case DType::kFloat32: return 0;
+    case DType::kFloat16: return 1;
+    case DType::kBFloat16: return 2;
+    default: return -1;
+  }
+}
+
 const std::string& RuntimeKernelSource() {
   // The convolution epilogue (conv_epilogue.h) and the depthwise kernels
   // (depthwise_conv.h) share the unit's storage helpers.

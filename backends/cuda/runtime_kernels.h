@@ -79,6 +79,10 @@ absl::StatusOr<ContiguousCopyPlan> PlanContiguousCopy(const lowering::Layout& la
 absl::StatusOr<CUdeviceptr> CopyToContiguous(const DeviceView& view, int device_index, CUstream stream,
                                              const std::function<absl::StatusOr<CUdeviceptr>(int64_t)>& allocate);
 
+// The index of a storage type in RuntimeKernels' per-type arrays (float32
+// 0, float16 1, bfloat16 2); -1 for a type they have no kernel for.
+int RuntimeStorageIndex(DType t);
+
 // Their CUDA source (one NVRTC translation unit).
 const std::string& RuntimeKernelSource();
 
