@@ -24,14 +24,9 @@ absl::StatusOr<const lowering::Layout*> LayoutOf(const std::map<std::string, con
 
 }  // namespace
 
-bool CudaAttentionEnabled() {
-  const char* v = std::getenv("KILN_CUDA_ATTENTION");
-  return v == nullptr || std::strcmp(v, "0") != 0;
-}
-
 bool FuseAttentionIn(const ir::Graph& graph) {
-  if (!CudaAttentionEnabled()) return false;
   const char* v = std::getenv("KILN_CUDA_ATTENTION");
+  if (v != nullptr && std::strcmp(v, "0") == 0) return false;
   if (v != nullptr && std::strcmp(v, "1") == 0) return true;
   for (const ir::Node* n : graph.nodes()) {
     const std::string kind(n->kind().qualString());

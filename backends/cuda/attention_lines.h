@@ -20,12 +20,9 @@
 
 namespace kiln::backends::cuda {
 
-// KILN_CUDA_ATTENTION=0 turns the fused path off (the pass is not
-// requested: cuBLAS GEMMs + a softmax kernel, as before).
-bool CudaAttentionEnabled();
-
 // Whether CudaCodegen requests the fusion for `graph`: KILN_CUDA_ATTENTION=1
-// for every graph, =0 for none; unset, only graphs with a 16-bit matmul
+// for every graph, =0 for none (cuBLAS GEMMs + a softmax kernel, as
+// before); unset, only graphs with a 16-bit matmul
 // (an exported bf16/fp16 model or --precision bf16|fp16). Measured on an
 // NVIDIA H200 at batch 32, fused / GEMMs + softmax, ms: bfloat16 vit_b_16
 // 5.56 / 6.00, bert_base 2.43 / 2.74, gpt2 2.50 / 2.65; float32 30.44 /
