@@ -195,20 +195,28 @@ std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector
     }
   }
   if (c.epilogue && !DepthwiseKernelTakes(c, ctx.channels_last)) {
-    // Convolution, bias and chain as one cuDNN graph (cudnn_graph_conv.h);
-    // nullopt: a chain or shape it does not take, the kernel path below.
-    if (std::optional<absl::Status> done = CudnnGraphFusedConvolution(c, ctx)) return done;
+    // Convolution, bias and chain as one cuDNN graph (cudnn_graph_conv.h),
+    // its plans checked against the kernel path's output; nullopt: a chain
+    // or shape it does not take, the kernel path below.
+    const FusedConvReference reference = [&](const DeviceView& y) -> absl::Status {
+      std::optional<absl::Status> done = ConvThenEpilogue(c, y, ctx);
+      if (!done) return absl::UnimplementedError("fused convolution: no kernel path to check cuDNN's plans with");
+      return *done;
+    };
+    if (std::optional<absl::Status> done = CudnnGraphFusedConvolution(c, ctx, reference)) return done;
   }
-  if (c.epilogue) {
-    // The convolution without its bias, then bias + chain in one pass.
-    ConvProblem bare = c;
-    bare.bias.reset();
-    bare.epilogue.reset();
-    std::optional<absl::Status> done = TryCudaConv(bare, ctx);
-    if (!done || !done->ok()) return done;
-    return LaunchEpilogue(c.y, c.bias, c.post_operands, *c.epilogue, ctx.device_index, ctx.stream);
-  }
+  if (c.epilogue) return ConvThenEpilogue(c, c.y, ctx);
   return TryCudaConv(c, ctx);
+}
+
+std::optional<absl::Status> ConvThenEpilogue(const ConvProblem& c, const DeviceView& y, const ConvContext& ctx) {
+  ConvProblem bare = c;
+  bare.y = y;
+  bare.bias.reset();
+  bare.epilogue.reset();
+  std::optional<absl::Status> done = TryCudaConv(bare, ctx);
+  if (!done || !done->ok()) return done;
+  return LaunchEpilogue(y, c.bias, c.post_operands, *c.epilogue, ctx.device_index, ctx.stream);
 }
 
 std::optional<absl::Status> TryCudaConv(ConvProblem c, const ConvContext& ctx) {

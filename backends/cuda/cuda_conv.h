@@ -85,6 +85,11 @@ std::optional<absl::Status> TryCudaConv(const std::string& op, const std::vector
 // A parsed problem without an epilogue (cuDNN, else kiln's own kernels);
 // nullopt when neither takes it.
 std::optional<absl::Status> TryCudaConv(ConvProblem problem, const ConvContext& context);
+// A parsed problem with an epilogue, written to `y` (problem.y's layout,
+// at that or another address): the convolution without its bias, then the
+// bias and chain in one pass of conv_epilogue's kernel.
+std::optional<absl::Status> ConvThenEpilogue(const ConvProblem& problem, const DeviceView& y,
+                                             const ConvContext& context);
 
 }  // namespace kiln::backends::cuda
 

@@ -210,6 +210,10 @@ std::vector<std::string> CudaProgram::ReportLines() const {
       absl::StrAppend(&cudnn, "; in-graph epilogues refused for ", g.fused_refused,
                       " shapes+chains in this process (first: ", g.first_fused_refusal, ")");
     }
+    if (g.fused_candidates_rejected > 0) {
+      absl::StrAppend(&cudnn, "; ", g.fused_candidates_rejected,
+                      " fused candidate plans dropped for their output (first: ", g.first_rejected_candidate, ")");
+    }
     if (!g.first_unmapped_chain.empty()) {
       absl::StrAppend(&cudnn, "; a chain not mapped into the graph (first: ", g.first_unmapped_chain, ")");
     }
@@ -242,7 +246,7 @@ std::vector<std::string> CudaProgram::ReportLines() const {
     absl::StrAppend(&layout, "; ran ", s.nhwc_convolutions.load(), " NHWC, ", s.fused_epilogues.load(),
                     " fused epilogues (", s.graph_epilogues.load(), " inside cuDNN's graph",
                     !CudnnGraphApiEnabled()     ? ", off: KILN_CUDNN_BACKEND=0"
-                    : !CudnnGraphFusedEnabled() ? ", off: opt-in KILN_CUDNN_GRAPH_FUSED=1"
+                    : !CudnnGraphFusedEnabled() ? ", off: KILN_CUDNN_GRAPH_FUSED=0"
                                                 : "",
                     ")");
     // The refusal's reason: CudaProgramStats::nhwc_error.

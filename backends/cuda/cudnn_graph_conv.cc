@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/cudnn_conv.h"
+#include "backends/cuda/output_difference.h"
 #include "support/status.h"
 
 namespace kiln::backends::cuda {
@@ -103,7 +104,7 @@ bool CudnnGraphApiEnabled() {
 
 bool CudnnGraphFusedEnabled() {
   const char* v = std::getenv("KILN_CUDNN_GRAPH_FUSED");
-  return v != nullptr && std::string(v) == "1";
+  return v == nullptr || std::string(v) != "0";
 }
 
 int GraphPlanCandidates() {
@@ -628,11 +629,55 @@ absl::StatusOr<float> TimePlan(const Candidate& cand, const GraphBuffers& buffer
   return ms;
 }
 
+bool Logging() { return std::getenv("KILN_CUDNN_LOG") != nullptr; }
+
+// A 4-byte device-to-device copy on ctx's stream (one memcpy node in a
+// CUDA graph): a stream operation that is not a kernel, so that the
+// kernels before and after it cannot overlap. Fused graphs run between
+// two of these (see the header for why). The bytes copied are 64 per
+// device, allocated (and zeroed) on the first eager call and kept for the
+// process; under a capture before that, FailedPrecondition.
+absl::Status SeparateOnStream(const ConvContext& ctx) {
+  static std::mutex mu;
+  static std::map<int, CUdeviceptr>* buffers = new std::map<int, CUdeviceptr>();  // never freed: see GraphPlans
+  const CudaDriverApi& d = LoadCudaLibraries().driver;
+  CUdeviceptr b = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = buffers->find(ctx.device_index);
+    if (it == buffers->end()) {
+      if (ctx.capturing) return absl::FailedPreconditionError("stream separator: not allocated before the capture");
+      RETURN_IF_ERROR(CuCheck(d.cuMemAlloc(&b, 64), "cuMemAlloc (stream separator)"));
+      static const unsigned char kZeros[64] = {};
+      RETURN_IF_ERROR(CuCheck(d.cuMemcpyHtoDAsync(b, kZeros, sizeof(kZeros), ctx.stream), "cuMemcpyHtoDAsync"));
+      RETURN_IF_ERROR(CuCheck(d.cuStreamSynchronize(ctx.stream), "cuStreamSynchronize"));
+      it = buffers->emplace(ctx.device_index, b).first;
+    }
+    b = it->second;
+  }
+  return CuCheck(d.cuMemcpyDtoDAsync(b + 32, b, 4, ctx.stream), "cuMemcpyDtoDAsync (stream separator)");
+}
+
+// What a fused graph's candidates are checked against (see the header),
+// and what the check found.
+struct PlanCheck {
+  CUdeviceptr y = 0;          // the candidate's output: `elements` packed
+  CUdeviceptr reference = 0;  // the kernel path's, laid out alike
+  CUdeviceptr partials = 0;   // kDifferencePartialBytes
+  int64_t elements = 0;
+  DType dtype = DType::kFloat32;
+  double tolerance = 0;
+  // Out: candidates dropped for their output, the first one's description.
+  int64_t rejected = 0;
+  std::string first_rejection;
+};
+
 // Finishes `plan` over the finalized operations `ops`: the operation
 // graph, heuristics mode A, then FALLBACK when none of A's configs gives a
-// plan; timed (`timed`) on `buffers` or the first one.
+// plan; timed (`timed`) on `buffers` or the first one. With `check`, a
+// timed candidate whose output is off is not kept.
 absl::Status PlanGraph(GraphPlan& plan, const std::vector<cudnnBackendDescriptor_t>& ops, int data_type,
-                       const GraphBuffers& buffers, const ConvContext& ctx, bool timed) {
+                       const GraphBuffers& buffers, const ConvContext& ctx, bool timed, PlanCheck* check) {
   ASSIGN_OR_RETURN(plan.graph, GraphDescriptor::Create(kCudnnBackendOperationGraphDescriptor));
   cudnnHandle_t handle = ctx.cudnn;
   RETURN_IF_ERROR(Set(plan.graph, kCudnnAttrOperationgraphOps, kCudnnTypeBackendDescriptor,
@@ -667,18 +712,40 @@ absl::Status PlanGraph(GraphPlan& plan, const std::vector<cudnnBackendDescriptor
     }
     std::string failures;
     for (size_t i = 0; i < candidates.size(); ++i) {
+      // A fused candidate is fenced from the reference's kernels as it will
+      // be from its neighbours when it runs.
+      if (check != nullptr) RETURN_IF_ERROR(SeparateOnStream(ctx));
       absl::StatusOr<float> ms = TimePlan(candidates[i], buffers, ctx, ws);
       if (!ms.ok()) {
         absl::StrAppend(&failures, failures.empty() ? "" : "; ", "engine ", candidates[i].engine, ": ",
                         ms.status().message());
         continue;
       }
+      if (check != nullptr) {
+        ASSIGN_OR_RETURN(OutputDifference diff,
+                         DeviceDifference(check->y, check->reference, check->elements, check->dtype, check->partials,
+                                          ctx.device_index, ctx.stream));
+        if (Logging()) {
+          std::fprintf(stderr, "[cudnn graph] fused candidate engine %lld: ws %lld, %.4f ms, relative L2 %.3g, %lld non-finite\n",
+                       static_cast<long long>(candidates[i].engine), static_cast<long long>(candidates[i].workspace), static_cast<double>(*ms),  // NOLINT
+                       diff.relative_l2, static_cast<long long>(diff.finiteness_mismatches));  // NOLINT
+        }
+        if (diff.finiteness_mismatches > 0 || !(diff.relative_l2 <= check->tolerance)) {
+          const std::string why =
+              absl::StrCat("engine ", candidates[i].engine, ": output at relative L2 ", diff.relative_l2, " with ",
+                           diff.finiteness_mismatches, " finite/non-finite mismatches (tolerance ", check->tolerance,
+                           ")");
+          if (check->rejected++ == 0) check->first_rejection = why;
+          absl::StrAppend(&failures, failures.empty() ? "" : "; ", why);
+          continue;
+        }
+      }
       if (best_ms < 0 || *ms < best_ms) {
         best = i;
         best_ms = *ms;
       }
     }
-    if (best_ms < 0) return absl::InternalError(absl::StrCat("no execution plan ran: ", failures));
+    if (best_ms < 0) return absl::InternalError(absl::StrCat("no execution plan ran and passed: ", failures));
   }
   plan.config = std::move(candidates[best].config);
   plan.plan = std::move(candidates[best].plan);
@@ -692,17 +759,18 @@ absl::StatusOr<std::unique_ptr<GraphPlan>> MakeGraphPlan(const GraphConvSpec& sp
                                                          const ConvContext& ctx, bool timed) {
   auto plan = std::make_unique<GraphPlan>();
   ASSIGN_OR_RETURN(plan->operation, BuildGraphConvOperation(spec));
-  RETURN_IF_ERROR(PlanGraph(*plan, {plan->operation.op.get()}, spec.x.data_type, ConvBuffers(p), ctx, timed));
+  RETURN_IF_ERROR(
+      PlanGraph(*plan, {plan->operation.op.get()}, spec.x.data_type, ConvBuffers(p), ctx, timed, /*check=*/nullptr));
   return plan;
 }
 
 absl::StatusOr<std::unique_ptr<GraphPlan>> MakeFusedGraphPlan(const GraphConvSpec& spec,
                                                               const GraphEpilogueSpec& epilogue, const ConvProblem& p,
-                                                              const ConvContext& ctx, bool timed) {
+                                                              const ConvContext& ctx, PlanCheck& check) {
   auto plan = std::make_unique<GraphPlan>();
   ASSIGN_OR_RETURN(plan->fused, BuildGraphFusedOperation(spec, epilogue));
   ASSIGN_OR_RETURN(GraphBuffers buffers, FusedBuffers(p, epilogue));
-  RETURN_IF_ERROR(PlanGraph(*plan, plan->fused.ops(), spec.x.data_type, buffers, ctx, timed));
+  RETURN_IF_ERROR(PlanGraph(*plan, plan->fused.ops(), spec.x.data_type, buffers, ctx, /*timed=*/true, &check));
   return plan;
 }
 
@@ -718,8 +786,6 @@ GraphPlanCache& GraphPlans() {
   return *cache;
 }
 
-bool Logging() { return std::getenv("KILN_CUDNN_LOG") != nullptr; }
-
 void Refuse(GraphPlanCache& cache, const std::string& key, const GraphConvSpec& spec, const absl::Status& why,
             bool fused) {
   cache.plans[key] = nullptr;
@@ -734,6 +800,14 @@ void Refuse(GraphPlanCache& cache, const std::string& key, const GraphConvSpec& 
   }
 }
 
+// The cache's key of a plan for `spec` + `key_tail` on ctx's handle.
+// Plans are finalized for a handle (a handle per device and stream): one
+// executes only with its own.
+std::string PlanKey(const ConvContext& ctx, const GraphConvSpec& spec, const std::string& key_tail, bool timed) {
+  return absl::StrCat(reinterpret_cast<uintptr_t>(ctx.cudnn), "|",
+                      GraphPlanKey(spec, ctx.device_index, ctx.tf32, timed), key_tail);
+}
+
 // The cached plan for `key_tail` on ctx's handle (made on first use: timed,
 // or the first that finalizes under a capture); nullptr when refused, now
 // or before. *key is the entry's key. The cache's lock must be held.
@@ -741,11 +815,8 @@ const GraphPlan* FindOrMakePlan(GraphPlanCache& cache, const ConvContext& ctx, c
                                 const std::string& key_tail, bool fused,
                                 const std::function<absl::StatusOr<std::unique_ptr<GraphPlan>>(bool timed)>& make,
                                 std::string* key) {
-  // Plans are finalized for a handle (a handle per device and stream): one
-  // executes only with its own.
-  const std::string handle = absl::StrCat(reinterpret_cast<uintptr_t>(ctx.cudnn), "|");
-  const std::string timed_key = handle + GraphPlanKey(spec, ctx.device_index, ctx.tf32, true) + key_tail;
-  const std::string first_key = handle + GraphPlanKey(spec, ctx.device_index, ctx.tf32, false) + key_tail;
+  const std::string timed_key = PlanKey(ctx, spec, key_tail, /*timed=*/true);
+  const std::string first_key = PlanKey(ctx, spec, key_tail, /*timed=*/false);
   auto it = cache.plans.find(timed_key);
   if (it == cache.plans.end() && ctx.capturing) it = cache.plans.find(first_key);
   if (it == cache.plans.end()) {
@@ -788,6 +859,55 @@ std::optional<absl::Status> RunPlan(GraphPlanCache& cache, const GraphPlan& plan
   return absl::OkStatus();
 }
 
+// Device memory for a fused graph's reference output and the difference's
+// partial sums, freed with its owner once `stream`'s work is done.
+class ReferenceOutput {
+ public:
+  explicit ReferenceOutput(CUstream stream) : stream_(stream) {}
+  ReferenceOutput(const ReferenceOutput&) = delete;
+  ReferenceOutput& operator=(const ReferenceOutput&) = delete;
+  ~ReferenceOutput() {
+    if (base_ == 0) return;
+    const CudaDriverApi& d = LoadCudaLibraries().driver;
+    (void)d.cuStreamSynchronize(stream_);
+    (void)d.cuMemFree(base_);
+  }
+  absl::StatusOr<CUdeviceptr> Allocate(int64_t bytes) {
+    RETURN_IF_ERROR(CuCheck(LoadCudaLibraries().driver.cuMemAlloc(&base_, static_cast<size_t>(bytes)),
+                            "cuMemAlloc (fused plan reference)"));
+    return base_;
+  }
+
+ private:
+  CUstream stream_;
+  CUdeviceptr base_ = 0;
+};
+
+// The kernel path's output of `p` in `out`'s memory, and `check` set to
+// compare candidates with it. Unimplemented for a y that is not packed.
+absl::Status WriteReference(const ConvProblem& p, const ConvContext& ctx, const FusedConvReference& reference,
+                            ReferenceOutput& out, PlanCheck& check) {
+  if (!reference) return absl::FailedPreconditionError("cudnn graph epilogue: no reference to check plans with");
+  const lowering::Layout& y = p.y.layout;
+  if (!IsPackedLayout(y)) {
+    return absl::UnimplementedError(
+        absl::StrCat("cudnn graph epilogue: y ", y.ToString(), " is not packed (fused plans are checked on packed outputs)"));
+  }
+  const int64_t n = y.numel();
+  const int64_t data_bytes = (n * static_cast<int64_t>(DTypeSize(y.dtype)) + 255) / 256 * 256;
+  ASSIGN_OR_RETURN(CUdeviceptr base, out.Allocate(data_bytes + kDifferencePartialBytes));
+  DeviceView view{base, y};
+  view.layout.offset = 0;  // packed with positive strides: the first element is the lowest address
+  RETURN_IF_ERROR(reference(view));
+  check.y = ViewAddress(p.y);
+  check.reference = base;
+  check.partials = base + static_cast<CUdeviceptr>(data_bytes);
+  check.elements = n;
+  check.dtype = y.dtype;
+  check.tolerance = FusedPlanTolerance(y.dtype, ctx.tf32);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::optional<absl::Status> CudnnGraphConvolution(const ConvProblem& p, const ConvContext& ctx) {
@@ -803,7 +923,8 @@ std::optional<absl::Status> CudnnGraphConvolution(const ConvProblem& p, const Co
   return RunPlan(cache, *plan, key, *spec, ConvBuffers(p), ctx, /*fused=*/false);
 }
 
-std::optional<absl::Status> CudnnGraphFusedConvolution(const ConvProblem& p, const ConvContext& ctx) {
+std::optional<absl::Status> CudnnGraphFusedConvolution(const ConvProblem& p, const ConvContext& ctx,
+                                                       const FusedConvReference& reference) {
   if (!CudnnGraphApiEnabled() || !CudnnGraphFusedEnabled() || ctx.cudnn == nullptr ||
       !LoadCudaLibraries().cudnn_status.ok() || !CudnnSupported(p, ctx)) {
     return std::nullopt;
@@ -812,8 +933,8 @@ std::optional<absl::Status> CudnnGraphFusedConvolution(const ConvProblem& p, con
   if (!spec.ok()) return std::nullopt;
   absl::StatusOr<GraphEpilogueSpec> epilogue = DescribeGraphEpilogue(p, *spec, ctx.channels_last);
   GraphPlanCache& cache = GraphPlans();
-  std::lock_guard<std::mutex> lock(cache.mu);
   if (!epilogue.ok()) {
+    std::lock_guard<std::mutex> lock(cache.mu);
     if (cache.summary.first_unmapped_chain.empty()) {
       cache.summary.first_unmapped_chain = std::string(epilogue.status().message());
     }
@@ -821,18 +942,81 @@ std::optional<absl::Status> CudnnGraphFusedConvolution(const ConvProblem& p, con
   }
   absl::StatusOr<GraphBuffers> buffers = FusedBuffers(p, *epilogue);
   if (!buffers.ok()) return std::nullopt;
+  const std::string key_tail = "|" + GraphEpilogueKey(*epilogue);
+  const std::string timed_key = PlanKey(ctx, *spec, key_tail, /*timed=*/true);
+  bool planned = false;
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    planned = cache.plans.count(timed_key) > 0;
+  }
+  // Checking candidates synchronizes, which a capture cannot: the kernel
+  // path until an eager call has planned this graph.
+  if (!planned && ctx.capturing) return std::nullopt;
+  ReferenceOutput ref(ctx.stream);
+  PlanCheck check;
+  if (!planned) {
+    // Outside the lock: the reference may run graph-API convolutions.
+    absl::Status written = WriteReference(p, ctx, reference, ref, check);
+    if (!written.ok()) {
+      std::lock_guard<std::mutex> lock(cache.mu);
+      if (cache.plans.count(timed_key) == 0) Refuse(cache, timed_key, *spec, written, /*fused=*/true);
+      return std::nullopt;
+    }
+  }
+  std::unique_lock<std::mutex> lock(cache.mu);
   std::string key;
   const GraphPlan* plan = FindOrMakePlan(
-      cache, ctx, *spec, "|" + GraphEpilogueKey(*epilogue), /*fused=*/true,
-      [&](bool timed) { return MakeFusedGraphPlan(*spec, *epilogue, p, ctx, timed); }, &key);
+      cache, ctx, *spec, key_tail, /*fused=*/true,
+      [&](bool timed) -> absl::StatusOr<std::unique_ptr<GraphPlan>> {
+        if (!timed || check.reference == 0) {
+          return absl::FailedPreconditionError("cudnn graph epilogue: a fused plan is only made checked");
+        }
+        return MakeFusedGraphPlan(*spec, *epilogue, p, ctx, check);
+      },
+      &key);
+  cache.summary.fused_candidates_rejected += check.rejected;
+  if (cache.summary.first_rejected_candidate.empty() && !check.first_rejection.empty()) {
+    cache.summary.first_rejected_candidate = absl::StrCat("x [", absl::StrJoin(spec->x.dims, ","), "] w [",
+                                                          absl::StrJoin(spec->w.dims, ","), "]: ",
+                                                          check.first_rejection);
+  }
   if (plan == nullptr) return std::nullopt;
+  // Fenced on both sides (the header says why); without the fence the
+  // kernel path runs it.
+  if (!SeparateOnStream(ctx).ok()) return std::nullopt;
   std::optional<absl::Status> done = RunPlan(cache, *plan, key, *spec, *buffers, ctx, /*fused=*/true);
+  if (done && done->ok()) done = SeparateOnStream(ctx);
   if (done && done->ok()) {
     if (ctx.used_cudnn != nullptr) *ctx.used_cudnn = true;
     if (ctx.used_cudnn_graph != nullptr) *ctx.used_cudnn_graph = true;
     if (ctx.used_graph_epilogue != nullptr) *ctx.used_graph_epilogue = true;
   }
   return done;
+}
+
+double FusedPlanTolerance(DType dtype, bool tf32) {
+  switch (dtype) {
+    case DType::kFloat16: return 1e-2;
+    case DType::kBFloat16: return 2e-2;
+    default: return tf32 ? 5e-3 : 1e-4;
+  }
+}
+
+bool IsPackedLayout(const lowering::Layout& l) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims that address memory
+  for (size_t d = 0; d < l.sizes.size(); ++d) {
+    if (l.sizes[d] == 0) return false;
+    if (l.sizes[d] == 1) continue;
+    if (d >= l.strides.size() || l.strides[d] <= 0) return false;
+    dims.emplace_back(l.strides[d], l.sizes[d]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t expect = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expect) return false;
+    expect *= size;
+  }
+  return true;
 }
 
 GraphApiSummary CudnnGraphSummary() {

@@ -27,6 +27,7 @@
 #define KILN_BACKENDS_CUDA_CUDNN_GRAPH_CONV_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -129,14 +130,33 @@ absl::StatusOr<GraphConvOperation> BuildGraphConvOperation(const GraphConvSpec& 
 // FALLBACK, timed), keyed by the convolution's key and the chain; a chain
 // whose graph gives no plan is remembered and takes the kernel path.
 
-// Opt-in: true only with KILN_CUDNN_GRAPH_FUSED=1 (read at each call).
-// Off by default because the outputs were wrong on a real model: resnet50
-// batch 32 float32 on an H200 came out at relative L2 0.23 against the
-// kernel path when the CUDA graph was captured, and 0.16 with
-// KILN_CUDNN_GRAPH_PLANS=1 even eagerly, while the eager run timing 8 plans
-// matched it exactly; so some engine that heuristics rank first for these
-// graphs computes them wrongly (not identified yet), though the small GPU
-// test cases pass.
+// Two safeguards, both measured on resnet50 at batch 32 on an NVIDIA H200:
+//
+// Fenced execution. Each fused graph runs between two 4-byte
+// device-to-device copies on the stream (one memcpy node each in a CUDA
+// graph), so its kernels cannot overlap the kernels next to them. Without
+// the fences the model's output was off by relative L2 0.13-0.23 from the
+// kernel path's, with and without CUDA graphs and varying from run to run,
+// while every convolution's own output matched the kernel path when its
+// plan was checked; a stream synchronize after each fused graph, or a copy
+// on either side of it, made the output match (6.5e-5 in float32 with
+// TF32, 3.4e-3 in bfloat16). So neighbouring kernels raced with cuDNN's
+// runtime-fusion kernels (which ones, and through what, is not known; the
+// plain convolution graphs did not need it). The fences cost about 0.1 ms
+// of resnet50's 2.2 (float32).
+//
+// Checked plans. Every candidate plan is checked before it may be kept:
+// the caller's kernel path (convolution, then conv_epilogue's kernel)
+// writes a reference output once, each candidate's output is compared with
+// it on the device (output_difference.h), and candidates further off than
+// FusedPlanTolerance are dropped; a graph none of whose candidates passes
+// takes the kernel path. No engine failed the check on resnet50; it stays
+// because a wrong engine would otherwise go unnoticed until the model's
+// output is compared. Checking synchronizes, so under a CUDA graph capture
+// a fused graph with no checked plan yet takes the kernel path (not
+// remembered: the next eager call plans it).
+//
+// On unless KILN_CUDNN_GRAPH_FUSED=0 (read at each call).
 bool CudnnGraphFusedEnabled();
 
 inline constexpr int64_t kGraphUidBias = 4;
@@ -177,12 +197,28 @@ struct GraphFusedOperation {
 absl::StatusOr<GraphFusedOperation> BuildGraphFusedOperation(const GraphConvSpec& conv,
                                                              const GraphEpilogueSpec& epilogue);
 
+// The relative L2 distance from the reference a fused plan may have:
+// float32 1e-4 (TF32 5e-3: two TF32 algorithms differ that much), float16
+// 1e-2, bfloat16 2e-2 (a rounding step of the output is 0.4-0.8%).
+double FusedPlanTolerance(DType dtype, bool tf32);
+
+// Whether `layout`'s elements fill numel() consecutive elements from its
+// first one, in some order of its dims (NCHW, NHWC, ...): no gaps, no
+// overlaps, no negative strides.
+bool IsPackedLayout(const lowering::Layout& layout);
+
+// Writes the kernel path's result of the fused convolution to `y`: a view
+// with p.y's sizes and strides at another address.
+using FusedConvReference = std::function<absl::Status(const DeviceView& y)>;
+
 // Runs a fused convolution (p.bias and p.post, p.post_operands) as one
 // graph. nullopt when this path does not take it (switched off, no cuDNN,
-// a chain it does not map, a graph refused now or before: reasons counted
-// by CudnnGraphSummary); the caller then runs conv + epilogue kernel.
-// Sets *ctx.used_cudnn, *ctx.used_cudnn_graph and *ctx.used_graph_epilogue.
-std::optional<absl::Status> CudnnGraphFusedConvolution(const ConvProblem& p, const ConvContext& ctx);
+// a chain it does not map, y not packed, no candidate within tolerance of
+// `reference`, a graph refused now or before: reasons counted by
+// CudnnGraphSummary); the caller then runs conv + epilogue kernel. Sets
+// *ctx.used_cudnn, *ctx.used_cudnn_graph and *ctx.used_graph_epilogue.
+std::optional<absl::Status> CudnnGraphFusedConvolution(const ConvProblem& p, const ConvContext& ctx,
+                                                       const FusedConvReference& reference);
 
 // Runs `p`'s convolution through the graph API (its bias is not added:
 // CudnnConvolution adds it). nullopt when this path does not take
@@ -202,6 +238,10 @@ struct GraphApiSummary {
   int64_t fused_planned = 0;
   int64_t fused_refused = 0;
   std::string first_fused_refusal;
+  // Candidate plans of fused graphs dropped for their output (and the first
+  // such: engine and distance).
+  int64_t fused_candidates_rejected = 0;
+  std::string first_rejected_candidate;
   std::string first_unmapped_chain;
 };
 GraphApiSummary CudnnGraphSummary();

@@ -12,6 +12,8 @@
 // program's input and output) and NHWC (a chain of three), float32 with TF32
 // off and on, bfloat16, run with KILN_CUDNN_GRAPH_FUSED=1 and =0 (conv +
 // epilogue kernel) in the same program, both against the interpreter.
+// The check of fused plans: with a reference that is off no candidate is
+// kept, with the kernel path's own output one is, and its output matches.
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -22,11 +24,14 @@
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/cuda_program.h"
+#include "backends/cuda/channels_last_plan.h"
+#include "backends/cuda/cuda_conv.h"
 #include "backends/cuda/cuda_test_util.h"
 #include "backends/cuda/cudnn_graph_conv.h"
 #include "gtest/gtest.h"
 #include "runtime/interpreter.h"
 #include "runtime/tensor_ops.h"
+#include "support/status.h"
 
 namespace kiln::backends::cuda {
 namespace {
@@ -257,6 +262,105 @@ TEST(CudnnGraphGpuTest, FusedEpiloguesInsideTheGraphMatchTheKernelPathAndTheInte
     }
   }
   CudaDevice::SetConvTf32(tf32);
+}
+
+// bfloat16 NHWC conv 3x3 + bias + relu (what cuDNN's runtime-fusion
+// engines take), called directly: a reference from other weights is off
+// by far more than the tolerance, so every candidate is dropped and the
+// caller's kernel path runs; the kernel path's own output as reference
+// keeps a plan, whose output then matches it. Batch 2 and 3: shapes of
+// their own (plans and refusals are cached per shape, process-wide).
+TEST(CudnnGraphGpuTest, FusedPlansAreKeptOnlyWhenTheirOutputMatchesTheReference) {
+  test::RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  if (!LoadCudaLibraries().cudnn_status.ok()) GTEST_SKIP() << "no cuDNN: " << LoadCudaLibraries().cudnn_status;
+  test::ScopedEnv on("KILN_CUDNN_GRAPH_FUSED", "1");
+  CudaDevice device;
+  ASSERT_TRUE(device.MakeCurrent(0).ok());
+  const CudaDriverApi& d = LoadCudaLibraries().driver;
+  absl::StatusOr<cudnnHandle_t> cudnn = device.CudnnHandle(0, nullptr);
+  ASSERT_TRUE(cudnn.ok()) << cudnn.status();
+  std::vector<std::shared_ptr<DeviceStorage>> keep;
+  auto allocate = [&](int64_t bytes) -> absl::StatusOr<CUdeviceptr> {
+    ASSIGN_OR_RETURN(std::shared_ptr<DeviceStorage> s, device.AllocateStorage(0, static_cast<size_t>(bytes)));
+    keep.push_back(s);
+    return s->ptr();
+  };
+  // `t`'s values (bfloat16) as `layout` (its strides say how they are read).
+  auto upload = [&](const Tensor& t, const lowering::Layout& layout) -> DeviceView {
+    const Tensor b = *runtime::CastTo(t, DType::kBFloat16);
+    absl::StatusOr<CUdeviceptr> ptr = allocate(b.numel() * 2);
+    EXPECT_TRUE(ptr.ok());
+    EXPECT_EQ(d.cuMemcpyHtoDAsync(*ptr, b.raw_data(), static_cast<size_t>(b.numel()) * 2, nullptr), kCudaSuccess);
+    return DeviceView{*ptr, layout};
+  };
+  auto download = [&](const DeviceView& v) {
+    Tensor t = Tensor::Empty(DType::kBFloat16, {v.layout.numel()});
+    EXPECT_EQ(d.cuMemcpyDtoHAsync(t.raw_data(), ViewAddress(v), static_cast<size_t>(t.numel()) * 2, nullptr),
+              kCudaSuccess);
+    EXPECT_EQ(d.cuStreamSynchronize(nullptr), kCudaSuccess);
+    return t;  // memory order: both sides are packed alike
+  };
+  const int64_t c = 16, hw = 9;
+  auto nhwc = [&](std::vector<int64_t> sizes) {
+    return ChannelsLastLayout(lowering::Layout::Contiguous(DType::kBFloat16, std::move(sizes), "cuda"));
+  };
+  const DeviceView w = upload(test::Random({c, c, 3, 3}, 21), nhwc({c, c, 3, 3}));
+  const DeviceView other_w = upload(test::Random({c, c, 3, 3}, 22), nhwc({c, c, 3, 3}));
+  const DeviceView bias = upload(test::Random({c}, 23), lowering::Layout::Contiguous(DType::kBFloat16, {c}, "cuda"));
+  ConvContext ctx;
+  ctx.cudnn = *cudnn;
+  ctx.channels_last = true;
+  ctx.scratch = allocate;
+  bool used_graph_epilogue = false;
+  ctx.used_graph_epilogue = &used_graph_epilogue;
+  auto problem = [&](int64_t n) {
+    ConvProblem p;
+    p.n = n, p.cin = c, p.h = hw, p.w = hw, p.cout = c, p.kh = 3, p.kw = 3, p.oh = hw, p.ow = hw, p.ph = 1, p.pw = 1;
+    p.x = upload(test::Random({n, c, hw, hw}, 24), nhwc({n, c, hw, hw}));
+    p.weight = w;
+    p.bias = bias;
+    absl::StatusOr<CUdeviceptr> y = allocate(n * c * hw * hw * 2);
+    EXPECT_TRUE(y.ok());
+    p.y = DeviceView{*y, nhwc({n, c, hw, hw})};
+    ir::PostOp relu;
+    relu.kind = ir::PostOpKind::kRelu;
+    p.post = {relu};
+    p.epilogue = MakeEpilogueArgs(p.y.layout, true, p.post, {});
+    EXPECT_TRUE(p.epilogue.has_value());
+    return p;
+  };
+
+  const ConvProblem off = problem(2);
+  const GraphApiSummary before = CudnnGraphSummary();
+  const FusedConvReference other_weights = [&](const DeviceView& y) -> absl::Status {
+    ConvProblem q = off;
+    q.weight = other_w;
+    return *ConvThenEpilogue(q, y, ctx);
+  };
+  EXPECT_FALSE(CudnnGraphFusedConvolution(off, ctx, other_weights).has_value())
+      << "a plan was kept against a reference from other weights";
+  const GraphApiSummary after = CudnnGraphSummary();
+  EXPECT_GT(after.fused_candidates_rejected, before.fused_candidates_rejected);
+  std::printf("[cudnn fused check] rejected %lld candidates; first: %s\n",
+              static_cast<long long>(after.fused_candidates_rejected - before.fused_candidates_rejected),  // NOLINT
+              after.first_rejected_candidate.c_str());
+
+  const ConvProblem good = problem(3);
+  const FusedConvReference kernel_path = [&](const DeviceView& y) -> absl::Status {
+    return *ConvThenEpilogue(good, y, ctx);
+  };
+  std::optional<absl::Status> done = CudnnGraphFusedConvolution(good, ctx, kernel_path);
+  ASSERT_TRUE(done.has_value()) << "no plan kept against the kernel path's own output: "
+                                << CudnnGraphSummary().first_fused_refusal;
+  ASSERT_TRUE(done->ok()) << *done;
+  EXPECT_TRUE(used_graph_epilogue);
+  const Tensor fused = download(good.y);
+  absl::StatusOr<CUdeviceptr> other = allocate(good.y.layout.numel() * 2);
+  ASSERT_TRUE(other.ok());
+  const DeviceView kernel_y{*other, good.y.layout};
+  ASSERT_TRUE(ConvThenEpilogue(good, kernel_y, ctx)->ok());
+  EXPECT_LE(RelativeL2(fused, download(kernel_y)), FusedPlanTolerance(DType::kBFloat16, false));
 }
 
 }  // namespace

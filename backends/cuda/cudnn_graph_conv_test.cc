@@ -380,15 +380,51 @@ TEST(CudnnGraphFusedTest, KeysSeparateChains) {
 
 TEST(CudnnGraphFusedTest, Switch) {
   unsetenv("KILN_CUDNN_GRAPH_FUSED");
-  EXPECT_FALSE(CudnnGraphFusedEnabled()) << "opt-in (cudnn_graph_conv.h says why)";
+  EXPECT_TRUE(CudnnGraphFusedEnabled()) << "on by default";
   setenv("KILN_CUDNN_GRAPH_FUSED", "1", 1);
   EXPECT_TRUE(CudnnGraphFusedEnabled());
   setenv("KILN_CUDNN_GRAPH_FUSED", "0", 1);
   EXPECT_FALSE(CudnnGraphFusedEnabled());
   unsetenv("KILN_CUDNN_GRAPH_FUSED");
   ConvContext ctx;  // no handle: the caller's conv + epilogue kernel path
-  EXPECT_FALSE(CudnnGraphFusedConvolution(FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kRelu)}, 0), ctx)
+  EXPECT_FALSE(CudnnGraphFusedConvolution(FusedConv3x3(DType::kFloat32, false, {Step(ir::PostOpKind::kRelu)}, 0), ctx,
+                                          FusedConvReference())
                    .has_value());
+}
+
+// Fused plans are checked against a reference on packed outputs only: the
+// comparison walks [first element, first + numel).
+TEST(CudnnGraphFusedTest, PackedLayoutsAreTheOnesWithoutGapsOrOverlaps) {
+  using lowering::Layout;
+  const Layout nchw = Layout::Contiguous(DType::kFloat32, {2, 3, 4, 5}, "cuda");
+  EXPECT_TRUE(IsPackedLayout(nchw));
+  Layout nhwc = nchw;
+  nhwc.strides = {60, 1, 15, 3};
+  EXPECT_TRUE(IsPackedLayout(nhwc));
+  nhwc.offset = 7;  // where it starts does not matter
+  EXPECT_TRUE(IsPackedLayout(nhwc));
+  Layout unit = Layout::Contiguous(DType::kFloat32, {1, 3, 1, 1}, "cuda");
+  unit.strides = {99, 1, 42, 42};  // size-1 dims address nothing
+  EXPECT_TRUE(IsPackedLayout(unit));
+  Layout slice = nchw;
+  slice.strides = {80, 20, 5, 1};  // 3 of a wider tensor's 4 channels: a gap
+  EXPECT_FALSE(IsPackedLayout(slice));
+  Layout overlap = nchw;
+  overlap.strides = {60, 20, 5, 0};  // a broadcast
+  EXPECT_FALSE(IsPackedLayout(overlap));
+  Layout negative = nchw;
+  negative.strides = {60, 20, -5, 1};
+  EXPECT_FALSE(IsPackedLayout(negative));
+  EXPECT_FALSE(IsPackedLayout(Layout::Contiguous(DType::kFloat32, {2, 0, 3}, "cuda")));
+}
+
+TEST(CudnnGraphFusedTest, ToleranceFollowsThePrecision) {
+  EXPECT_LT(FusedPlanTolerance(DType::kFloat32, false), FusedPlanTolerance(DType::kFloat32, true));
+  EXPECT_LT(FusedPlanTolerance(DType::kFloat32, true), FusedPlanTolerance(DType::kBFloat16, false));
+  EXPECT_EQ(FusedPlanTolerance(DType::kBFloat16, true), FusedPlanTolerance(DType::kBFloat16, false));
+  EXPECT_LE(FusedPlanTolerance(DType::kFloat16, false), FusedPlanTolerance(DType::kBFloat16, false));
+  // resnet50's wrong engines were at relative L2 0.16-0.23 over the model.
+  EXPECT_LT(FusedPlanTolerance(DType::kBFloat16, false), 0.05);
 }
 
 // cuDNN finalizes the fused graph's descriptors (no handle needed below the

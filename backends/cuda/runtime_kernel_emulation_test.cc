@@ -3,6 +3,7 @@
 // kernel_emulation.h and run over channels-last and NCHW buffers, against
 // the interpreter's post-op semantics (runtime::nn::ApplyPostOps). float16
 // storage is not emulated (its conversions are PTX; the GPU test covers it).
+// Also the output difference's partial sums (output_difference.h).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "backends/cuda/conv_epilogue.h"
 #include "backends/cuda/depthwise_conv.h"
 #include "backends/cuda/kernel_emulation.h"
+#include "backends/cuda/output_difference.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "gtest/gtest.h"
 #include "runtime/kernels.h"
@@ -49,6 +51,16 @@ extern "C" void emu_epilogue(int bf16, void* y, const void* b, const void* const
                            (const float*)o[3], a);
     });
   }
+}
+extern "C" void emu_difference(int bf16, const void* a, const void* b, long long n, double* partials,
+                               long long grid) {
+  kiln_run_grid(grid, 256, [&] {
+    if (bf16) {
+      kiln_rt_difference_bf16((const unsigned short*)a, (const unsigned short*)b, n, partials);
+    } else {
+      kiln_rt_difference_f32((const float*)a, (const float*)b, n, partials);
+    }
+  });
 }
 extern "C" void emu_pool(int is_max, const float* x, float* y, const void* args, long long grid, int block) {
   const kiln_rt_pool_args& a = *static_cast<const kiln_rt_pool_args*>(args);
@@ -112,7 +124,9 @@ class RuntimeEmulator {
     copy128_ = reinterpret_cast<CopyFn>(dlsym(handle_, "emu_copy_u128"));
     pool_ = reinterpret_cast<PoolFn>(dlsym(handle_, "emu_pool"));
     depthwise_ = reinterpret_cast<DepthwiseFn>(dlsym(handle_, "emu_depthwise"));
-    if (epilogue_ == nullptr || copy_ == nullptr || copy128_ == nullptr || pool_ == nullptr || depthwise_ == nullptr) {
+    difference_ = reinterpret_cast<DifferenceFn>(dlsym(handle_, "emu_difference"));
+    if (epilogue_ == nullptr || copy_ == nullptr || copy128_ == nullptr || pool_ == nullptr || depthwise_ == nullptr ||
+        difference_ == nullptr) {
       return absl::InternalError("launchers not found");
     }
     return absl::OkStatus();
@@ -127,6 +141,8 @@ class RuntimeEmulator {
   CopyFn copy128_ = nullptr;
   PoolFn pool_ = nullptr;
   DepthwiseFn depthwise_ = nullptr;
+  using DifferenceFn = void (*)(int, const void*, const void*, long long, double*, long long);
+  DifferenceFn difference_ = nullptr;
 
  private:
   void* handle_ = nullptr;
@@ -446,6 +462,50 @@ TEST(RuntimeKernelEmulation, DepthwiseMatchesTheReferenceConvolution) {
         }
       }
     }
+  }
+}
+
+// Each block's partial sums over its grid-stride slice, added on the host:
+// the relative L2 over the elements finite in both (a NaN in both is a
+// match), and the elements finite in only one counted.
+TEST(RuntimeKernelEmulation, DifferenceSumsMatchTheHostsOverFiniteElements) {
+  RuntimeEmulator* emu = Emulator();
+  ASSERT_NE(emu, nullptr);
+  for (const DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    const int64_t n = 2000;
+    const Tensor b = Rounded(RandomFloats({n}, 31), dtype);
+    Tensor a = Rounded(RandomFloats({n}, 32), dtype);
+    for (int64_t i = 0; i < n; ++i) a.data<float>()[i] = b.data<float>()[i] + 0.01f * a.data<float>()[i];
+    a = Rounded(a, dtype);
+    Tensor bb = b;
+    a.data<float>()[5] = bb.data<float>()[5] = NAN;  // NaN in both: no mismatch
+    a.data<float>()[7] = INFINITY;                    // finite in b only: one
+    bb.data<float>()[1999] = -INFINITY;               // finite in a only: two
+    double sq = 0, ref = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (i == 5 || i == 7 || i == 1999) continue;
+      const double d = static_cast<double>(a.data<float>()[i]) - bb.data<float>()[i];
+      sq += d * d;
+      ref += static_cast<double>(bb.data<float>()[i]) * bb.data<float>()[i];
+    }
+    const Layout l = Layout::Contiguous(dtype, {n}, "cuda");
+    const std::vector<uint32_t> as = Store(a, l), bs = Store(bb, l);
+    const int blocks = 3;  // fewer than the elements need: each block strides
+    std::vector<double> partials(3 * blocks, -1.0);
+    emu->difference_(dtype == DType::kBFloat16, as.data(), bs.data(), n, partials.data(), blocks);
+    const OutputDifference diff = SumDifferencePartials(partials.data(), blocks);
+    EXPECT_EQ(diff.finiteness_mismatches, 2);
+    EXPECT_NEAR(diff.relative_l2, std::sqrt(sq / ref), 1e-9);
+    EXPECT_GT(diff.relative_l2, 1e-3);
+    // Equal tensors, and all-zero ones.
+    emu->difference_(dtype == DType::kBFloat16, bs.data(), bs.data(), n, partials.data(), blocks);
+    EXPECT_EQ(SumDifferencePartials(partials.data(), blocks).relative_l2, 0.0);
+    const std::vector<uint32_t> zeros(as.size(), 0);
+    emu->difference_(dtype == DType::kBFloat16, zeros.data(), zeros.data(), n, partials.data(), blocks);
+    EXPECT_EQ(SumDifferencePartials(partials.data(), blocks).relative_l2, 0.0);
+    emu->difference_(dtype == DType::kBFloat16, as.data(), zeros.data(), n, partials.data(), blocks);
+    EXPECT_TRUE(std::isinf(SumDifferencePartials(partials.data(), blocks).relative_l2)) << "b all zero, a not";
   }
 }
 

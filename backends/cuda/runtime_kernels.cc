@@ -12,6 +12,7 @@
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/depthwise_conv.h"
+#include "backends/cuda/output_difference.h"
 #include "support/status.h"
 
 namespace kiln::backends::cuda {
@@ -266,10 +267,11 @@ int RuntimeStorageIndex(DType t) {
 }
 
 const std::string& RuntimeKernelSource() {
-  // The convolution epilogue (conv_epilogue.h) and the depthwise kernels
-  // (depthwise_conv.h) share the unit's storage helpers.
-  static const std::string* source =
-      new std::string(absl::StrCat(kSource, EpilogueKernelSource(), DepthwiseKernelSource()));
+  // The convolution epilogue (conv_epilogue.h), the depthwise kernels
+  // (depthwise_conv.h) and the output difference (output_difference.h)
+  // share the unit's storage helpers.
+  static const std::string* source = new std::string(
+      absl::StrCat(kSource, EpilogueKernelSource(), DepthwiseKernelSource(), DifferenceKernelSource()));
   return *source;
 }
 
@@ -388,6 +390,12 @@ absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
       const char* const epilogues[3] = {"kiln_rt_epilogue_f32", "kiln_rt_epilogue_f16", "kiln_rt_epilogue_bf16"};
       for (int t = 0; t < 3; ++t) {
         RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.epilogue[t], module, epilogues[t]), epilogues[t]));
+      }
+      const char* const differences[3] = {"kiln_rt_difference_f32", "kiln_rt_difference_f16",
+                                          "kiln_rt_difference_bf16"};
+      for (int t = 0; t < 3; ++t) {
+        RETURN_IF_ERROR(
+            CuCheck(d.cuModuleGetFunction(&l->kernels.difference[t], module, differences[t]), differences[t]));
       }
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[0], module, "kiln_rt_copy_u16"), "copy"));
       RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[1], module, "kiln_rt_copy_u32"), "copy"));

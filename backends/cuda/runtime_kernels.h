@@ -41,6 +41,9 @@ struct RuntimeKernels {
   // A convolution's epilogue in place (conv_epilogue.h) per storage type;
   // arguments (y, bias, operand 0..3, EpilogueArgs).
   CUfunction epilogue[3] = {};
+  // Partial sums of two tensors' difference per storage type
+  // (output_difference.h); arguments (a, b, n, partials).
+  CUfunction difference[3] = {};
 };
 
 // The pooling kernels' parameters (passed by value; the kernel's own
