@@ -1,6 +1,8 @@
 #include "passes/constant_propagation.h"
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "ir/op_traits.h"
 #include "ir/constants.h"
 #include "passes/pass_log.h"
+#include "passes/shape_functions.h"
 #include "ir/scalar_eval.h"
 #include "support/status.h"
 
@@ -52,6 +55,18 @@ int64_t TensorElements(const IValue& v) {
   int64_t n = 0;
   if (v.isList() || v.isTuple()) {
     for (const IValue& e : v.elements()) n += TensorElements(e);
+  }
+  return n;
+}
+
+// The elements of a tensor type whose sizes are all known (saturating at
+// INT64_MAX); nullopt for other types and unknown sizes.
+std::optional<int64_t> StaticElements(const ir::Type& type) {
+  if (!type.is_tensor() || !type.tensor().HasCompleteSizes()) return std::nullopt;
+  int64_t n = 1;
+  for (int64_t d : type.tensor().ConcreteSizes()) {
+    if (d < 0) return std::nullopt;
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
   }
   return n;
 }
@@ -209,6 +224,17 @@ class ConstantPropagator {
     for (Value* in : n->inputs()) {
       if (!MayBeKnown(in)) return absl::OkStatus();
     }
+    // A result whose size is known before evaluating it (its type, or the
+    // op's shape function over the constant inputs' types) and is above the
+    // cap would be evaluated only to be refused by CheckResult: a large
+    // model's gather of a constant table (bert's token-type embedding, 3M
+    // elements) cost as much as the rest of the pipeline, once per run.
+    if (std::optional<std::pair<size_t, int64_t>> big = ResultAboveCap(*n)) {
+      KILN_LOG_DEBUG(kPass, "not folding ", n->kind().qualString(), " -> %",
+                     n->output(big->first)->debugName(), ": it would have ", big->second,
+                     " elements, above the cap of ", options_.max_tensor_elements);
+      return absl::OkStatus();
+    }
     std::vector<IValue> inputs;
     inputs.reserve(n->inputs().size());
     for (Value* in : n->inputs()) {
@@ -249,6 +275,44 @@ class ConstantPropagator {
     RemoveNode(n);
     stats_.Add("nodes_folded");
     return absl::OkStatus();
+  }
+
+  // The first used output (index, elements) whose size, known without
+  // evaluating `n`, is above the cap.
+  std::optional<std::pair<size_t, int64_t>> ResultAboveCap(const Node& n) {
+    std::vector<std::optional<int64_t>> elements;
+    bool unknown = false;
+    for (const Value* out : n.outputs()) {
+      elements.push_back(StaticElements(*out->type()));
+      unknown |= out->hasUses() && out->type()->is_tensor() && !elements.back();
+    }
+    if (unknown) {
+      // The shape function, as shape propagation would run it; its answer
+      // only decides whether to evaluate, the types stay as they are.
+      const ir::Operator* op = ops_.Match(n);
+      if (op != nullptr && op->shape_fn) {
+        std::vector<ir::TypePtr> types;
+        std::vector<std::optional<IValue>> values;
+        for (const Value* in : n.inputs()) {
+          types.push_back(in->type());
+          values.push_back(ConstantValueOf(*in));
+        }
+        std::vector<const IValue*> constants;
+        for (const std::optional<IValue>& v : values) constants.push_back(v ? &*v : nullptr);
+        absl::StatusOr<std::vector<ir::TypePtr>> inferred = op->shape_fn(n, types, constants);
+        if (inferred.ok()) {
+          for (size_t i = 0; i < inferred->size() && i < elements.size(); ++i) {
+            if (!elements[i] && (*inferred)[i] != nullptr) elements[i] = StaticElements(*(*inferred)[i]);
+          }
+        }
+      }
+    }
+    for (size_t i = 0; i < elements.size(); ++i) {
+      if (n.output(i)->hasUses() && elements[i] && *elements[i] > options_.max_tensor_elements) {
+        return std::make_pair(i, *elements[i]);
+      }
+    }
+    return std::nullopt;
   }
 
   absl::Status CheckResult(const Value& out, const IValue& v) {

@@ -12,7 +12,8 @@
 // Never folded: ops with side effects, nondeterministic or mutating ops
 // (traits from ir/op_traits.h), vararg schemas, structural/profiling prims,
 // ops reading a placeholder tensor (`<Tensor>` without data), tensor inputs
-// or results above `max_tensor_elements`, results that have no constant
+// or results above `max_tensor_elements` (a result whose type has static
+// sizes above it is refused before its kernel runs), results that have no constant
 // form (tuples), and mutable results (tensors, lists) or inputs whose
 // uses might write them. Each refusal is logged at DEBUG level
 // (KILN_LOG_LEVEL=">>constant_propagation").

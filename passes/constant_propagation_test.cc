@@ -564,6 +564,52 @@ TEST_F(KernelTest, RespectsTheElementCap) {
   EXPECT_EQ(g->numNodes(), 3u);
 }
 
+// A result whose type already says it is above the cap is not evaluated (a
+// large model's constant gathers cost more than the rest of the pipeline);
+// one of unknown size is evaluated and refused after.
+TEST_F(KernelTest, DoesNotEvaluateWhatItsTypeSaysIsAboveTheCap) {
+  int calls = 0;
+  Add("aten::tile_twice(Tensor self) -> Tensor",
+      [&calls](absl::Span<const IValue> in) -> absl::StatusOr<std::vector<IValue>> {
+        ++calls;
+        const Tensor& a = in[0].toTensor();
+        Tensor out = Tensor::Empty(DType::kFloat32, {2 * a.numel()});
+        for (int64_t i = 0; i < out.numel(); ++i) out.data<float>()[i] = static_cast<float>(a.GetDouble(i % a.numel()));
+        return std::vector<IValue>{IValue::FromTensor(out)};
+      });
+  options_.max_tensor_elements = 3;
+  // %b : Float(4) = aten::tile_twice(%a : Float(2) constant); return neg(%b)
+  auto g = std::make_unique<ir::Graph>();
+  Tensor two = Tensor::Empty(DType::kFloat32, {2});
+  two.data<float>()[0] = 1.5f;
+  two.data<float>()[1] = 2.5f;
+  ir::Value* a = *InsertConstant(*g, IValue::FromTensor(two));
+  ir::Node* tile = g->insertNode(g->create(ir::Symbol::FromQualString("aten::tile_twice"), {a}));
+  ir::TensorInfo four;
+  four.dtype = DType::kFloat32;
+  four.sizes = std::vector<std::optional<int64_t>>{4};
+  tile->output()->setType(ir::Type::TensorWith(four));
+  ir::Node* neg = g->insertNode(g->create(ir::Symbol::FromQualString("aten::neg"), {tile->output()}));
+  g->registerOutput(neg->output());
+  PassStatistics stats;
+  auto changed = PropagateConstants(*g, stats, options_);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_FALSE(*changed);
+  EXPECT_EQ(calls, 0);
+  // Unknown sizes: evaluated, then refused by the result's size.
+  tile->output()->setType(ir::Type::Tensor());
+  changed = PropagateConstants(*g, stats, options_);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_FALSE(*changed);
+  EXPECT_EQ(calls, 1);
+  // Within the cap, it folds.
+  options_.max_tensor_elements = 4;
+  changed = PropagateConstants(*g, stats, options_);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(calls, 2);
+}
+
 TEST_F(KernelTest, DoesNotFoldATensorTheCallerReceives) {
   auto g = TensorAddGraph();
   ir::Node* neg = g->outputs()[0]->node();
