@@ -164,6 +164,32 @@ TEST(TensorOpsTest, HalfAndBFloat16RoundToNearestEven) {
   EXPECT_EQ(h->GetInt(2), 65504);
 }
 
+// A contiguous float32 tensor (the fast path) and a transposed view of it
+// (the element loop) cast to bfloat16 give the same bits, ties, subnormals,
+// infinities and NaNs included.
+TEST(TensorOpsTest, Float32ToBFloat16FastPathMatchesTheElementLoop) {
+  const float values[] = {1.0f + std::ldexp(1.0f, -8), 1.0f + 3 * std::ldexp(1.0f, -8),
+                          std::numeric_limits<float>::max(), -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::denorm_min(), -0.0f,
+                          std::numeric_limits<float>::quiet_NaN(), 3.14159f};
+  Tensor f = Tensor::Empty(DType::kFloat32, {2, 4});
+  for (int i = 0; i < 8; ++i) f.data<float>()[i] = values[i];
+  auto fast = CastTo(f, DType::kBFloat16);
+  ASSERT_TRUE(fast.ok()) << fast.status();
+  auto transposed = Transpose(f, 0, 1);
+  ASSERT_TRUE(transposed.ok());
+  ASSERT_FALSE(transposed->is_contiguous());
+  auto slow = CastTo(*transposed, DType::kBFloat16);
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      const uint16_t want = DoubleToBFloat16Bits(values[i * 4 + j]);
+      EXPECT_EQ(fast->data<uint16_t>()[i * 4 + j], want) << i << "," << j;
+      EXPECT_EQ(slow->data<uint16_t>()[j * 2 + i], want) << i << "," << j;
+    }
+  }
+}
+
 TEST(TensorOpsTest, UnsignedWideTypes) {
   Tensor t = Tensor::Empty(DType::kUInt64, {2});
   ASSERT_TRUE(SetDouble(t, 0, 1.8e19).ok());

@@ -130,6 +130,18 @@ uint16_t DoubleToBFloat16Bits(double v) {
   return static_cast<uint16_t>(sign | RoundToSmallFloat(a, 7, -126, 127));
 }
 
+uint16_t FloatToBFloat16Bits(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return sign | 0x7fc0;  // NaN
+  // Round the low 16 bits away, to nearest, ties to even: a carry out of the
+  // mantissa steps the exponent, up to infinity past the largest finite; a
+  // subnormal float rounds to the bfloat16 subnormal it truncates to.
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
 float HalfBitsToFloat(uint16_t h) {
   const float sign = (h & 0x8000u) ? -1.0f : 1.0f;
   const int exp = (h >> 10) & 0x1f;

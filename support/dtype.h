@@ -48,6 +48,9 @@ bool IsUnsigned(DType t);  // uint8/16/32/64 (not bool)
 uint16_t DoubleToHalfBits(double v);
 float HalfBitsToFloat(uint16_t bits);
 uint16_t DoubleToBFloat16Bits(double v);
+// DoubleToBFloat16Bits(v) for a float, on its bits (no double arithmetic):
+// what converting a large model's weights runs once per element.
+uint16_t FloatToBFloat16Bits(float v);
 float BFloat16BitsToFloat(uint16_t bits);
 
 }  // namespace kiln

@@ -1,6 +1,7 @@
 #include "support/tensor.h"
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -24,6 +25,28 @@ TEST(DType, NamesAndCodesRoundTrip) {
   EXPECT_FALSE(DTypeFromName("Quaternion").has_value());
   EXPECT_FALSE(DTypeFromCode(99).has_value());
   EXPECT_EQ(DTypeSize(DType::kBFloat16), 2u);
+}
+
+// The float fast path agrees with the double one bit for bit: every sign,
+// every exponent (zeros, subnormals, the largest finite, infinities, NaNs)
+// and, for each, mantissas around the rounding ties and a stride through
+// the rest.
+TEST(DType, FloatToBFloat16MatchesTheDoublePath) {
+  int64_t checked = 0;
+  for (uint32_t sign_exp = 0; sign_exp < 512; ++sign_exp) {
+    auto check = [&](uint32_t mantissa) {
+      const uint32_t bits = (sign_exp << 23) | (mantissa & 0x7fffffu);
+      float f;
+      std::memcpy(&f, &bits, 4);
+      ASSERT_EQ(FloatToBFloat16Bits(f), DoubleToBFloat16Bits(f)) << std::hex << bits;
+      ++checked;
+    };
+    for (uint32_t low : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) {
+      for (uint32_t high : {0x00u, 0x01u, 0x02u, 0x3fu, 0x40u, 0x7eu, 0x7fu}) check((high << 16) | low);
+    }
+    for (uint32_t m = 0; m < (1u << 23); m += 4093) check(m);
+  }
+  EXPECT_GT(checked, 1000000);
 }
 
 TEST(Tensor, EmptyIsContiguousAlignedAndZeroed) {
