@@ -303,17 +303,20 @@ absl::StatusOr<std::vector<Value*>> Importer::ConvertGraph(const onnx::GraphProt
     ~PopScope() { s->pop_back(); }
   } pop{&scopes_};
 
+  std::vector<const onnx::TensorProto*> initializers;
+  std::vector<std::optional<absl::string_view>> raw_data;
   for (int i = 0; i < g.initializer_size(); ++i) {
-    const onnx::TensorProto& init = g.initializer(i);
     const size_t at = static_cast<size_t>(i);
-    absl::StatusOr<Tensor> t = main && at < main_raw_data_.size() && main_raw_data_[at].has_value()
-                                   ? TensorFromProto(init, *main_raw_data_[at])
-                                   : TensorFromProto(init);
-    if (!t.ok()) {
-      return absl::Status(t.status().code(),
-                          absl::StrCat("initializer '", init.name(), "': ", t.status().message()));
+    initializers.push_back(&g.initializer(i));
+    raw_data.push_back(main && at < main_raw_data_.size() ? main_raw_data_[at] : std::nullopt);
+  }
+  std::vector<absl::StatusOr<Tensor>> tensors = TensorsFromProtos(initializers, raw_data);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].ok()) {
+      return absl::Status(tensors[i].status().code(), absl::StrCat("initializer '", initializers[i]->name(),
+                                                                   "': ", tensors[i].status().message()));
     }
-    Bind(init.name(), builder.TensorConstant(*t));
+    Bind(initializers[i]->name(), builder.TensorConstant(*tensors[i]));
   }
   if (g.sparse_initializer_size() > 0) {
     return absl::UnimplementedError(

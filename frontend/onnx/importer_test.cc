@@ -2,6 +2,10 @@
 // (the op families have their own conformance suites).
 #include "frontend/onnx/importer.h"
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "absl/strings/match.h"
 #include "frontend/onnx/converter.h"
 #include "frontend/onnx/tensor_proto.h"
@@ -229,6 +233,39 @@ TEST(TensorProtoTest, LargeRawDataRoundTrips) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(back->raw_data()) % Storage::kAlignment, 0u);
   p.add_dims(2);
   EXPECT_FALSE(TensorFromProto(p).ok());
+}
+
+// Many protos adding up to a large model's weights convert on several
+// threads: each result lands at its own index (the small ones, converted
+// last, included), an error stays with its proto, and a raw_data override
+// stands for the proto's field.
+TEST(TensorProtoTest, ManyProtosConvertInOrderOnThreads) {
+  std::vector<Tensor> want;
+  std::vector<onnx::TensorProto> protos;
+  for (int k = 0; k < 12; ++k) {
+    // 16 MiB, 2 MiB, 4 KiB ... (72 MiB in all: above the threads' threshold).
+    const int64_t n = k % 3 == 0 ? (4 << 20) : k % 3 == 1 ? (1 << 19) : 1024;
+    Tensor t = Tensor::Empty(DType::kFloat32, {n});
+    for (int64_t i = 0; i < n; i += 997) t.data<float>()[i] = static_cast<float>(k * 1000 + i % 1000);
+    want.push_back(t);
+    protos.push_back(TensorToProto(t, "w"));
+  }
+  std::vector<const onnx::TensorProto*> pointers;
+  for (const onnx::TensorProto& p : protos) pointers.push_back(&p);
+  protos[4].add_dims(2);  // its raw_data no longer matches its dims
+  std::vector<std::optional<absl::string_view>> raw(protos.size());
+  const std::string other = TensorToProto(want[2], "").raw_data();
+  raw[5] = other;  // stands for proto 5's (same size) bytes
+  std::vector<absl::StatusOr<Tensor>> got = TensorsFromProtos(pointers, raw);
+  ASSERT_EQ(got.size(), protos.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    if (k == 4) {
+      EXPECT_FALSE(got[k].ok());
+      continue;
+    }
+    ASSERT_TRUE(got[k].ok()) << k << ": " << got[k].status();
+    EXPECT_TRUE(got[k]->ValueEquals(want[k == 5 ? 2 : k])) << k;
+  }
 }
 
 }  // namespace

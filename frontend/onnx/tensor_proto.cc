@@ -2,12 +2,15 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -73,6 +76,12 @@ std::optional<Tensor> CopyIntoPopulatedMemory(DType dtype, std::vector<int64_t> 
   if (!t.ok()) return std::nullopt;
   return *std::move(t);
 }
+
+// TensorsFromProtos: below this many bytes in all, one thread (a small
+// model gains nothing from threads); above, at most this many threads
+// (the copy is bound by page allocation and memory bandwidth).
+constexpr size_t kParallelCopyBytes = size_t{64} << 20;
+constexpr size_t kMaxCopyThreads = 16;
 
 template <typename Src, typename Dst>
 void CopyConverted(const Src& src, Dst* dst) {
@@ -183,6 +192,40 @@ absl::StatusOr<Tensor> ConvertTensor(const TP& p, std::optional<absl::string_vie
 absl::StatusOr<Tensor> TensorFromProto(const TP& p) { return ConvertTensor(p, std::nullopt); }
 
 absl::StatusOr<Tensor> TensorFromProto(const TP& p, absl::string_view raw_data) { return ConvertTensor(p, raw_data); }
+
+std::vector<absl::StatusOr<Tensor>> TensorsFromProtos(
+    absl::Span<const onnx::TensorProto* const> protos,
+    absl::Span<const std::optional<absl::string_view>> raw_data) {
+  auto convert = [&](size_t i) {
+    return i < raw_data.size() && raw_data[i].has_value() ? TensorFromProto(*protos[i], *raw_data[i])
+                                                          : TensorFromProto(*protos[i]);
+  };
+  auto bytes_of = [&](size_t i) {
+    return i < raw_data.size() && raw_data[i].has_value() ? raw_data[i]->size() : protos[i]->raw_data().size();
+  };
+  std::vector<absl::StatusOr<Tensor>> out(protos.size(), absl::UnknownError("not converted"));
+  size_t total = 0;
+  for (size_t i = 0; i < protos.size(); ++i) total += bytes_of(i);
+  const size_t threads = std::min<size_t>(
+      {protos.size(), static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency())), kMaxCopyThreads});
+  if (total < kParallelCopyBytes || threads <= 1) {
+    for (size_t i = 0; i < protos.size(); ++i) out[i] = convert(i);
+    return out;
+  }
+  // Largest first, so that no thread is left with a large tensor at the end.
+  std::vector<size_t> order(protos.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bytes_of(a) > bytes_of(b); });
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (size_t k = next.fetch_add(1); k < order.size(); k = next.fetch_add(1)) out[order[k]] = convert(order[k]);
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  return out;
+}
 
 onnx::TensorProto TensorToProto(const Tensor& t, absl::string_view name) {
   TP p;

@@ -5,10 +5,13 @@
 #define KILN_FRONTEND_ONNX_TENSOR_PROTO_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "onnx/onnx_pb.h"
 #include "support/dtype.h"
 #include "support/tensor.h"
@@ -29,6 +32,13 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto);
 // The same with `raw_data` standing for the proto's raw_data field (the
 // bytes of a tensor parsed in place: model_file.h).
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, absl::string_view raw_data);
+// TensorFromProto of each proto (`raw_data[i]`, when set, standing for
+// protos[i]'s raw_data), in order. When their bytes add up to a large
+// model's weights, they are copied on several threads, largest first: the
+// copy into fresh pages was the import's whole time.
+std::vector<absl::StatusOr<Tensor>> TensorsFromProtos(
+    absl::Span<const onnx::TensorProto* const> protos,
+    absl::Span<const std::optional<absl::string_view>> raw_data);
 // The inverse (raw_data form), for writing test data.
 onnx::TensorProto TensorToProto(const Tensor& t, absl::string_view name = "");
 
