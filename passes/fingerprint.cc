@@ -1,5 +1,9 @@
 #include "passes/fingerprint.h"
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <variant>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -30,6 +34,12 @@ enum Tag : uint64_t {
   kNullType,
   kTypeTooDeep,
 };
+
+// TensorHashMemo::HashAhead: below this many bytes of new tensors, none
+// is hashed ahead; above, at most this many threads (bound by memory
+// bandwidth).
+constexpr size_t kParallelHashBytes = size_t{64} << 20;
+constexpr size_t kMaxHashThreads = 16;
 
 // Types nest only as deep as someone wrote them; past this, hash the kind.
 constexpr int kMaxTypeDepth = 32;
@@ -241,10 +251,61 @@ class Fingerprinter {
 
 uint64_t TypeFingerprint(const ir::Type& type) { return TypeHash(type, 0); }
 
+TensorHashMemo::Key TensorHashMemo::KeyOf(const Tensor& t) {
+  return Key{t.storage().get(), t.storage_offset(), static_cast<int>(t.dtype()), t.sizes(), t.strides()};
+}
+
+void TensorHashMemo::HashAhead(const ir::Graph& graph) {
+  // The tensors of every node's attributes (prim::Constant's value), in
+  // blocks too, each key once.
+  std::vector<Tensor> pending;
+  absl::flat_hash_map<Key, size_t> seen;
+  size_t bytes = 0;
+  auto add = [&](const Tensor& t) {
+    if (t.storage() == nullptr) return;
+    Key key = KeyOf(t);
+    if (hashes_.contains(key) || !seen.try_emplace(std::move(key), pending.size()).second) return;
+    pending.push_back(t);
+    bytes += static_cast<size_t>(t.numel()) * t.element_size();
+  };
+  std::vector<const ir::Block*> blocks{graph.block()};
+  while (!blocks.empty()) {
+    const ir::Block* b = blocks.back();
+    blocks.pop_back();
+    for (const Node* n : b->nodes()) {
+      for (const ir::Attribute& a : n->attributes()) {
+        if (const auto* t = std::get_if<Tensor>(&a.value)) add(*t);
+        if (const auto* ts = std::get_if<std::vector<Tensor>>(&a.value)) {
+          for (const Tensor& t : *ts) add(t);
+        }
+      }
+      for (const ir::Block* inner : n->blocks()) blocks.push_back(inner);
+    }
+  }
+  const size_t threads = std::min<size_t>(
+      {pending.size(), static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency())), kMaxHashThreads});
+  if (bytes < kParallelHashBytes || threads <= 1) return;  // ValueHash hashes them as it meets them
+  std::vector<uint64_t> hashes(pending.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (size_t i = 0; i < threads; ++i) {
+    pool.emplace_back([&] {
+      for (size_t k = next.fetch_add(1); k < pending.size(); k = next.fetch_add(1)) {
+        hashes[k] = pending[k].ValueHash();
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  for (size_t k = 0; k < pending.size(); ++k) {
+    hashes_.emplace(KeyOf(pending[k]), hashes[k]);
+    kept_.push_back(pending[k].storage());
+  }
+}
+
 uint64_t TensorHashMemo::ValueHash(const Tensor& t) {
   const std::shared_ptr<Storage>& storage = t.storage();
   if (storage == nullptr) return t.ValueHash();  // no data: sizes only
-  Key key{storage.get(), t.storage_offset(), static_cast<int>(t.dtype()), t.sizes(), t.strides()};
+  Key key = KeyOf(t);
   auto [it, inserted] = hashes_.try_emplace(std::move(key), 0);
   if (inserted) {
     it->second = t.ValueHash();
@@ -258,6 +319,7 @@ uint64_t GraphFingerprint(const ir::Graph& graph) {
 }
 
 uint64_t GraphFingerprint(const ir::Graph& graph, TensorHashMemo& memo) {
+  memo.HashAhead(graph);
   return Fingerprinter(graph, &memo).Run(graph.block());
 }
 

@@ -28,9 +28,15 @@ namespace kiln::passes {
 class TensorHashMemo {
  public:
   uint64_t ValueHash(const Tensor& t);
+  // Hashes the tensor constants of `graph` not remembered yet, on several
+  // threads when they add up to a large model's weights (hashing them one
+  // after the other was most of a fixed point's time); the fingerprint that
+  // follows finds them remembered. Results are those of ValueHash.
+  void HashAhead(const ir::Graph& graph);
 
  private:
   using Key = std::tuple<const void*, int64_t, int, std::vector<int64_t>, std::vector<int64_t>>;
+  static Key KeyOf(const Tensor& t);
   absl::flat_hash_map<Key, uint64_t> hashes_;
   std::vector<std::shared_ptr<Storage>> kept_;
 };
