@@ -118,10 +118,12 @@ int StrideIndex(int64_t s) {
 // 163 registers on sm_90, and capping it spills).
 int64_t StripRows(int64_t size, int64_t stride) { return stride == 1 && size <= 5 ? 8 : 4; }
 
-// Read per call (tests switch it; a replayed CUDA graph does not call it).
-bool Enabled() {
+// KILN_CUDA_DEPTHWISE: "0" none, "1" every storage type, unset the
+// measured policy (DepthwiseKernelTakes). Read per call (tests switch it; a
+// replayed CUDA graph does not call it).
+std::string Switch() {
   const char* v = std::getenv("KILN_CUDA_DEPTHWISE");
-  return v == nullptr || std::string(v) != "0";
+  return v == nullptr ? "" : v;
 }
 
 }  // namespace
@@ -147,7 +149,8 @@ const std::string& DepthwiseKernelSource() {
 }
 
 bool DepthwiseKernelTakes(const ConvProblem& c, bool channels_last) {
-  if (!Enabled() || channels_last || c.spatial_dims != 2) return false;
+  const std::string on = Switch();
+  if (on == "0" || channels_last || c.spatial_dims != 2) return false;
   if (c.groups != c.cin || c.cout % c.cin != 0) return false;
   if (c.kh != c.kw || c.sh != c.sw || c.dh != 1 || c.dw != 1 || SizeIndex(c.kh) < 0 || StrideIndex(c.sh) < 0) {
     return false;
@@ -155,7 +158,7 @@ bool DepthwiseKernelTakes(const ConvProblem& c, bool channels_last) {
   const DType t = c.x.layout.dtype;
   if (RuntimeStorageIndex(t) < 0 || c.weight.layout.dtype != t || c.y.layout.dtype != t) return false;
   // 16-bit ones measured faster through cuDNN's graph API (depthwise_conv.h).
-  if (t != DType::kFloat32 && CudnnGraphApiEnabled()) return false;
+  if (t != DType::kFloat32 && CudnnGraphApiEnabled() && on != "1") return false;
   if (c.bias && (c.bias->layout.dtype != t || !c.bias->layout.IsContiguous())) return false;
   // [K, 1, R, S] packed: filter plane oc at oc * K * K.
   const lowering::Layout& w = c.weight.layout;

@@ -10,7 +10,17 @@
 // size and stride are template arguments (3, 5, 7; 1, 2: the unrolled
 // loops), everything else (shape, pads, x/y strides) is data; float32,
 // float16 and bfloat16 storage, float math, the bias added in the kernel.
-// `KILN_CUDA_DEPTHWISE=0` sends them to cuDNN (before/after measurements).
+// `KILN_CUDA_DEPTHWISE=0` sends them all to cuDNN and `=1` all to the
+// kernel (before/after measurements); unset, the policy below.
+//
+// A shared-memory tiled version (a block staged the input window of a band
+// of rows of one or more channel planes, each input read once, then
+// computed strips from shared memory) measured slower on an H200 at batch
+// 32 float32 (one call, whole models): mobilenet_v3_large 1.96 ms against
+// 1.36 with this kernel (cuDNN 1.51), efficientnet_b0 3.18 against 2.22
+// (cuDNN 2.51), convnext_tiny 10.53 against 10.57; per step it won only
+// convnext's 56x56 planes (0.65 against 1.09 ms for 3 calls) and lost the
+// 14x14 and 7x7 ones. So this one stays.
 //
 // Which path, measured on an NVIDIA H200 at batch 32 (whole models, kiln's
 // kernel / cuDNN, ms): through cuDNN's legacy API the kernel won five of

@@ -414,50 +414,63 @@ TEST(RuntimeKernelEmulation, PoolingWritesChannelsLast) {
 }
 
 // The depthwise kernels (depthwise_conv.h) against the reference
-// convolution: every filter size and stride, odd planes (strips cut by the
-// last row, columns by the pad), a channel multiplier, a bias, x read through
-// a channels-last view and y written into a wider buffer (strides are data),
-// float32 and bfloat16 storage (the reference rounds the same inputs).
+// convolution: every filter size and stride, a channel multiplier, a bias,
+// x read NCHW and through a channels-last view, y
+// written into a wider buffer (strides are data), float32 and bfloat16
+// storage (the reference rounds the same inputs), on odd planes (strips cut
+// by the last row, columns by the pad), many small ones, and a large one.
 TEST(RuntimeKernelEmulation, DepthwiseMatchesTheReferenceConvolution) {
   RuntimeEmulator* emu = Emulator();
   ASSERT_NE(emu, nullptr);
-  for (const DType dtype : {DType::kFloat32, DType::kBFloat16}) {
-    for (const int k : kDepthwiseSizes) {
-      for (const int s : kDepthwiseStrides) {
-        for (const int64_t mult : {1, 2}) {
-          SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " k", k, " s", s, " mult", mult));
-          const int64_t n = 2, cin = 3, cout = cin * mult, h = 13, w = 11, pad = k / 2;
-          const int64_t oh = (h + 2 * pad - k) / s + 1, ow = (w + 2 * pad - k) / s + 1;
-          const std::vector<int64_t> xs = {n, cin, h, w}, ws = {cout, 1, k, k}, ys = {n, cout, oh, ow};
-          const Tensor x = Rounded(RandomFloats(xs, 11), dtype), wt = Rounded(RandomFloats(ws, 12), dtype);
-          const Tensor bias = Rounded(RandomFloats({cout}, 13), dtype);
-          runtime::nn::ConvOptions o;
-          o.stride = {s, s};
-          o.pad_begin = o.pad_end = {pad, pad};
-          o.dilation = {1, 1};
-          o.groups = cin;
-          absl::StatusOr<Tensor> want = runtime::nn::Convolution("aten::convolution", x, wt, bias, o);
-          ASSERT_TRUE(want.ok()) << want.status();
-          const Layout xl = ChannelsLastLayout(Layout::Contiguous(dtype, xs, "cuda"));
-          const Layout wl = Layout::Contiguous(dtype, ws, "cuda");
-          const Layout bl = Layout::Contiguous(dtype, {cout}, "cuda");
-          // y: channels [0, cout) of a [n, cout + 1, oh, ow] buffer.
-          Layout yl = Layout::Contiguous(dtype, {n, cout + 1, oh, ow}, "cuda");
-          yl.sizes = ys;
-          std::vector<uint32_t> xb = Store(x, xl), wb = Store(wt, wl), bb = Store(bias, bl);
-          std::vector<uint32_t> yb(static_cast<size_t>(yl.StorageElements()), 0);
-          DepthwiseArgs a = {};
-          a.n = n, a.c = cout, a.h = h, a.w = w, a.oh = oh, a.ow = ow, a.ph = pad, a.pw = pad, a.mult = mult;
-          for (size_t d = 0; d < 4; ++d) {
-            a.x_strides[d] = xl.strides[d];
-            a.y_strides[d] = yl.strides[d];
-          }
-          a.has_bias = 1;
-          emu->depthwise_(dtype == DType::kBFloat16, k, s, xb.data(), wb.data(), bb.data(), yb.data(), &a, 3, 64);
-          const float tol = dtype == DType::kBFloat16 ? 2e-2f : 1e-4f;
-          for (int64_t i = 0; i < want->numel(); ++i) {
-            const float expect = want->data<float>()[i];
-            ASSERT_NEAR(Load(yb, yl, i), expect, tol * (1.0f + std::fabs(expect))) << i;
+  struct Shape {
+    int64_t n, cin, h, w;
+  };
+  const Shape shapes[] = {{2, 3, 13, 11}, {1, 37, 5, 6}, {1, 2, 75, 71}};
+  for (const Shape& shape : shapes) {
+    for (const bool x_channels_last : {false, true}) {
+      for (const DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+        for (const int k : kDepthwiseSizes) {
+          for (const int s : kDepthwiseStrides) {
+            for (const int64_t mult : {1, 2}) {
+              SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " k", k, " s", s, " mult", mult, " x [", shape.n, ",",
+                                        shape.cin, ",", shape.h, ",", shape.w, "]",
+                                        x_channels_last ? " NHWC" : " NCHW"));
+              const int64_t n = shape.n, cin = shape.cin, cout = cin * mult, h = shape.h, w = shape.w, pad = k / 2;
+              const int64_t oh = (h + 2 * pad - k) / s + 1, ow = (w + 2 * pad - k) / s + 1;
+              const std::vector<int64_t> xs = {n, cin, h, w}, ws = {cout, 1, k, k}, ys = {n, cout, oh, ow};
+              const Tensor x = Rounded(RandomFloats(xs, 11), dtype), wt = Rounded(RandomFloats(ws, 12), dtype);
+              const Tensor bias = Rounded(RandomFloats({cout}, 13), dtype);
+              runtime::nn::ConvOptions o;
+              o.stride = {s, s};
+              o.pad_begin = o.pad_end = {pad, pad};
+              o.dilation = {1, 1};
+              o.groups = cin;
+              absl::StatusOr<Tensor> want = runtime::nn::Convolution("aten::convolution", x, wt, bias, o);
+              ASSERT_TRUE(want.ok()) << want.status();
+              const Layout plain = Layout::Contiguous(dtype, xs, "cuda");
+              const Layout xl = x_channels_last ? ChannelsLastLayout(plain) : plain;
+              const Layout wl = Layout::Contiguous(dtype, ws, "cuda");
+              const Layout bl = Layout::Contiguous(dtype, {cout}, "cuda");
+              // y: channels [0, cout) of a [n, cout + 1, oh, ow] buffer.
+              Layout yl = Layout::Contiguous(dtype, {n, cout + 1, oh, ow}, "cuda");
+              yl.sizes = ys;
+              std::vector<uint32_t> xb = Store(x, xl), wb = Store(wt, wl), bb = Store(bias, bl);
+              std::vector<uint32_t> yb(static_cast<size_t>(yl.StorageElements()), 0);
+              DepthwiseArgs a = {};
+              a.n = n, a.c = cout, a.h = h, a.w = w, a.oh = oh, a.ow = ow, a.ph = pad, a.pw = pad, a.mult = mult;
+              for (size_t d = 0; d < 4; ++d) {
+                a.x_strides[d] = xl.strides[d];
+                a.y_strides[d] = yl.strides[d];
+              }
+              a.has_bias = 1;
+              emu->depthwise_(dtype == DType::kBFloat16, k, s, xb.data(), wb.data(), bb.data(), yb.data(), &a, 5,
+                              256);
+              const float tol = dtype == DType::kBFloat16 ? 2e-2f : 1e-4f;
+              for (int64_t i = 0; i < want->numel(); ++i) {
+                const float expect = want->data<float>()[i];
+                ASSERT_NEAR(Load(yb, yl, i), expect, tol * (1.0f + std::fabs(expect))) << i;
+              }
+            }
           }
         }
       }
