@@ -112,6 +112,20 @@ absl::StatusOr<DeviceRef> DeviceRegistry::Find(absl::string_view name) const {
   return DeviceRef{it->second.get(), parsed->index};
 }
 
+absl::StatusOr<DeviceInterface*> DeviceRegistry::FindType(absl::string_view name) const {
+  auto parsed = ParseDeviceName(name);
+  absl::ReaderMutexLock lock(&mu_);
+  if (!parsed.ok()) {
+    return absl::NotFoundError(absl::StrCat(parsed.status().message(), "; registered: ", NamesForError()));
+  }
+  auto it = devices_.find(parsed->type);
+  if (it == devices_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no device '", parsed->type, "' is registered; registered: ", NamesForError()));
+  }
+  return it->second.get();
+}
+
 bool DeviceRegistry::Contains(absl::string_view type) const {
   absl::ReaderMutexLock lock(&mu_);
   return devices_.count(std::string(type)) != 0;

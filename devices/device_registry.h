@@ -58,6 +58,11 @@ class DeviceRegistry {
   // NotFound for an unknown type or an index past the device's count; the
   // message lists what is registered.
   absl::StatusOr<DeviceRef> Find(absl::string_view name) const;
+  // The interface registered for `name`'s type, whether or not a device of
+  // it is present (its index is not checked): for type-wide settings, such
+  // as the float32 matmul precision a compile for that type records.
+  // NotFound for an unknown type, as Find.
+  absl::StatusOr<DeviceInterface*> FindType(absl::string_view name) const;
   bool Contains(absl::string_view type) const;
   // Every registered name: each type and its `type:i` for i < count, sorted.
   std::vector<std::string> Names() const;

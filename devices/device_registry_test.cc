@@ -71,6 +71,20 @@ TEST(DeviceRegistry, UnknownNamesAreNotFoundAndListRegisteredOnes) {
   EXPECT_TRUE(absl::IsNotFound(registry.Find("not a name").status()));
 }
 
+// A type with no device present (a CUDA build on a machine without a GPU)
+// is still found by type: compiling for it needs no device.
+TEST(DeviceRegistry, FindTypeIgnoresTheDeviceCount) {
+  DeviceRegistry registry;
+  ASSERT_TRUE(registry.Register(std::make_unique<FakeDevice>("fake", 0)).ok());
+  EXPECT_TRUE(absl::IsNotFound(registry.Find("fake").status()));
+  absl::StatusOr<DeviceInterface*> by_type = registry.FindType("fake");
+  ASSERT_TRUE(by_type.ok()) << by_type.status();
+  EXPECT_EQ((*by_type)->type(), "fake");
+  EXPECT_TRUE(registry.FindType("fake:3").ok());
+  EXPECT_TRUE(absl::IsNotFound(registry.FindType("cuda").status()));
+  EXPECT_TRUE(absl::IsNotFound(registry.FindType("not a name").status()));
+}
+
 TEST(DeviceRegistry, EveryDeviceIsListedWithItsIndexedNames) {
   DeviceRegistry registry;
   ASSERT_TRUE(registry.Register(std::make_unique<FakeDevice>("zeta", 3)).ok());

@@ -235,8 +235,9 @@ absl::StatusOr<AutocastStats> ApplyPrecision(ir::Graph& graph, Precision precisi
     case Precision::kFp16: return AutocastGraph(graph, DType::kFloat16);
     case Precision::kFp32:
     case Precision::kTf32: {
-      ASSIGN_OR_RETURN(devices::DeviceRef d, devices::DeviceRegistry::Global().Find(device));
-      RETURN_IF_ERROR(d.device->SetFloat32MatmulPrecision(precision == Precision::kTf32 ? "high" : "highest"));
+      // A type-wide setting: `kiln compile --device cuda` needs no GPU present.
+      ASSIGN_OR_RETURN(devices::DeviceInterface * d, devices::DeviceRegistry::Global().FindType(device));
+      RETURN_IF_ERROR(d->SetFloat32MatmulPrecision(precision == Precision::kTf32 ? "high" : "highest"));
       return AutocastStats();
     }
   }

@@ -99,6 +99,11 @@ if ! [[ -e /dev/nvidiactl ]]; then
     "compile --device cuda without a GPU (note)"
   expect_match "^// kiln kernel kk_[0-9a-f]{16}$" "$TMP/cuda_sources/kernels.cu" "compile --device cuda: kernels.cu"
   expect_match "^KernelCallLine " "$TMP/cuda_sources/wrapper.txt" "compile --device cuda: wrapper.txt"
+  # fp32 / tf32 set the type's matmul precision: no GPU needed either.
+  for p in fp32 tf32; do
+    run compile "$MODELS/ln_gelu_softmax/model.onnx" --device cuda --precision $p -o "$TMP/cuda_sources_$p"
+    expect_status 0 "compile --device cuda --precision $p without a GPU"
+  done
 fi
 # The CPU's step profile: one table row per line, the convolutions named by
 # what oneDNN runs them with.
