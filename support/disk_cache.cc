@@ -269,13 +269,21 @@ class BackgroundPublishes {
     std::lock_guard<std::mutex> lock(mu_);
     threads_.emplace_back(std::move(work));
   }
-  void Wait() {
+  BackgroundPublishReport Wait() {
     std::vector<std::thread> threads;
     {
       std::lock_guard<std::mutex> lock(mu_);
       threads.swap(threads_);
     }
     for (std::thread& t : threads) t.join();
+    std::lock_guard<std::mutex> lock(mu_);
+    BackgroundPublishReport report;
+    std::swap(report, report_);
+    return report;
+  }
+  void Fail(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (report_.failed++ == 0) report_.first_failure = why;
   }
   void ForgetAfterFork() {
     // The parent's lock may have been held by a thread the child lacks.
@@ -284,23 +292,29 @@ class BackgroundPublishes {
     // std::thread would terminate.
     new std::vector<std::thread>(std::move(threads_));
     threads_.clear();
+    report_ = BackgroundPublishReport();
   }
 
  private:
   std::mutex mu_;
   std::vector<std::thread> threads_;
+  BackgroundPublishReport report_;
 };
 
 }  // namespace
 
-void WaitForBackgroundPublishes() { BackgroundPublishes::Get().Wait(); }
+BackgroundPublishReport WaitForBackgroundPublishes() { return BackgroundPublishes::Get().Wait(); }
 
 void DiskCache::PublishInBackground(const std::string& key, std::vector<absl::string_view> pieces,
                                     std::shared_ptr<const void> keep_alive) const {
   BackgroundPublishes::Get().Start([cache = *this, key, pieces = std::move(pieces),
                                     keep_alive = std::move(keep_alive)]() mutable {
-    (void)cache.Publish(key, pieces);
+    const absl::Status published = cache.Publish(key, pieces);
     keep_alive.reset();
+    if (!published.ok()) {
+      BackgroundPublishes::Get().Fail(absl::StrCat(cache.PathFor(key, cache.options().suffix), ": ",
+                                                   published.message()));
+    }
   });
 }
 

@@ -132,8 +132,18 @@ struct DiskCacheEntry {
   bool built = false;    // this call ran the build
 };
 
-// Waits for every DiskCache::PublishInBackground of this process.
-void WaitForBackgroundPublishes();
+// What the background publishes waited for came to: how many failed and
+// the first failure (its key and why), so that the process can say its
+// cache was not written instead of every later run silently compiling
+// again.
+struct BackgroundPublishReport {
+  int failed = 0;
+  std::string first_failure;  // "" when none failed
+};
+
+// Waits for every DiskCache::PublishInBackground of this process and
+// reports the failures among those (then forgets them).
+BackgroundPublishReport WaitForBackgroundPublishes();
 
 class DiskCache {
  public:
@@ -171,7 +181,8 @@ class DiskCache {
   // Publish(key, pieces) on a background thread, so that a compile does not
   // wait while hundreds of MB are written and checksummed for the next
   // process; `keep_alive` owns what the pieces point into until then. A
-  // failure is dropped (a later compile misses and publishes again). Load
+  // failure goes to WaitForBackgroundPublishes' report (a later compile
+  // misses and publishes again). Load
   // and Map first wait for every pending background publish (a process
   // finds what it stored), and so does the process's exit.
   void PublishInBackground(const std::string& key, std::vector<absl::string_view> pieces,

@@ -214,6 +214,24 @@ TEST(DiskCache, BackgroundPublishesAreFoundByLaterLookups) {
   EXPECT_EQ(*ReadFile(cache.PathFor("j", ".bin")), "ART j");
 }
 
+// A background publish that cannot write is reported by the next wait
+// (its path and why), once; the kiln binary prints it as a warning.
+TEST(DiskCache, FailedBackgroundPublishesAreReported) {
+  const std::string dir = FreshDir("background_fails");
+  DiskCache cache(Options(dir));
+  // The cache directory's parent path is a regular file: nothing can be created under it.
+  ASSERT_TRUE(WriteFileAtomically(dir + "_file", absl::string_view("x")).ok());
+  DiskCache blocked(Options(dir + "_file/cache"));
+  EXPECT_EQ(WaitForBackgroundPublishes().failed, 0);
+  blocked.PublishInBackground("k", {"ART k"}, nullptr);
+  cache.PublishInBackground("j", {"ART j"}, nullptr);
+  const BackgroundPublishReport report = WaitForBackgroundPublishes();
+  EXPECT_EQ(report.failed, 1);
+  EXPECT_NE(report.first_failure.find(dir + "_file/cache/k"), std::string::npos) << report.first_failure;
+  EXPECT_EQ(WaitForBackgroundPublishes().failed, 0) << "reported once";
+  EXPECT_TRUE(cache.Map("j").ok());
+}
+
 // A child forked while a publish is in flight does not wait for the
 // parent's thread (which it lacks: joining it would hang or crash); the
 // parent's publish completes. (_exit: LeakSanitizer would count the

@@ -8,6 +8,7 @@
 #include "backends/builtin.h"
 #include "driver/initialize.h"
 #include "support/allocator.h"
+#include "support/disk_cache.h"
 #include "tools/cli.h"
 #include "tools/commands/compile.h"
 #include "tools/commands/conformance.h"
@@ -42,5 +43,13 @@ int main(int argc, char** argv) {
   std::vector<std::string> args = NormalizeOptArguments(argc, argv);
   std::vector<char*> arg_pointers;
   for (std::string& arg : args) arg_pointers.push_back(arg.data());
-  return RunCli(commands, static_cast<int>(arg_pointers.size()), arg_pointers.data());
+  const int code = RunCli(commands, static_cast<int>(arg_pointers.size()), arg_pointers.data());
+  // The compile caches write their entries in the background: say so when
+  // they could not (every later run would compile again without a word).
+  const kiln::BackgroundPublishReport cache = kiln::WaitForBackgroundPublishes();
+  if (cache.failed > 0) {
+    std::fprintf(stderr, "kiln: warning: %d cache entr%s not written (%s); later runs compile again\n", cache.failed,
+                 cache.failed == 1 ? "y was" : "ies were", cache.first_failure.c_str());
+  }
+  return code;
 }
