@@ -47,7 +47,8 @@ absl::StatusOr<ReductionKernelShape> ClassifyReductionKernel(const lowering::Fus
                                                              const std::vector<const lowering::Buffer*>& bufs);
 
 // Whether a reduction body reads contiguous elements along its innermost
-// reduced dimension (then a block per row reads coalesced memory).
+// reduced dimension (then a block per row reads coalesced memory), also
+// where the index is clamped into pieces (a concatenation along the row).
 bool RowIsContiguous(const ReductionKernelShape& s);
 
 // Emits the members for one outer index (bound to l_o<i> variables).
