@@ -726,9 +726,13 @@ absl::Status PlanGraph(GraphPlan& plan, const std::vector<cudnnBackendDescriptor
                          DeviceDifference(check->y, check->reference, check->elements, check->dtype, check->partials,
                                           ctx.device_index, ctx.stream));
         if (Logging()) {
-          std::fprintf(stderr, "[cudnn graph] fused candidate engine %lld: ws %lld, %.4f ms, relative L2 %.3g, %lld non-finite\n",
-                       static_cast<long long>(candidates[i].engine), static_cast<long long>(candidates[i].workspace), static_cast<double>(*ms),  // NOLINT
-                       diff.relative_l2, static_cast<long long>(diff.finiteness_mismatches));  // NOLINT
+          std::fprintf(stderr,
+                       "[cudnn graph] fused candidate engine %lld: workspace %lld bytes, %.4f ms, relative L2 %.3g, "
+                       "%lld finite/non-finite mismatches\n",
+                       static_cast<long long>(candidates[i].engine),     // NOLINT(runtime/int)
+                       static_cast<long long>(candidates[i].workspace),  // NOLINT(runtime/int)
+                       static_cast<double>(*ms), diff.relative_l2,
+                       static_cast<long long>(diff.finiteness_mismatches));  // NOLINT(runtime/int)
         }
         if (diff.finiteness_mismatches > 0 || !(diff.relative_l2 <= check->tolerance)) {
           const std::string why =
@@ -963,7 +967,7 @@ std::optional<absl::Status> CudnnGraphFusedConvolution(const ConvProblem& p, con
       return std::nullopt;
     }
   }
-  std::unique_lock<std::mutex> lock(cache.mu);
+  std::lock_guard<std::mutex> lock(cache.mu);
   std::string key;
   const GraphPlan* plan = FindOrMakePlan(
       cache, ctx, *spec, key_tail, /*fused=*/true,
