@@ -8,8 +8,6 @@
 // reordered out.
 #include <memory>
 #include <string>
-#include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -17,7 +15,7 @@
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/kernel_codegen.h"
 #include "backends/cpu/library_ops.h"
-#include "backends/cpu/threads.h"
+#include "backends/cpu/primitive_call.h"
 #include "support/status.h"
 
 namespace kiln::backends::cpu {
@@ -26,11 +24,10 @@ namespace {
 using dnnl::memory;
 using namespace dnnl_util;
 
-class ChannelMulCall : public LibraryCall {
+class ChannelMulCall : public PrimitiveCall<dnnl::binary> {
  public:
   static absl::StatusOr<std::unique_ptr<LibraryCall>> Create(const ExternCallSpec& spec) {
-    auto call = std::unique_ptr<ChannelMulCall>(new ChannelMulCall());
-    call->spec_ = &spec;
+    auto call = std::unique_ptr<ChannelMulCall>(new ChannelMulCall(spec));
     double elements = 1;
     for (int64_t v : spec.output_layouts[0].sizes) elements *= static_cast<double>(v);
     // Memory-bound: the pool from the size at which generated loops go
@@ -40,87 +37,57 @@ class ChannelMulCall : public LibraryCall {
     call->threads_ = ThreadsForWork(elements / static_cast<double>(kParallelThreshold) * 2 * kWorkPerThread);
     // The primitive for channels-last values, to know at load that oneDNN
     // takes the call; SetFormats makes the one the layout plan needs.
-    RETURN_IF_ERROR(call->MakePrimitive(ValueFormat::kChannelsLast, ValueFormat::kChannelsLast));
+    RETURN_IF_ERROR(call->MakeBinary(ValueFormat::kChannelsLast, ValueFormat::kChannelsLast));
     return std::unique_ptr<LibraryCall>(std::move(call));
   }
 
   std::vector<bool> ChannelsLastArgs() const override { return {true, true}; }
   bool ChannelsLastOutput() const override { return true; }
   absl::Status SetFormats(const std::vector<ValueFormat>& args, ValueFormat output) override {
-    RETURN_IF_ERROR(MakePrimitive(args[0], args[1]));
-    ws_ = WorkspaceLayout();
-    scratch_offset_ = ws_.Add(pd_.scratchpad_desc().get_size());
-    return dst_.Prepare(UserDesc(spec_->output_layouts[0], output), pd_.dst_desc(), &ws_, false);
+    RETURN_IF_ERROR(MakeBinary(args[0], args[1]));
+    StartWorkspace();
+    return PrepareResult(output);
   }
-  size_t workspace_bytes() const override { return ws_.total(); }
   std::string Describe() const override {
     return absl::StrCat("channel_mul [", absl::StrJoin(spec_->buffer_arg_layouts[0].sizes, ","), "] * [",
                         absl::StrJoin(spec_->buffer_arg_layouts[1].sizes, ","), "] (", impl_, ", ", threads_, "T",
                         dst_.needed ? ", reorder out" : "", ")");
   }
 
-  struct State : CallState {
-    memory src0, src1, dst, dst_user, scratch;
-    std::unordered_map<int, memory> args;
+  struct State : ResultState {
+    memory src0, src1;
   };
   std::unique_ptr<CallState> NewState() const override {
     auto s = std::make_unique<State>();
-    dnnl::engine& e = Engine();
-    s->src0 = memory(pd_.src_desc(0), e, DNNL_MEMORY_NONE);
-    s->src1 = memory(pd_.src_desc(1), e, DNNL_MEMORY_NONE);
-    std::tie(s->dst_user, s->dst) = ReorderMemories(dst_);
-    s->scratch = memory(pd_.scratchpad_desc(), e, DNNL_MEMORY_NONE);
-    s->args = {{DNNL_ARG_SRC_0, s->src0},
-               {DNNL_ARG_SRC_1, s->src1},
-               {DNNL_ARG_DST, s->dst},
-               {DNNL_ARG_SCRATCHPAD, s->scratch}};
+    InitResultState(*s);
+    s->src0 = memory(pd_.src_desc(0), Engine(), DNNL_MEMORY_NONE);
+    s->src1 = memory(pd_.src_desc(1), Engine(), DNNL_MEMORY_NONE);
+    s->args[DNNL_ARG_SRC_0] = s->src0;
+    s->args[DNNL_ARG_SRC_1] = s->src1;
     return s;
   }
   absl::Status Run(void* const* buffers, CallState& state, RunStream& stream, void* workspace) override {
     State& s = static_cast<State&>(state);
-    char* ws = static_cast<char*>(workspace);
-    dnnl::stream& strm = StreamOf(stream);
-    ScopedNumThreads threads(threads_);
-    return Guard("channel_mul", [&] {
+    return Execute("channel_mul", s, buffers[2], stream, workspace, [&](dnnl::stream&, char*) {
       s.src0.set_data_handle(DataPointer(buffers[0], spec_->buffer_arg_layouts[0]));
       s.src1.set_data_handle(DataPointer(buffers[1], spec_->buffer_arg_layouts[1]));
-      s.dst_user.set_data_handle(DataPointer(buffers[2], spec_->output_layouts[0]));
-      dst_.Bind(s.dst, ws);
-      s.scratch.set_data_handle(ws + scratch_offset_);
-      prim_.execute(strm, s.args);
-      dst_.Out(strm, s.dst, s.dst_user);
     });
   }
 
  private:
-  ChannelMulCall() = default;
+  explicit ChannelMulCall(const ExternCallSpec& spec) : PrimitiveCall(spec) {}
 
   // The primitive for these formats of the input and the scale; its
   // result in the input's format (contiguous when plain).
-  absl::Status MakePrimitive(ValueFormat input, ValueFormat scale) {
+  absl::Status MakeBinary(ValueFormat input, ValueFormat scale) {
     const lowering::Layout& xl = spec_->buffer_arg_layouts[0];
     const memory::dims dims = Dims(xl.sizes);
-    ScopedNumThreads threads(threads_);
-    return Guard("channel_mul", [&] {
-      dnnl::binary::desc d(dnnl::algorithm::binary_mul, UserDesc(xl, input),
-                           UserDesc(spec_->buffer_arg_layouts[1], scale),
-                           input == ValueFormat::kChannelsLast ? ChannelsLastDesc(dims) : ContiguousDesc(dims));
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      pd_ = dnnl::binary::primitive_desc(d, attr, Engine());
-      prim_ = dnnl::binary(pd_);
-      impl_ = pd_.impl_info_str();
+    return MakePrimitive("channel_mul", [&] {
+      return dnnl::binary::desc(dnnl::algorithm::binary_mul, UserDesc(xl, input),
+                                UserDesc(spec_->buffer_arg_layouts[1], scale),
+                                input == ValueFormat::kChannelsLast ? ChannelsLastDesc(dims) : ContiguousDesc(dims));
     });
   }
-
-  const ExternCallSpec* spec_ = nullptr;
-  dnnl::binary::primitive_desc pd_;
-  dnnl::binary prim_;
-  std::string impl_;
-  Reorder dst_;
-  WorkspaceLayout ws_;
-  size_t scratch_offset_ = 0;
-  int threads_ = 1;
 };
 
 }  // namespace

@@ -11,14 +11,13 @@
 #include <optional>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/library_ops.h"
-#include "backends/cpu/threads.h"
+#include "backends/cpu/primitive_call.h"
 #include "support/status.h"
 
 namespace kiln::backends::cpu {
@@ -96,11 +95,10 @@ std::optional<PoolGeometry> GlobalAvgPoolGeometry(const ExternCallSpec& spec) {
   return g;
 }
 
-class PoolCall : public LibraryCall {
+class PoolCall : public PrimitiveCall<dnnl::pooling_v2_forward> {
  public:
   static absl::StatusOr<std::unique_ptr<LibraryCall>> Create(const ExternCallSpec& spec, PoolGeometry g) {
-    auto call = std::unique_ptr<PoolCall>(new PoolCall());
-    call->spec_ = &spec;
+    auto call = std::unique_ptr<PoolCall>(new PoolCall(spec));
     call->g_ = std::move(g);
     RETURN_IF_ERROR(call->Prepare());
     return std::unique_ptr<LibraryCall>(std::move(call));
@@ -109,49 +107,36 @@ class PoolCall : public LibraryCall {
   std::vector<bool> ChannelsLastArgs() const override { return {true}; }
   bool ChannelsLastOutput() const override { return true; }
   absl::Status SetFormats(const std::vector<ValueFormat>& args, ValueFormat output) override {
-    ws_ = WorkspaceLayout();
-    scratch_offset_ = ws_.Add(pd_.scratchpad_desc().get_size());
+    StartWorkspace();
     RETURN_IF_ERROR(src_.Prepare(UserDesc(spec_->buffer_arg_layouts[0], args[0]), pd_.src_desc(), &ws_, true));
-    return dst_.Prepare(UserDesc(spec_->output_layouts[0], output), pd_.dst_desc(), &ws_, false);
+    return PrepareResult(output);
   }
-  size_t workspace_bytes() const override { return ws_.total(); }
   std::string Describe() const override {
     return absl::StrCat(g_.name, " [", absl::StrJoin(spec_->buffer_arg_layouts[0].sizes, ","), "] -> [",
                         absl::StrJoin(spec_->output_layouts[0].sizes, ","), "] (", impl_, ", ", threads_, "T",
                         src_.needed ? ", reorder in" : "", dst_.needed ? ", reorder out" : "", ")");
   }
 
-  struct State : CallState {
-    memory src_user, src, dst, dst_user, scratch;
-    std::unordered_map<int, memory> args;
+  struct State : ResultState {
+    memory src_user, src;
   };
   std::unique_ptr<CallState> NewState() const override {
     auto s = std::make_unique<State>();
-    dnnl::engine& e = Engine();
+    InitResultState(*s);
     std::tie(s->src_user, s->src) = ReorderMemories(src_);
-    std::tie(s->dst_user, s->dst) = ReorderMemories(dst_);
-    s->scratch = memory(pd_.scratchpad_desc(), e, DNNL_MEMORY_NONE);
-    s->args = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_DST, s->dst}, {DNNL_ARG_SCRATCHPAD, s->scratch}};
+    s->args[DNNL_ARG_SRC] = s->src;
     return s;
   }
   absl::Status Run(void* const* buffers, CallState& state, RunStream& stream, void* workspace) override {
     State& s = static_cast<State&>(state);
-    char* ws = static_cast<char*>(workspace);
-    dnnl::stream& strm = StreamOf(stream);
-    ScopedNumThreads threads(threads_);
-    return Guard(g_.name, [&] {
+    return Execute(g_.name, s, buffers[1], stream, workspace, [&](dnnl::stream& strm, char* ws) {
       s.src_user.set_data_handle(DataPointer(buffers[0], spec_->buffer_arg_layouts[0]));
       src_.In(strm, s.src_user, s.src, ws);
-      s.dst_user.set_data_handle(DataPointer(buffers[1], spec_->output_layouts[0]));
-      dst_.Bind(s.dst, ws);
-      s.scratch.set_data_handle(ws + scratch_offset_);
-      prim_.execute(strm, s.args);
-      dst_.Out(strm, s.dst, s.dst_user);
     });
   }
 
  private:
-  PoolCall() = default;
+  explicit PoolCall(const ExternCallSpec& spec) : PrimitiveCall(spec) {}
 
   absl::Status Prepare() {
     const lowering::Layout& xl = spec_->buffer_arg_layouts[0];
@@ -160,28 +145,15 @@ class PoolCall : public LibraryCall {
     for (int64_t v : yl.sizes) work *= static_cast<double>(v);
     for (int64_t v : g_.kernel) work *= static_cast<double>(v);
     threads_ = ThreadsForWork(work);
-    ScopedNumThreads threads(threads_);
-    return Guard(g_.name, [&] {
-      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, g_.algorithm,
-                                       ChannelsLastDesc(Dims(xl.sizes)), ChannelsLastDesc(Dims(yl.sizes)), g_.stride,
-                                       g_.kernel, g_.dilates, g_.pad_l, g_.pad_r);
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      pd_ = dnnl::pooling_v2_forward::primitive_desc(d, attr, Engine());
-      prim_ = dnnl::pooling_v2_forward(pd_);
-      impl_ = pd_.impl_info_str();
+    return MakePrimitive(g_.name, [&] {
+      return dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, g_.algorithm,
+                                            ChannelsLastDesc(Dims(xl.sizes)), ChannelsLastDesc(Dims(yl.sizes)),
+                                            g_.stride, g_.kernel, g_.dilates, g_.pad_l, g_.pad_r);
     });
   }
 
-  const ExternCallSpec* spec_ = nullptr;
   PoolGeometry g_;
-  dnnl::pooling_v2_forward::primitive_desc pd_;
-  dnnl::pooling_v2_forward prim_;
-  std::string impl_;
-  Reorder src_, dst_;
-  WorkspaceLayout ws_;
-  size_t scratch_offset_ = 0;
-  int threads_ = 1;
+  Reorder src_;
 };
 
 }  // namespace

@@ -182,8 +182,19 @@ std::optional<int> CudnnSupported(const ConvProblem& p, const ConvContext& ctx) 
 
 namespace {
 
-// The plan of `p` (made on first use); the cache's lock must be held.
-absl::StatusOr<const ConvPlan*> PlanOf(PlanCache& cache, const ConvProblem& p, int dtype, const ConvContext& ctx) {
+struct LockedPlan {
+  std::unique_lock<std::mutex> lock;
+  const ConvPlan* plan = nullptr;
+};
+
+// The plan of `p` (made on first use) with the plan cache's lock, which the
+// caller holds for its whole call, not only the lookup: the cached
+// descriptors (and CudnnFusedConvolution's activation descriptors, made on
+// first use) are shared by every thread, so one call at a time makes or
+// uses them.
+absl::StatusOr<LockedPlan> LockedPlanOf(const ConvProblem& p, int dtype, const ConvContext& ctx) {
+  PlanCache& cache = Plans();
+  std::unique_lock<std::mutex> lock(cache.mu);
   const bool search = SearchEnabled();
   // The searched plan when there is one (the warm-up call made it); a
   // capture, which cannot search, makes a heuristic one otherwise.
@@ -197,7 +208,7 @@ absl::StatusOr<const ConvPlan*> PlanOf(PlanCache& cache, const ConvProblem& p, i
     ASSIGN_OR_RETURN(std::unique_ptr<ConvPlan> plan, MakePlan(p, dtype, ctx, searching));
     it = cache.plans.emplace(key, std::move(plan)).first;
   }
-  return it->second.get();
+  return LockedPlan{std::move(lock), it->second.get()};
 }
 
 absl::StatusOr<CUdeviceptr> Workspace(const ConvContext& ctx, size_t bytes) {
@@ -256,11 +267,8 @@ std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvCon
     if (!p.bias) return absl::OkStatus();
     return AddBias(p, *dtype, ctx);
   }
-  PlanCache& cache = Plans();
-  std::lock_guard<std::mutex> lock(cache.mu);
-  absl::StatusOr<const ConvPlan*> found = PlanOf(cache, p, *dtype, ctx);
-  if (!found.ok()) return found.status();
-  const ConvPlan& plan = **found;
+  ASSIGN_OR_RETURN(const LockedPlan locked, LockedPlanOf(p, *dtype, ctx));
+  const ConvPlan& plan = *locked.plan;
   const CudnnApi& c = Cudnn();
   absl::StatusOr<CUdeviceptr> ws = Workspace(ctx, plan.workspace);
   if (!ws.ok()) return ws.status();
@@ -291,11 +299,8 @@ std::optional<absl::Status> CudnnFusedConvolution(const ConvProblem& p, const Co
                        z->layout.strides != p.y.layout.strides)) {
     return std::nullopt;  // z is described by y's descriptor
   }
-  PlanCache& cache = Plans();
-  std::lock_guard<std::mutex> lock(cache.mu);
-  absl::StatusOr<const ConvPlan*> found = PlanOf(cache, p, *dtype, ctx);
-  if (!found.ok()) return found.status();
-  const ConvPlan& plan = **found;
+  ASSIGN_OR_RETURN(const LockedPlan locked, LockedPlanOf(p, *dtype, ctx));
+  const ConvPlan& plan = *locked.plan;
   const CudnnApi& c = Cudnn();
   // One activation descriptor per mode for the process (under the cache's lock).
   static cudnnActivationDescriptor_t activations[2] = {nullptr, nullptr};
