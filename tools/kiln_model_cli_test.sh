@@ -70,11 +70,14 @@ for backend in interpreter compiled; do
   run run "$add_one/model.onnx" --inputs "$add_one/test_data_set_0" --backend $backend
   expect_status 1 "run --backend $backend against a wrong output_0.pb"
   expect_one_error_line "run --backend $backend against a wrong output_0.pb" \
-    "model\.onnx: output 0 'y' differs from .*test_data_set_0/output_0\.pb \(rtol 0\.001, atol 1e-07\): 4/4 elements differ"
+    "model\.onnx: output 0 'y' differs from .*test_data_set_0/output_0\.pb \(rtol 0\.001, atol 1e-05\): 4/4 elements differ"
   run run "$add_one/model.onnx" --inputs "$add_one/test_data_set_0" --backend $backend --atol 0.05
   expect_status 0 "run --backend $backend --atol 0.05"
   expect_match "^check against .*output_K\.pb: 1 output match" "$TMP/out" "run --backend $backend --atol 0.05"
 done
+run run "$add_one/model.onnx" --inputs "$add_one/test_data_set_0" --atol abc
+expect_status 2 "run --atol abc"
+expect_one_error_line "run --atol abc" "--atol 'abc' is not a number"
 # A NaN where a number is expected is a difference.
 run run "$FIXTURES/nan_expected/model.onnx" --inputs "$FIXTURES/nan_expected/test_data_set_0" --atol 1
 expect_status 1 "run against an expected NaN"

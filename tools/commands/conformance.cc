@@ -64,7 +64,7 @@ absl::Status RunConformanceCommand(const std::vector<std::string>& args) {
   options.backend = absl::GetFlag(FLAGS_backend);
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
   options.device = absl::GetFlag(FLAGS_device);
-  ASSIGN_OR_RETURN(const testing::Tolerance tolerance, ToleranceFromFlags());
+  ASSIGN_OR_RETURN(const testing::Tolerance tolerance, ToleranceFromFlags(kConformanceAtol));
   options.rtol = tolerance.rtol;
   options.atol = tolerance.atol;
   const bool json = absl::GetFlag(FLAGS_json);

@@ -541,7 +541,7 @@ absl::Status RunRun(const std::vector<std::string>& args) {
   if (!absl::GetFlag(FLAGS_trace).empty() && backend != "compiled" && absl::GetFlag(FLAGS_device) == "cpu") {
     return absl::InvalidArgumentError("run: --trace needs --backend compiled");
   }
-  ASSIGN_OR_RETURN(const testing::Tolerance tolerance, ToleranceFromFlags());
+  ASSIGN_OR_RETURN(const testing::Tolerance tolerance, ToleranceFromFlags(kRunAtol));
   // A device other than the CPU means the compiled backend.
   if (backend == "compiled" || absl::GetFlag(FLAGS_device) != "cpu") return RunCompiled(args[0], tolerance);
   if (backend == "interpreter") return RunInterpreted(args[0], tolerance);
@@ -569,7 +569,8 @@ Command RunCommand() {
       "places the inputs on the device once, times --iterations calls after --warmup\n"
       "ones on the device (CUDA events on a GPU; median, min, max) and, with --check,\n"
       "compares the outputs with the interpreter's. Comparisons use\n"
-      "|actual - expected| <= atol + rtol*|expected| (NaN matches only NaN); any\n"
+      "|actual - expected| <= atol + rtol*|expected| (NaN matches only NaN; by\n"
+      "default rtol 1e-3 and atol 1e-5, torch.testing's float32 tolerance); any\n"
       "mismatch exits 1. On cuda, calls after the first replay one CUDA graph\n"
       "(KILN_CUDA_GRAPHS=0: off). --profile N times every kernel and extern over N more\n"
       "calls. --precision=bf16|fp16 casts the float32 model as torch.autocast does\n"
