@@ -400,12 +400,16 @@ absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype) {
   }
   Tensor out = Tensor::Empty(dtype, t.sizes());
   const int64_t n = t.numel();
-  if (t.dtype() == DType::kFloat32 && dtype == DType::kBFloat16 && t.is_contiguous()) {
-    // --precision bf16's weights: the same bits as the element loop below,
-    // without a double and a dtype dispatch per element.
+  if (t.dtype() == DType::kFloat32 && (dtype == DType::kBFloat16 || dtype == DType::kFloat16) && t.is_contiguous()) {
+    // --precision bf16 / fp16's weights: the same bits as the element loop
+    // below, without a double and a dtype dispatch per element.
     const float* from = t.data<float>();
     uint16_t* to = out.data<uint16_t>();
-    for (int64_t i = 0; i < n; ++i) to[i] = FloatToBFloat16Bits(from[i]);
+    if (dtype == DType::kBFloat16) {
+      for (int64_t i = 0; i < n; ++i) to[i] = FloatToBFloat16Bits(from[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) to[i] = FloatToHalfBits(from[i]);
+    }
     return out;
   }
   // uint64 values past INT64_MAX read exactly only as doubles.

@@ -165,27 +165,31 @@ TEST(TensorOpsTest, HalfAndBFloat16RoundToNearestEven) {
 }
 
 // A contiguous float32 tensor (the fast path) and a transposed view of it
-// (the element loop) cast to bfloat16 give the same bits, ties, subnormals,
-// infinities and NaNs included.
-TEST(TensorOpsTest, Float32ToBFloat16FastPathMatchesTheElementLoop) {
-  const float values[] = {1.0f + std::ldexp(1.0f, -8), 1.0f + 3 * std::ldexp(1.0f, -8),
+// (the element loop) cast to bfloat16 and to float16 give the same bits,
+// ties, subnormals, overflow to infinity, infinities and NaNs included.
+TEST(TensorOpsTest, Float32ToNarrowFloatFastPathMatchesTheElementLoop) {
+  const float values[] = {1.0f + std::ldexp(1.0f, -8), 1.0f + 3 * std::ldexp(1.0f, -11),
                           std::numeric_limits<float>::max(), -std::numeric_limits<float>::infinity(),
-                          std::numeric_limits<float>::denorm_min(), -0.0f,
-                          std::numeric_limits<float>::quiet_NaN(), 3.14159f};
+                          std::ldexp(1.5f, -24), -0.0f,
+                          std::numeric_limits<float>::quiet_NaN(), 65520.0f};
   Tensor f = Tensor::Empty(DType::kFloat32, {2, 4});
   for (int i = 0; i < 8; ++i) f.data<float>()[i] = values[i];
-  auto fast = CastTo(f, DType::kBFloat16);
-  ASSERT_TRUE(fast.ok()) << fast.status();
-  auto transposed = Transpose(f, 0, 1);
-  ASSERT_TRUE(transposed.ok());
-  ASSERT_FALSE(transposed->is_contiguous());
-  auto slow = CastTo(*transposed, DType::kBFloat16);
-  ASSERT_TRUE(slow.ok()) << slow.status();
-  for (int i = 0; i < 2; ++i) {
-    for (int j = 0; j < 4; ++j) {
-      const uint16_t want = DoubleToBFloat16Bits(values[i * 4 + j]);
-      EXPECT_EQ(fast->data<uint16_t>()[i * 4 + j], want) << i << "," << j;
-      EXPECT_EQ(slow->data<uint16_t>()[j * 2 + i], want) << i << "," << j;
+  for (const DType narrow : {DType::kBFloat16, DType::kFloat16}) {
+    SCOPED_TRACE(DTypeName(narrow));
+    auto fast = CastTo(f, narrow);
+    ASSERT_TRUE(fast.ok()) << fast.status();
+    auto transposed = Transpose(f, 0, 1);
+    ASSERT_TRUE(transposed.ok());
+    ASSERT_FALSE(transposed->is_contiguous());
+    auto slow = CastTo(*transposed, narrow);
+    ASSERT_TRUE(slow.ok()) << slow.status();
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        const double v = values[i * 4 + j];
+        const uint16_t want = narrow == DType::kBFloat16 ? DoubleToBFloat16Bits(v) : DoubleToHalfBits(v);
+        EXPECT_EQ(fast->data<uint16_t>()[i * 4 + j], want) << i << "," << j;
+        EXPECT_EQ(slow->data<uint16_t>()[j * 2 + i], want) << i << "," << j;
+      }
     }
   }
 }

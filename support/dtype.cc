@@ -142,6 +142,32 @@ uint16_t FloatToBFloat16Bits(float v) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+uint16_t FloatToHalfBits(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t a = bits & 0x7fffffffu;
+  if (a > 0x7f800000u) return sign | 0x7e00;  // NaN
+  if (a >= 0x477ff000u) return sign | 0x7c00;  // 65520 and up: halfway past 65504 rounds to inf
+  if (a >= 0x38800000u) {
+    // A normal half (2^-14 and up): rebias the exponent (127 - 15) and round
+    // the low 13 mantissa bits away, to nearest, ties to even; a carry steps
+    // the exponent (below 65520 it never reaches infinity's).
+    const uint32_t rounded = a + 0xfffu + ((a >> 13) & 1u);
+    return static_cast<uint16_t>(sign | ((rounded - (112u << 23)) >> 13));
+  }
+  // Below the smallest normal half: units of 2^-24, to nearest, ties to
+  // even (2^-25 itself rounds to 0; 0x400 is the smallest normal's encoding).
+  if (a <= 0x33000000u) return sign;
+  const uint32_t exponent = a >> 23;  // 102 .. 112 here
+  const uint32_t mantissa = (a & 0x7fffffu) | 0x800000u;
+  const uint32_t shift = 126u - exponent;  // 14 .. 24
+  uint32_t q = mantissa >> shift;
+  const uint32_t rest = mantissa & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+  if (rest > half || (rest == half && (q & 1u) != 0)) ++q;
+  return static_cast<uint16_t>(sign | q);
+}
+
 float HalfBitsToFloat(uint16_t h) {
   const float sign = (h & 0x8000u) ? -1.0f : 1.0f;
   const int exp = (h >> 10) & 0x1f;

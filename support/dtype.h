@@ -46,6 +46,9 @@ bool IsUnsigned(DType t);  // uint8/16/32/64 (not bool)
 // to even (like numpy's astype and PyTorch's .half()/.bfloat16()); values
 // past the largest finite become infinities; NaN stays a (quiet) NaN.
 uint16_t DoubleToHalfBits(double v);
+// DoubleToHalfBits(v) for a float, on its bits (no double arithmetic): what
+// converting a large model's weights for --precision fp16 runs per element.
+uint16_t FloatToHalfBits(float v);
 float HalfBitsToFloat(uint16_t bits);
 uint16_t DoubleToBFloat16Bits(double v);
 // DoubleToBFloat16Bits(v) for a float, on its bits (no double arithmetic):

@@ -49,6 +49,34 @@ TEST(DType, FloatToBFloat16MatchesTheDoublePath) {
   EXPECT_GT(checked, 1000000);
 }
 
+// The same for float16: every sign and exponent (the half's subnormal
+// range, 2^-25 and the ties around it, the largest finite 65504 and the
+// 65520 tie to infinity included), mantissas around each rounding tie (the
+// low 13 bits, or more below the normal range) and a stride through the rest.
+TEST(DType, FloatToHalfMatchesTheDoublePath) {
+  int64_t checked = 0;
+  for (uint32_t sign_exp = 0; sign_exp < 512; ++sign_exp) {
+    auto check = [&](uint32_t mantissa) {
+      const uint32_t bits = (sign_exp << 23) | (mantissa & 0x7fffffu);
+      float f;
+      std::memcpy(&f, &bits, 4);
+      ASSERT_EQ(FloatToHalfBits(f), DoubleToHalfBits(f)) << std::hex << bits;
+      ++checked;
+    };
+    for (uint32_t tie_bit = 12; tie_bit < 24; ++tie_bit) {
+      const uint32_t tie = 1u << tie_bit;
+      for (uint32_t high : {0u, 1u, 2u, 3u, 0x3ffu, 0x3feu}) {
+        for (uint32_t low : {tie - 1, tie, tie + 1}) check((high << (tie_bit + 1)) | low);
+      }
+    }
+    for (uint32_t m = 0; m < (1u << 23); m += 4093) check(m);
+  }
+  EXPECT_GT(checked, 1000000);
+  for (const float f : {65504.0f, 65519.996f, 65520.0f, 0x1p-25f, 0x1.000002p-25f, 0x1p-24f, 0x1.8p-24f, 0x1p-14f}) {
+    EXPECT_EQ(FloatToHalfBits(f), DoubleToHalfBits(f)) << f;
+  }
+}
+
 TEST(Tensor, EmptyIsContiguousAlignedAndZeroed) {
   Tensor t = Tensor::Empty(DType::kFloat32, {2, 3});
   EXPECT_TRUE(t.defined());
