@@ -252,23 +252,23 @@ absl::StatusOr<ReductionKernelShape> ClassifyReductionKernel(const lowering::Fus
 
 namespace {
 
-// `index` with each clamp of a term in `var` against a constant (min(x, c),
+// `index` with each clamp of a term against a constant (min(x, c),
 // max(x, c), as aten::cat's and padding's lowerings clamp a piece's index
 // into range) replaced by the clamped term: the index walks memory as that
 // term does everywhere but at the clamp's edges. Nodes past `budget` are
 // kept as they are.
-ExprPtr WithoutClamps(const ExprPtr& index, int var, int* budget) {
+ExprPtr WithoutClamps(const ExprPtr& index, int* budget) {
   if (index == nullptr || --*budget < 0) return index;
   if ((index->op == lowering::ExprOp::kMin || index->op == lowering::ExprOp::kMax) && index->args.size() == 2) {
     for (int k = 0; k < 2; ++k) {
       const lowering::Expr* c = index->args[static_cast<size_t>(1 - k)].get();
-      if (c->op == lowering::ExprOp::kIntConst) return WithoutClamps(index->args[static_cast<size_t>(k)], var, budget);
+      if (c->op == lowering::ExprOp::kIntConst) return WithoutClamps(index->args[static_cast<size_t>(k)], budget);
     }
   }
   // x - c as x + (-c): a piece's offset along the row is a constant term.
   if (index->op == lowering::ExprOp::kSub && index->args.size() == 2 &&
       index->args[1]->op == lowering::ExprOp::kIntConst) {
-    return lowering::Binary(lowering::ExprOp::kAdd, WithoutClamps(index->args[0], var, budget),
+    return lowering::Binary(lowering::ExprOp::kAdd, WithoutClamps(index->args[0], budget),
                             lowering::IntConst(-index->args[1]->int_value, index->args[1]->dtype));
   }
   if (index->op != lowering::ExprOp::kAdd && index->op != lowering::ExprOp::kSub &&
@@ -278,7 +278,7 @@ ExprPtr WithoutClamps(const ExprPtr& index, int var, int* budget) {
   std::vector<ExprPtr> args;
   bool changed = false;
   for (const ExprPtr& a : index->args) {
-    args.push_back(WithoutClamps(a, var, budget));
+    args.push_back(WithoutClamps(a, budget));
     changed = changed || args.back() != a;
   }
   if (!changed) return index;
@@ -312,7 +312,7 @@ bool RowIsContiguous(const ReductionKernelShape& s) {
       // model's warp-per-row layer norms took about 0.03 ms; the warp-per-row
       // version of these was not measured yet.
       int budget = 256;
-      if (HasUnitStride(l->args[0], inner) || HasUnitStride(WithoutClamps(l->args[0], inner, &budget), inner)) {
+      if (HasUnitStride(l->args[0], inner) || HasUnitStride(WithoutClamps(l->args[0], &budget), inner)) {
         return true;
       }
     }
