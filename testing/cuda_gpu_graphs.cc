@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cuda/cuda_device.h"
-#include "frontend/onnx/importer.h"
+#include "driver/model.h"
 #include "passes/all_passes.h"
 #include "passes/pipeline.h"
 #include "support/status.h"
@@ -38,7 +38,9 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> ImportOptimized(onnx::ModelProto mode
       if (shape->dim_size() > 0) shape->mutable_dim(0)->set_dim_value(batch);
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, frontend::onnx_import::ImportModel(model));
+  // kiln's own import path (its shape functions type what ONNX's inference
+  // leaves unknown, as `kiln run` imports).
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, driver::ImportOnnxModel(model));
   ASSIGN_OR_RETURN(std::unique_ptr<passes::Pipeline> p, passes::Pipeline::Create("-O2", passes::DefaultPassRegistry()));
   ASSIGN_OR_RETURN(bool changed, p->Run(*graph));
   (void)changed;

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_loader.h"
-#include "backends/cuda/cudnn_graph_conv.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "support/status.h"
 
@@ -15,51 +14,65 @@ namespace {
 
 // Thread i of the grid owns output column ox of strip `strip` (rows
 // strip*R .. strip*R + R-1, R = StripRows(size, stride)) of plane (img,
-// oc); consecutive threads take consecutive columns, so a warp's loads of
-// one input row are adjacent. Below 2^31 threads the unravel divides in 32
-// bits.
+// oc). Column order (x NCHW): consecutive threads take consecutive columns,
+// so a warp's loads of one input row are adjacent. Channel order (x
+// channels-last, kiln_rt_dw_args::channels_inner): consecutive threads take
+// consecutive channels of one column, adjacent in memory; their filters,
+// which would be 4*K*K bytes apart, are staged in shared memory as [K*K][c]
+// first. The host keeps every offset and the thread count within 32 bits
+// (DepthwiseKernelTakes): the index math is 32-bit, the padding tests one
+// unsigned compare per window column (once per thread) and per row, and a
+// unit-stride row's K loads take immediate offsets.
 constexpr char kSource[] = R"CUDA(
 struct kiln_rt_dw_args {
   i64 n, c, h, w, oh, ow, ph, pw, mult;
   i64 x_strides[4];
   i64 y_strides[4];
   int has_bias;
+  int channels_inner;
 };
-template <typename IO, typename T, int K, int S, int R, typename I>
+template <typename IO, typename T, int K, int S, int R, bool kUnitW>
 __device__ void kiln_rt_dw_walk(const T* __restrict__ x, const T* __restrict__ wt, const T* __restrict__ bias,
-                                T* __restrict__ y, const kiln_rt_dw_args& a, I total) {
+                                T* __restrict__ y, const kiln_rt_dw_args& a, const float* staged) {
   constexpr int kRows = (R - 1) * S + K;  // input rows the strip's windows cover
-  const I ow = (I)a.ow, c = (I)a.c, strips = (I)((a.oh + R - 1) / R);
-  for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
-    const I ox = i % ow;
-    I rest = i / ow;
-    const I strip = rest % strips;
-    rest /= strips;
-    const I oc = rest % c, img = rest / c;
-    const T* xp = x + (i64)img * a.x_strides[0] + (i64)(oc / (I)a.mult) * a.x_strides[1];
+  const unsigned c = (unsigned)a.c, ow = (unsigned)a.ow, oh = (unsigned)a.oh, strips = (oh + R - 1) / R;
+  const unsigned total = (unsigned)a.n * c * strips * ow, mult = (unsigned)a.mult;
+  const int h = (int)a.h, w = (int)a.w;
+  const int xn = (int)a.x_strides[0], xc = (int)a.x_strides[1], xh = (int)a.x_strides[2];
+  const int xw = kUnitW ? 1 : (int)a.x_strides[3];
+  const int yn = (int)a.y_strides[0], yc = (int)a.y_strides[1], yh = (int)a.y_strides[2], yw = (int)a.y_strides[3];
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    unsigned ox, strip, oc, img, rest;
+    if (a.channels_inner) {
+      oc = i % c, rest = i / c;
+      ox = rest % ow, rest /= ow;
+      strip = rest % strips, img = rest / strips;
+    } else {
+      ox = i % ow, rest = i / ow;
+      strip = rest % strips, rest /= strips;
+      oc = rest % c, img = rest / c;
+    }
     float f[K * K];
 #pragma unroll
-    for (int k = 0; k < K * K; ++k) f[k] = IO::load(wt + (i64)oc * (K * K) + k);
+    for (int k = 0; k < K * K; ++k) f[k] = staged ? staged[k * c + oc] : IO::load(wt + oc * (K * K) + k);
     const float b = a.has_bias ? IO::load(bias + oc) : 0.0f;
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = b;
-    const i64 oy0 = (i64)strip * R, iy0 = oy0 * S - a.ph, ix0 = (i64)ox * S - a.pw;
-    // Straight-line loads (no branch per load, so they issue together): an
-    // index outside the input reads a clamped address and contributes 0.
+    const int oy0 = (int)strip * R, iy0 = oy0 * S - (int)a.ph, ix0 = (int)ox * S - (int)a.pw;
+    bool col_in[K];  // the window's columns inside the row (the rest is padding)
+#pragma unroll
+    for (int kx = 0; kx < K; ++kx) col_in[kx] = (unsigned)(ix0 + kx) < (unsigned)w;
+    // The window's first column: an address only formed, read where col_in.
+    const T* xcol = x + (int)img * xn + (int)(oc / mult) * xc + ix0 * xw;
 #pragma unroll
     for (int j = 0; j < kRows; ++j) {
-      const i64 iy = iy0 + j;
-      const bool row_in = iy >= 0 && iy < a.h;
-      const T* row = xp + (row_in ? iy : 0) * a.x_strides[2];
+      const int iy = iy0 + j;
+      const bool row_in = (unsigned)iy < (unsigned)h;
+      const T* row = xcol + iy * xh;
       float v[K];
 #pragma unroll
-      for (int kx = 0; kx < K; ++kx) {
-        const i64 ix = ix0 + kx;
-        const bool in = row_in && ix >= 0 && ix < a.w;
-        const float loaded = IO::load(row + (in ? ix : 0) * a.x_strides[3]);
-        v[kx] = in ? loaded : 0.0f;
-      }
+      for (int kx = 0; kx < K; ++kx) v[kx] = row_in && col_in[kx] ? IO::load(row + kx * xw) : 0.0f;
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         const int ky = j - r * S;  // a constant once unrolled
@@ -68,21 +81,30 @@ __device__ void kiln_rt_dw_walk(const T* __restrict__ x, const T* __restrict__ w
         for (int kx = 0; kx < K; ++kx) acc[r] = fmaf(f[ky * K + kx], v[kx], acc[r]);
       }
     }
-    T* yp = y + (i64)img * a.y_strides[0] + (i64)oc * a.y_strides[1] + (i64)ox * a.y_strides[3];
+    T* yp = y + (int)img * yn + (int)oc * yc + (int)ox * yw;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      if (oy0 + r < a.oh) IO::store(yp + (oy0 + r) * a.y_strides[2], acc[r]);
+      if ((unsigned)(oy0 + r) < oh) IO::store(yp + (oy0 + r) * yh, acc[r]);
     }
   }
 }
 template <typename IO, typename T, int K, int S, int R>
 __device__ void kiln_rt_dw(const T* __restrict__ x, const T* __restrict__ wt, const T* __restrict__ bias,
                            T* __restrict__ y, const kiln_rt_dw_args& a) {
-  const i64 total = a.n * a.c * ((a.oh + R - 1) / R) * a.ow;
-  if (total < (1LL << 31)) {
-    kiln_rt_dw_walk<IO, T, K, S, R, unsigned>(x, wt, bias, y, a, (unsigned)total);
+  __shared__ float shared[KILN_RT_DW_STAGED];
+  const float* staged = nullptr;
+  if (a.channels_inner) {
+    const unsigned taps = (unsigned)a.c * (K * K);
+    for (unsigned t = threadIdx.x; t < taps; t += blockDim.x) {
+      shared[(t % (K * K)) * (unsigned)a.c + t / (K * K)] = IO::load(wt + t);
+    }
+    __syncthreads();
+    staged = shared;
+  }
+  if (a.x_strides[3] == 1) {
+    kiln_rt_dw_walk<IO, T, K, S, R, true>(x, wt, bias, y, a, staged);
   } else {
-    kiln_rt_dw_walk<IO, T, K, S, R, i64>(x, wt, bias, y, a, total);
+    kiln_rt_dw_walk<IO, T, K, S, R, false>(x, wt, bias, y, a, staged);
   }
 }
 #define KILN_RT_DW(name, IO, T, K, S, R) \
@@ -118,12 +140,22 @@ int StrideIndex(int64_t s) {
 // 163 registers on sm_90, and capping it spills).
 int64_t StripRows(int64_t size, int64_t stride) { return stride == 1 && size <= 5 ? 8 : 4; }
 
-// KILN_CUDA_DEPTHWISE: "0" none, "1" every storage type, unset the
-// measured policy (DepthwiseKernelTakes). Read per call (tests switch it; a
-// replayed CUDA graph does not call it).
-std::string Switch() {
+// Every element offset of `l` (and the window's reach past its rows) fits
+// the kernel's 32-bit index math.
+bool Fits32Bits(const lowering::Layout& l) {
+  int64_t last = l.offset;
+  for (size_t d = 0; d < l.sizes.size(); ++d) {
+    if (l.strides[d] < 0) return false;
+    last += (l.sizes[d] - 1) * l.strides[d];
+  }
+  return l.offset >= 0 && last < (int64_t{1} << 30);
+}
+
+// KILN_CUDA_DEPTHWISE=0 sends every depthwise convolution to cuDNN. Read
+// per call (tests switch it; a replayed CUDA graph does not call it).
+bool KernelSwitchedOff() {
   const char* v = std::getenv("KILN_CUDA_DEPTHWISE");
-  return v == nullptr ? "" : v;
+  return v != nullptr && std::string(v) == "0";
 }
 
 }  // namespace
@@ -134,7 +166,7 @@ std::string DepthwiseKernelName(int storage, int size, int stride) {
 
 const std::string& DepthwiseKernelSource() {
   static const std::string* source = [] {
-    auto* s = new std::string(kSource);
+    auto* s = new std::string(absl::StrCat("#define KILN_RT_DW_STAGED ", kDepthwiseStagedTaps, "\n", kSource));
     for (int t = 0; t < 3; ++t) {
       for (int k : kDepthwiseSizes) {
         for (int st : kDepthwiseStrides) {
@@ -149,25 +181,26 @@ const std::string& DepthwiseKernelSource() {
 }
 
 bool DepthwiseKernelTakes(const ConvProblem& c, bool channels_last) {
-  const std::string on = Switch();
-  if (on == "0" || channels_last || c.spatial_dims != 2) return false;
+  if (KernelSwitchedOff() || channels_last || c.spatial_dims != 2) return false;
   if (c.groups != c.cin || c.cout % c.cin != 0) return false;
   if (c.kh != c.kw || c.sh != c.sw || c.dh != 1 || c.dw != 1 || SizeIndex(c.kh) < 0 || StrideIndex(c.sh) < 0) {
     return false;
   }
   const DType t = c.x.layout.dtype;
   if (RuntimeStorageIndex(t) < 0 || c.weight.layout.dtype != t || c.y.layout.dtype != t) return false;
-  // 16-bit ones measured faster through cuDNN's graph API (depthwise_conv.h).
-  if (t != DType::kFloat32 && CudnnGraphApiEnabled() && on != "1") return false;
   if (c.bias && (c.bias->layout.dtype != t || !c.bias->layout.IsContiguous())) return false;
   // [K, 1, R, S] packed: filter plane oc at oc * K * K.
   const lowering::Layout& w = c.weight.layout;
   if (w.sizes.size() != 4 || w.sizes[1] != 1 || !w.IsContiguous()) return false;
-  // x may be channels-last (convnext's first block of each stage reads the
-  // permuted layer norm's NHWC output): a warp's loads then each take a
-  // sector of their own, yet handing those to cuDNN measured slower
-  // (convnext_tiny b32 float32 on an H200: 11.80 ms against 10.56).
-  return c.x.layout.sizes.size() == 4 && c.y.layout.sizes.size() == 4;
+  // x may be channels-last (convnext's first block reads the permuted layer
+  // norm's NHWC output): the kernel then walks channels fastest.
+  return c.x.layout.sizes.size() == 4 && c.y.layout.sizes.size() == 4 && Fits32Bits(c.x.layout) &&
+         Fits32Bits(c.y.layout);
+}
+
+bool DepthwiseChannelsInner(const ConvProblem& c) {
+  return c.x.layout.strides.size() == 4 && c.x.layout.strides[1] == 1 && c.cin > 1 &&
+         c.cout * c.kh * c.kw <= kDepthwiseStagedTaps;
 }
 
 absl::Status LaunchDepthwise(const ConvProblem& c, int device_index, CUstream stream) {
@@ -182,6 +215,7 @@ absl::Status LaunchDepthwise(const ConvProblem& c, int device_index, CUstream st
     a.y_strides[d] = c.y.layout.strides[d];
   }
   a.has_bias = c.bias ? 1 : 0;
+  a.channels_inner = DepthwiseChannelsInner(c) ? 1 : 0;
   const size_t elem = DTypeSize(c.x.layout.dtype);
   auto address = [&](const DeviceView& v) { return v.base + static_cast<CUdeviceptr>(v.layout.offset) * elem; };
   CUdeviceptr xp = address(c.x), wp = address(c.weight), yp = address(c.y);

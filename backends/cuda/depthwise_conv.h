@@ -10,27 +10,29 @@
 // size and stride are template arguments (3, 5, 7; 1, 2: the unrolled
 // loops), everything else (shape, pads, x/y strides) is data; float32,
 // float16 and bfloat16 storage, float math, the bias added in the kernel.
-// `KILN_CUDA_DEPTHWISE=0` sends them all to cuDNN and `=1` all to the
-// kernel (before/after measurements); unset, the policy below.
+// A channels-last x (convnext's first block reads the permuted layer norm's
+// NHWC output) is walked channels fastest, so a warp's loads stay adjacent.
+// `KILN_CUDA_DEPTHWISE=0` sends them all to cuDNN (before/after figures).
+//
+// Measured on an NVIDIA H200 at batch 32 (ncu, --clock-control none): the
+// first version, with 64-bit index math and a bounds test per load, was
+// issue-bound (SM throughput 67%, L1 23%, 95 registers): 210 us a call on
+// convnext_tiny's [32,96,56,56] planes, and 657 us for the one that reads
+// a channels-last x column by column (L1 95%: a sector per load). With
+// 32-bit offsets, per-thread column masks and immediate-offset row loads
+// (77 registers): 95 us, and 329 us channels fastest. Whole models, kiln's
+// kernel / cuDNN's graph API, ms (one call): float32 convnext_tiny 9.51 /
+// 12.50, mobilenet_v3_large 1.19 / 1.53, efficientnet_b0 1.92 / 2.55 (the
+// first version: 10.57, 1.36, 2.22); bfloat16 3.70 / 4.03, 1.34 / 1.34,
+// 2.32 / 2.31-2.38. So every depthwise convolution the kernel takes goes to
+// it, 16-bit ones included (they went to cuDNN before).
 //
 // A shared-memory tiled version (a block staged the input window of a band
 // of rows of one or more channel planes, each input read once, then
 // computed strips from shared memory) measured slower on an H200 at batch
-// 32 float32 (one call, whole models): mobilenet_v3_large 1.96 ms against
-// 1.36 with this kernel (cuDNN 1.51), efficientnet_b0 3.18 against 2.22
-// (cuDNN 2.51), convnext_tiny 10.53 against 10.57; per step it won only
-// convnext's 56x56 planes (0.65 against 1.09 ms for 3 calls) and lost the
-// 14x14 and 7x7 ones. So this one stays.
-//
-// Which path, measured on an NVIDIA H200 at batch 32 (whole models, kiln's
-// kernel / cuDNN, ms): through cuDNN's legacy API the kernel won five of
-// six cells (bfloat16 convnext_tiny 4.28 / 6.03, mobilenet_v3_large 2.61 /
-// 2.73, efficientnet_b0 3.36 / 3.77; float32 10.07 / 12.70, 2.04 / 2.19,
-// but efficientnet_b0 3.17 / 3.06; the kernel's first version). Through
-// the graph API (cudnn_graph_conv.h) cuDNN wins in 16-bit (convnext_tiny
-// 4.37 / 4.03, mobilenet 1.43 / 1.30, efficientnet 2.50 / 2.24) and the
-// kernel in float32 (10.56 / 12.48, 1.35 / 1.50, 2.23 / 2.48). So the
-// kernel takes float32 ones, and 16-bit ones only with the legacy API.
+// 32 float32 against the first version (one call, whole models):
+// mobilenet_v3_large 1.96 ms against 1.36, efficientnet_b0 3.18 against
+// 2.22, convnext_tiny 10.53 against 10.57.
 #ifndef KILN_BACKENDS_CUDA_DEPTHWISE_CONV_H_
 #define KILN_BACKENDS_CUDA_DEPTHWISE_CONV_H_
 
@@ -46,6 +48,9 @@ namespace kiln::backends::cuda {
 // equal strides, dilation 1).
 inline constexpr int kDepthwiseSizes[] = {3, 5, 7};
 inline constexpr int kDepthwiseStrides[] = {1, 2};
+// The filter taps (channels x K x K) a block stages in shared memory for a
+// channels-last x (the kernel's channel order).
+inline constexpr int kDepthwiseStagedTaps = 8192;
 
 // The kernel's arguments (passed by value; the source's struct lays them out
 // the same). c counts output channels; input channel = output / mult.
@@ -54,12 +59,17 @@ struct DepthwiseArgs {
   long long x_strides[4];                      // NOLINT(runtime/int): n, c, h, w
   long long y_strides[4];                      // NOLINT(runtime/int)
   int has_bias;
+  int channels_inner;  // thread order: channels fastest (x channels-last), else columns
 };
 
 // Whether the kernel takes `c` (a 2-D depthwise convolution of a filter size
 // and stride above, NCHW [K, 1, R, S] weight, x and y of one storage type
 // at any strides) and the switch allows it.
 bool DepthwiseKernelTakes(const ConvProblem& c, bool channels_last);
+
+// Whether the kernel walks `c`'s threads channels fastest (x channels-last,
+// its filters few enough to stage in shared memory) instead of columns.
+bool DepthwiseChannelsInner(const ConvProblem& c);
 
 // Runs `c` (DepthwiseKernelTakes) on `stream`.
 absl::Status LaunchDepthwise(const ConvProblem& c, int device_index, CUstream stream);

@@ -415,7 +415,8 @@ TEST(RuntimeKernelEmulation, PoolingWritesChannelsLast) {
 
 // The depthwise kernels (depthwise_conv.h) against the reference
 // convolution: every filter size and stride, a channel multiplier, a bias,
-// x read NCHW and through a channels-last view, y
+// x read NCHW and through a channels-last view, threads walking columns or
+// channels fastest, y
 // written into a wider buffer (strides are data), float32 and bfloat16
 // storage (the reference rounds the same inputs), on odd planes (strips cut
 // by the last row, columns by the pad), many small ones, and a large one.
@@ -463,12 +464,19 @@ TEST(RuntimeKernelEmulation, DepthwiseMatchesTheReferenceConvolution) {
                 a.y_strides[d] = yl.strides[d];
               }
               a.has_bias = 1;
-              emu->depthwise_(dtype == DType::kBFloat16, k, s, xb.data(), wb.data(), bb.data(), yb.data(), &a, 5,
-                              256);
-              const float tol = dtype == DType::kBFloat16 ? 2e-2f : 1e-4f;
-              for (int64_t i = 0; i < want->numel(); ++i) {
-                const float expect = want->data<float>()[i];
-                ASSERT_NEAR(Load(yb, yl, i), expect, tol * (1.0f + std::fabs(expect))) << i;
+              // Both thread orders over either layout (the launch picks
+              // channels fastest for a channels-last x).
+              for (const int channels_inner : {0, 1}) {
+                SCOPED_TRACE(channels_inner ? "channels fastest" : "columns fastest");
+                a.channels_inner = channels_inner;
+                std::fill(yb.begin(), yb.end(), 0u);
+                emu->depthwise_(dtype == DType::kBFloat16, k, s, xb.data(), wb.data(), bb.data(), yb.data(), &a, 5,
+                                256);
+                const float tol = dtype == DType::kBFloat16 ? 2e-2f : 1e-4f;
+                for (int64_t i = 0; i < want->numel(); ++i) {
+                  const float expect = want->data<float>()[i];
+                  ASSERT_NEAR(Load(yb, yl, i), expect, tol * (1.0f + std::fabs(expect))) << i;
+                }
               }
             }
           }
