@@ -276,6 +276,10 @@ std::string CudaExprEmitter::KeptValueKey(const Expr& e, int lane) const {
 }
 
 std::optional<std::string> CudaExprEmitter::Reused(const Expr& e, int lane, int) {
+  if (auto staged = staged_.find(&e); staged != staged_.end()) {
+    auto type = dialect().TypeName(e.dtype);
+    if (type.ok()) return Temp(*type, staged->second);
+  }
   const std::string key = KeptValueKey(e, lane);
   if (key.empty()) return std::nullopt;
   auto it = cache_->values.find(key);

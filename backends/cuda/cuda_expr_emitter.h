@@ -109,6 +109,9 @@ class CudaExprEmitter : public codegen::CExprEmitter {
   const std::set<std::string>& vector_buffers() const { return vector_buffers_; }
   // Records a vector access the caller emitted itself (a kiln_store4).
   void NoteVectorBuffer(const std::string& buffer) { vector_buffers_.insert(buffer); }
+  // Load nodes whose values the kernel staged itself (kernel_transpose.h):
+  // each reads as the given expression instead of from its buffer.
+  void SetStagedLoads(std::map<const lowering::Expr*, std::string> staged) { staged_ = std::move(staged); }
 
  protected:
   absl::StatusOr<std::string> EmitLoad(const lowering::Expr& e, const CudaBufferRef& ref, int lane,
@@ -137,6 +140,7 @@ class CudaExprEmitter : public codegen::CExprEmitter {
   RowCache* cache_ = nullptr;
   std::map<const lowering::Expr*, std::string> vector_memo_;
   std::set<std::string> vector_buffers_;
+  std::map<const lowering::Expr*, std::string> staged_;
 };
 
 }  // namespace kiln::backends::cuda

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,7 @@
 #include "backends/cuda/kernel_loops.h"
 #include "backends/cuda/kernel_prelude.h"
 #include "backends/cuda/kernel_reductions.h"
+#include "backends/cuda/kernel_transpose.h"
 #include "support/hash.h"
 #include "support/status.h"
 
@@ -153,32 +155,48 @@ absl::StatusOr<CudaKernelSource> Generate(const lowering::LoopGraph& graph, cons
       members.push_back({bufs[i], bodies[i], store});
     }
     ASSIGN_OR_RETURN(int64_t numel, SpaceSize(ranges, "pointwise ranges"));
-    ctx.lanes = PointwiseLanes(ctx);
-    threads = std::min(kPointwiseThreads, max_threads);
-    int64_t inner = 1;
-    for (size_t i = ranges.size(); i-- > 0;) {
-      if (ranges[i] != 1) {
-        inner = ranges[i];
-        break;
-      }
+    // A transposed operand: 32x32 tiles through shared memory.
+    const std::set<std::string> written(kernel.buffers.begin(), kernel.buffers.end());
+    std::optional<TransposeTiling> tiling;
+    if (numel > 0 && max_threads >= kTransposeTileThreads && TransposeTilesEnabled()) {
+      tiling = PlanTransposeTiling(ranges, members, written);
     }
-    const int64_t groups = inner >= ctx.lanes ? numel / inner * ((inner + ctx.lanes - 1) / ctx.lanes) : numel;
-    const int64_t blocks_needed = (groups + threads - 1) / threads;
-    // One full wave of resident blocks at most; the loop strides over the rest.
-    const int64_t max_blocks = static_cast<int64_t>(sms) * (2048 / threads);
-    result.launch.grid_x = std::max<int64_t>(1, std::min(blocks_needed, max_blocks));
-    result.launch.block_x = threads;
-    SpaceLoop loop;
-    loop.sizes = ranges;
-    loop.bindings.assign(ranges.size(), "0LL");
-    for (size_t i = 0; i < ranges.size(); ++i) loop.vars.push_back(static_cast<int>(i));
-    loop.prefix = "l_v";
-    loop.start = absl::StrCat("blockIdx.x * ", threads, "U + threadIdx.x");
-    loop.stride = absl::StrCat("gridDim.x * ", threads, "U");
-    StoreBody store_body(&ctx, std::move(members));
-    if (numel > 0) {
-      ASSIGN_OR_RETURN(std::string text, EmitSpaceLoop(ctx, loop, store_body, indent));
-      body = text;
+    if (tiling.has_value()) {
+      threads = kTransposeTileThreads;
+      StoreBody store_body(&ctx, std::move(members));
+      int64_t grid = 1;
+      ASSIGN_OR_RETURN(body, EmitTransposeTiled(ctx, ranges, *tiling, store_body, indent,
+                                                static_cast<int64_t>(sms) * (2048 / threads), &grid));
+      result.launch.grid_x = grid;
+      result.launch.block_x = threads;
+    } else {
+      ctx.lanes = PointwiseLanes(ctx);
+      threads = std::min(kPointwiseThreads, max_threads);
+      int64_t inner = 1;
+      for (size_t i = ranges.size(); i-- > 0;) {
+        if (ranges[i] != 1) {
+          inner = ranges[i];
+          break;
+        }
+      }
+      const int64_t groups = inner >= ctx.lanes ? numel / inner * ((inner + ctx.lanes - 1) / ctx.lanes) : numel;
+      const int64_t blocks_needed = (groups + threads - 1) / threads;
+      // One full wave of resident blocks at most; the loop strides over the rest.
+      const int64_t max_blocks = static_cast<int64_t>(sms) * (2048 / threads);
+      result.launch.grid_x = std::max<int64_t>(1, std::min(blocks_needed, max_blocks));
+      result.launch.block_x = threads;
+      SpaceLoop loop;
+      loop.sizes = ranges;
+      loop.bindings.assign(ranges.size(), "0LL");
+      for (size_t i = 0; i < ranges.size(); ++i) loop.vars.push_back(static_cast<int>(i));
+      loop.prefix = "l_v";
+      loop.start = absl::StrCat("blockIdx.x * ", threads, "U + threadIdx.x");
+      loop.stride = absl::StrCat("gridDim.x * ", threads, "U");
+      StoreBody store_body(&ctx, std::move(members));
+      if (numel > 0) {
+        ASSIGN_OR_RETURN(std::string text, EmitSpaceLoop(ctx, loop, store_body, indent));
+        body = text;
+      }
     }
   } else {
     ASSIGN_OR_RETURN(ReductionKernelShape shape, ClassifyReductionKernel(kernel, bufs));

@@ -164,7 +164,7 @@ TEST(CudaKernelCodegen, SmallSpatialDimsCollapse) {
   EXPECT_TRUE(absl::StrContains(body, "l_rem % 13U")) << body;  // ceil(49 / 4) groups per row
 }
 
-TEST(CudaKernelCodegen, TransposedInputIsReadElementwise) {
+TEST(CudaKernelCodegen, TransposedInputIsTiledThroughSharedMemory) {
   auto k = Generate(R"(graph(%x : Float(64, 32)):
   %p : int[] = prim::Constant[value=[1, 0]]()
   %y : Tensor = aten::permute(%x, %p)
@@ -172,8 +172,28 @@ TEST(CudaKernelCodegen, TransposedInputIsReadElementwise) {
   return (%z))",
                     1);
   ASSERT_EQ(k.size(), 1u);
-  const std::string body = KernelPart(k[0].source);
-  // The output is contiguous (vector store), the transposed read is not.
+  std::string body = KernelPart(k[0].source);
+  // Staged with loads adjacent in the output's rows, stored adjacent in
+  // its columns: 2 x 1 tiles of 32 x 32, 256 threads.
+  EXPECT_TRUE(absl::StrContains(body, "__shared__ float l_tile0[32][33];")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "l_tile0[l_y + l_r][l_x] = ")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "l_tile0[l_x][l_y + l_r]")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "__syncthreads();")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "l_t < 2U")) << body;
+  EXPECT_EQ(k[0].launch.block_x, 256);
+  EXPECT_EQ(k[0].launch.grid_x, 2);
+
+  // A short innermost dim (8 < 16): the plain loop, the transposed read
+  // element by element, the contiguous store vectorized.
+  k = Generate(R"(graph(%x : Float(8, 64)):
+  %p : int[] = prim::Constant[value=[1, 0]]()
+  %y : Tensor = aten::permute(%x, %p)
+  %z : Tensor = aten::exp(%y)
+  return (%z))",
+               1);
+  ASSERT_EQ(k.size(), 1u);
+  body = KernelPart(k[0].source);
+  EXPECT_FALSE(absl::StrContains(body, "__shared__")) << body;
   EXPECT_FALSE(absl::StrContains(body, "kiln_load4(p0")) << body;
   EXPECT_TRUE(absl::StrContains(body, "kiln_store4")) << body;
 }

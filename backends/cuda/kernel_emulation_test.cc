@@ -74,6 +74,24 @@ Tensor RandomTensor(DType dtype, const std::vector<int64_t>& sizes, std::mt19937
 
 const std::vector<Case>& Cases() {
   static const auto* cases = new std::vector<Case>{
+      // A residual add of a permuted (NHWC) branch into an NCHW trunk, as
+      // convnext's blocks end: tiled through shared memory
+      // (kernel_transpose.h), extents not multiples of the tile, more
+      // tiles than the grid.
+      {"transposed_residual_add", R"(graph(%x : Float(3, 70, 5, 9), %y : Float(3, 5, 9, 70), %g : Float(70, 1, 1)):
+  %perm : int[] = prim::Constant[value=[0, 3, 1, 2]]()
+  %one : int = prim::Constant[value=1]()
+  %p : Tensor = aten::permute(%y, %perm)
+  %m : Tensor = aten::mul(%g, %p)
+  %a : Tensor = aten::add(%m, %x, %one)
+  return (%a))"},
+      {"bf16_transposed_residual_add", R"(graph(%x : BFloat16(2, 48, 7, 7), %y : BFloat16(2, 7, 7, 48)):
+  %perm : int[] = prim::Constant[value=[0, 3, 1, 2]]()
+  %one : int = prim::Constant[value=1]()
+  %p : Tensor = aten::permute(%y, %perm)
+  %a : Tensor = aten::add(%x, %p, %one)
+  %r : Tensor = aten::relu(%a)
+  return (%r))"},
       {"bf16_add_gelu", R"(graph(%x : BFloat16(8, 1030), %b : BFloat16(1030)):
   %one : int = prim::Constant[value=1]()
   %approx : str = prim::Constant[value="none"]()
