@@ -140,8 +140,8 @@ int StrideIndex(int64_t s) {
 // 163 registers on sm_90, and capping it spills).
 int64_t StripRows(int64_t size, int64_t stride) { return stride == 1 && size <= 5 ? 8 : 4; }
 
-// Every element offset of `l` (and the window's reach past its rows) fits
-// the kernel's 32-bit index math.
+// Every element offset of `l` is below 2^30, so the kernel's 32-bit index
+// math also holds the offsets a window forms past the plane's edges.
 bool Fits32Bits(const lowering::Layout& l) {
   int64_t last = l.offset;
   for (size_t d = 0; d < l.sizes.size(); ++d) {

@@ -22,15 +22,14 @@ constexpr size_t kMaxStaged = 4;  // 4 tiles of 32 x 33 floats: 16.5 KiB of shar
 
 bool StoredAsFloat(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
 
-// Every load node under `e` (each once), or false past a depth of 256.
-bool Loads(const ExprPtr& e, int depth, std::vector<ExprPtr>* out) {
-  if (e == nullptr) return true;
+// Every load node under `e`, each once (shared subtrees are walked once:
+// index DAGs share heavily), or false past a depth of 256.
+bool Loads(const ExprPtr& e, int depth, std::set<const lowering::Expr*>* seen, std::vector<ExprPtr>* out) {
+  if (e == nullptr || !seen->insert(e.get()).second) return true;
   if (depth > 256) return false;
-  if (e->op == ExprOp::kLoad) {
-    if (std::find(out->begin(), out->end(), e) == out->end()) out->push_back(e);
-  }
+  if (e->op == ExprOp::kLoad) out->push_back(e);
   for (const ExprPtr& a : e->args) {
-    if (!Loads(a, depth + 1, out)) return false;
+    if (!Loads(a, depth + 1, seen, out)) return false;
   }
   return true;
 }
@@ -57,15 +56,17 @@ std::optional<TransposeTiling> PlanTransposeTiling(const std::vector<int64_t>& r
   }
   if (t.a < 0 || ranges[t.a] < kMinExtent || ranges[t.b] < kMinExtent) return std::nullopt;
   std::vector<ExprPtr> loads;
+  std::set<const lowering::Expr*> seen;
   for (const StoreBody::Member& m : members) {
     if (!HasUnitStride(m.store_index, t.b)) return std::nullopt;
-    if (!Loads(m.body, 0, &loads)) return std::nullopt;
+    if (!Loads(m.body, 0, &seen, &loads)) return std::nullopt;
   }
   for (const ExprPtr& load : loads) {
     if (load->args.size() != 1 || written.count(load->buffer) != 0 || !StoredAsFloat(load->dtype)) continue;
     const ExprPtr& index = load->args[0];
     std::vector<ExprPtr> nested;
-    if (!Loads(index, 0, &nested) || !nested.empty()) continue;  // gathers stay as they are
+    std::set<const lowering::Expr*> index_seen;
+    if (!Loads(index, 0, &index_seen, &nested) || !nested.empty()) continue;  // gathers stay as they are
     if (HasUnitStride(index, t.a) && DependsOnVar(index, t.b) && !HasUnitStride(index, t.b)) {
       t.staged.push_back(load);
     }
