@@ -17,6 +17,7 @@
 #include "backends/cpu/env.h"
 #include "backends/cpu/layout_util.h"
 #include "backends/cpu/library_ops.h"
+#include "backends/cpu/primitive_call.h"
 #include "backends/cpu/threads.h"
 #include "support/status.h"
 
@@ -136,12 +137,11 @@ bool PrefersWinograd(const ConvParams& p, const lowering::Layout& wl, const lowe
   return wl.sizes[0] >= kMinChannels && wl.sizes[1] >= kMinChannels && flops >= kMinFlops;
 }
 
-class ConvCall : public LibraryCall {
+class ConvCall : public PrimitiveCall<dnnl::convolution_forward> {
  public:
   static absl::StatusOr<std::unique_ptr<LibraryCall>> Create(const ExternCallSpec& spec, const ConvParams& p,
                                                              const std::vector<Tensor>& constants) {
-    auto call = std::unique_ptr<ConvCall>(new ConvCall());
-    call->spec_ = &spec;
+    auto call = std::unique_ptr<ConvCall>(new ConvCall(spec));
     call->p_ = p;
     RETURN_IF_ERROR(call->Prepare(constants));
     return std::unique_ptr<LibraryCall>(std::move(call));
@@ -158,10 +158,10 @@ class ConvCall : public LibraryCall {
   bool ChannelsLastOutput() const override { return true; }
 
   absl::Status SetFormats(const std::vector<ValueFormat>& args, ValueFormat output) override {
-    ws_ = base_ws_;
+    RETURN_IF_ERROR(StartWeights());
     const lowering::Layout& xl = spec_->buffer_arg_layouts[static_cast<size_t>(p_.x)];
     RETURN_IF_ERROR(src_.Prepare(UserDesc(xl, args[static_cast<size_t>(p_.x)]), pd_.src_desc(), &ws_, true));
-    RETURN_IF_ERROR(dst_.Prepare(UserDesc(spec_->output_layouts[0], output), pd_.dst_desc(), &ws_, false));
+    RETURN_IF_ERROR(PrepareResult(output));
     operand_reorders_.assign(p_.operands.size(), Reorder());
     for (size_t i = 0; i < p_.operands.size(); ++i) {
       const int b = p_.operands[i];
@@ -172,7 +172,6 @@ class ConvCall : public LibraryCall {
     return absl::OkStatus();
   }
 
-  size_t workspace_bytes() const override { return ws_.total(); }
   std::vector<PackedConstant*> packed_constants() override {
     if (packed_weights_.source == nullptr) return {};
     return {&packed_weights_};
@@ -190,28 +189,28 @@ class ConvCall : public LibraryCall {
     return s;
   }
 
-  struct State : CallState {
-    memory src_user, src, dst, dst_user, weights_user, weights, bias, scratch;
+  struct State : ResultState {
+    memory src_user, src, weights_user, weights, bias;
     std::vector<memory> operand_user, operands;
-    std::unordered_map<int, memory> args;
   };
 
   std::unique_ptr<CallState> NewState() const override {
     auto s = std::make_unique<State>();
+    InitResultState(*s);
     dnnl::engine& e = Engine();
     std::tie(s->src_user, s->src) = ReorderMemories(src_);
-    std::tie(s->dst_user, s->dst) = ReorderMemories(dst_);
     if (packed_weights_.source != nullptr) {
       s->weights = memory(pd_.weights_desc(), e, packed_weights_.storage);
     } else {
       s->weights_user = memory(weights_reorder_.user, e, DNNL_MEMORY_NONE);
       s->weights = weights_reorder_.needed ? memory(pd_.weights_desc(), e, DNNL_MEMORY_NONE) : s->weights_user;
     }
-    if (p_.b >= 0) s->bias = memory(bias_desc_, e, DNNL_MEMORY_NONE);
-    s->scratch = memory(pd_.scratchpad_desc(), e, DNNL_MEMORY_NONE);
-    s->args = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_WEIGHTS, s->weights}, {DNNL_ARG_DST, s->dst},
-               {DNNL_ARG_SCRATCHPAD, s->scratch}};
-    if (p_.b >= 0) s->args[DNNL_ARG_BIAS] = s->bias;
+    s->args[DNNL_ARG_SRC] = s->src;
+    s->args[DNNL_ARG_WEIGHTS] = s->weights;
+    if (p_.b >= 0) {
+      s->bias = memory(bias_desc_, e, DNNL_MEMORY_NONE);
+      s->args[DNNL_ARG_BIAS] = s->bias;
+    }
     for (const Reorder& r : operand_reorders_) {
       auto [user, core] = ReorderMemories(r);
       s->operand_user.push_back(user);
@@ -225,12 +224,8 @@ class ConvCall : public LibraryCall {
 
   absl::Status Run(void* const* buffers, CallState& state, RunStream& stream, void* workspace) override {
     State& s = static_cast<State&>(state);
-    char* ws = static_cast<char*>(workspace);
-    dnnl::stream& strm = StreamOf(stream);
     const auto& layouts = spec_->buffer_arg_layouts;
-    const int nargs = static_cast<int>(layouts.size());
-    ScopedNumThreads threads(threads_);
-    return Guard("convolution", [&] {
+    return Execute("convolution", s, buffers[layouts.size()], stream, workspace, [&](dnnl::stream& strm, char* ws) {
       s.src_user.set_data_handle(DataPointer(buffers[p_.x], layouts[static_cast<size_t>(p_.x)]));
       src_.In(strm, s.src_user, s.src, ws);
       if (packed_weights_.source == nullptr) {
@@ -243,16 +238,19 @@ class ConvCall : public LibraryCall {
         s.operand_user[i].set_data_handle(DataPointer(buffers[b], layouts[b]));
         operand_reorders_[i].In(strm, s.operand_user[i], s.operands[i], ws);
       }
-      s.dst_user.set_data_handle(DataPointer(buffers[nargs], spec_->output_layouts[0]));
-      dst_.Bind(s.dst, ws);
-      s.scratch.set_data_handle(ws + scratch_offset_);
-      prim_.execute(strm, s.args);
-      dst_.Out(strm, s.dst, s.dst_user);
     });
   }
 
  private:
-  ConvCall() = default;
+  explicit ConvCall(const ExternCallSpec& spec) : PrimitiveCall(spec) {}
+
+  // The workspace over again: the scratchpad, then the weights' reorder
+  // when they are not constant (constants are packed at load).
+  absl::Status StartWeights() {
+    StartWorkspace();
+    if (packed_weights_.source != nullptr) return absl::OkStatus();
+    return weights_reorder_.Prepare(weights_user_, pd_.weights_desc(), &ws_, true);
+  }
 
   absl::Status Prepare(const std::vector<Tensor>& constants) {
     const auto& layouts = spec_->buffer_arg_layouts;
@@ -277,7 +275,7 @@ class ConvCall : public LibraryCall {
     }
     memory::dims dilates;
     for (int64_t d : p_.dilation) dilates.push_back(d - 1);
-    const memory::desc w_user = g > 1 ? ContiguousDesc(w_dims) : LayoutDesc(wl);
+    weights_user_ = g > 1 ? ContiguousDesc(w_dims) : LayoutDesc(wl);
     if (g > 1 && !IsContiguousLayout(wl)) return absl::UnimplementedError("convolution: strided grouped weights");
     bias_desc_ = memory::desc();  // none
     if (p_.b >= 0) {
@@ -314,67 +312,48 @@ class ConvCall : public LibraryCall {
     double weights = 1;
     for (int64_t v : wl.sizes) weights *= static_cast<double>(v);
     threads_ = ThreadsForWork(flops + kWorkPerWeight * weights);
-    ScopedNumThreads threads(threads_);
-    const bool winograd = PrefersWinograd(p_, wl, yl, flops, threads_);
-    RETURN_IF_ERROR(Guard("convolution", [&] {
-      dnnl::primitive_attr attr;
-      attr.set_post_ops(ops);
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      const memory::desc w_any(w_dims, memory::data_type::f32, memory::format_tag::any);
-      pd_ = {};
-      if (winograd) {
-        // Its own blocked layout for source and result (src_/dst_ reorder).
-        const memory::desc x_any(x_dims, memory::data_type::f32, memory::format_tag::any);
-        const memory::desc y_any(y_dims, memory::data_type::f32, memory::format_tag::any);
-        try {
-          dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
-                                            dnnl::algorithm::convolution_winograd, x_any, w_any, bias_desc_, y_any,
-                                            Dims(p_.stride), dilates, Dims(p_.pad_l), Dims(p_.pad_r));
-          pd_ = dnnl::convolution_forward::primitive_desc(d, attr, Engine());
-        } catch (const dnnl::error&) {
-          pd_ = {};  // unimplemented here: the direct algorithm below
-        }
-      }
-      if (!pd_) {
-        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                          ChannelsLastDesc(x_dims), w_any, bias_desc_, ChannelsLastDesc(y_dims),
-                                          Dims(p_.stride), dilates, Dims(p_.pad_l), Dims(p_.pad_r));
-        pd_ = dnnl::convolution_forward::primitive_desc(d, attr, Engine());
-      }
-      prim_ = dnnl::convolution_forward(pd_);
-      impl_ = pd_.impl_info_str();
-    }));
-    scratch_offset_ = base_ws_.Add(pd_.scratchpad_desc().get_size());
+    const memory::desc w_any(w_dims, memory::data_type::f32, memory::format_tag::any);
+    auto make = [&](dnnl::algorithm algorithm, const memory::desc& x, const memory::desc& y) {
+      return [&, algorithm, x, y] {
+        return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, algorithm, x, w_any, bias_desc_, y,
+                                               Dims(p_.stride), dilates, Dims(p_.pad_l), Dims(p_.pad_r));
+      };
+    };
+    // Winograd takes its own blocked layout for source and result (src_/dst_
+    // reorder); one oneDNN cannot make (its post-ops, another ISA) falls
+    // back to the direct algorithm, channels-last.
+    absl::Status made = absl::UnknownError("not tried");
+    if (PrefersWinograd(p_, wl, yl, flops, threads_)) {
+      const memory::desc x_any(x_dims, memory::data_type::f32, memory::format_tag::any);
+      const memory::desc y_any(y_dims, memory::data_type::f32, memory::format_tag::any);
+      made = MakePrimitive("convolution", make(dnnl::algorithm::convolution_winograd, x_any, y_any), ops);
+    }
+    if (!made.ok()) {
+      RETURN_IF_ERROR(MakePrimitive(
+          "convolution",
+          make(dnnl::algorithm::convolution_direct, ChannelsLastDesc(x_dims), ChannelsLastDesc(y_dims)), ops));
+    }
     // Constant weights are packed at load (packed_constants()); others are
     // reordered each call when the primitive wants another layout.
     const Tensor& wc = constants[static_cast<size_t>(p_.w)];
-    if (wc.defined() && wc.has_data() && !(w_user == pd_.weights_desc())) {
-      packed_weights_.user = w_user;
+    if (wc.defined() && wc.has_data() && !(weights_user_ == pd_.weights_desc())) {
+      packed_weights_.user = weights_user_;
       packed_weights_.packed = pd_.weights_desc();
       packed_weights_.source = DataPointer(const_cast<void*>(wc.storage()->data()), wl);
-    } else {
-      RETURN_IF_ERROR(weights_reorder_.Prepare(w_user, pd_.weights_desc(), &base_ws_, true));
     }
-    ws_ = base_ws_;
-    return absl::OkStatus();
+    return StartWeights();
   }
 
-  const ExternCallSpec* spec_ = nullptr;
   ConvParams p_;
-  dnnl::convolution_forward::primitive_desc pd_;
-  dnnl::convolution_forward prim_;
-  std::string impl_;
   PackedConstant packed_weights_;  // source null: weights from the buffer
+  memory::desc weights_user_;      // the weights as the buffer holds them
   memory::desc bias_desc_;
   Reorder weights_reorder_;  // non-constant weights, each call
   std::vector<bool> operand_full_;
   std::vector<memory::desc> operand_descs_;
   std::vector<std::pair<int, int>> binary_positions_;  // post-op index -> operand
-  Reorder src_, dst_;
+  Reorder src_;
   std::vector<Reorder> operand_reorders_;
-  WorkspaceLayout base_ws_, ws_;
-  size_t scratch_offset_ = 0;
-  int threads_ = 1;
 };
 
 }  // namespace

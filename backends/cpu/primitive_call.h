@@ -1,6 +1,6 @@
 // PrimitiveCall: what a library call (library_calls.h) that runs one oneDNN
-// primitive with one result does the same way for every op (pooling:
-// library_pool.cc; channel_mul: library_binary.cc). The primitive is made
+// primitive with one result does the same way for every op (convolution:
+// library_conv.cc; pooling: library_pool.cc; channel_mul: library_binary.cc). The primitive is made
 // with a user-managed scratchpad, the workspace starts with that scratchpad,
 // and a run binds the result to its buffer (reordered out where the layout
 // plan keeps it in another format), executes on the call's thread count and
@@ -40,12 +40,14 @@ class PrimitiveCall : public LibraryCall {
 
   // Makes the primitive from the op descriptor `make_desc()` returns (it may
   // throw too), under threads_: primitives are made for the thread count
-  // they run with.
+  // they run with. `post_ops`: the op's fused epilogue (convolution).
   template <typename MakeDesc>
-  absl::Status MakePrimitive(const std::string& what, MakeDesc&& make_desc) {
+  absl::Status MakePrimitive(const std::string& what, MakeDesc&& make_desc,
+                             const dnnl::post_ops& post_ops = dnnl::post_ops()) {
     ScopedNumThreads threads(threads_);
     return dnnl_util::Guard(what, [&] {
       dnnl::primitive_attr attr;
+      attr.set_post_ops(post_ops);
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       pd_ = typename Primitive::primitive_desc(make_desc(), attr, dnnl_util::Engine());
       prim_ = Primitive(pd_);
