@@ -164,33 +164,31 @@ TEST(CudaKernelCodegen, SmallSpatialDimsCollapse) {
   EXPECT_TRUE(absl::StrContains(body, "l_rem % 13U")) << body;  // ceil(49 / 4) groups per row
 }
 
-TEST(CudaKernelCodegen, TransposedInputIsTiledThroughSharedMemory) {
-  auto k = Generate(R"(graph(%x : Float(64, 32)):
+// exp of x [rows, cols] transposed.
+std::string TransposedExpText(int64_t rows, int64_t cols) {
+  return absl::StrCat("graph(%x : Float(", rows, ", ", cols, R"()):
   %p : int[] = prim::Constant[value=[1, 0]]()
   %y : Tensor = aten::permute(%x, %p)
   %z : Tensor = aten::exp(%y)
-  return (%z))",
-                    1);
+  return (%z))");
+}
+
+TEST(CudaKernelCodegen, TransposedInputIsTiledThroughSharedMemory) {
+  auto k = Generate(TransposedExpText(64, 32), 1);
   ASSERT_EQ(k.size(), 1u);
   std::string body = KernelPart(k[0].source);
   // Staged with loads adjacent in the output's rows, stored adjacent in
   // its columns: 2 x 1 tiles of 32 x 32, 256 threads.
-  EXPECT_TRUE(absl::StrContains(body, "__shared__ float l_tile0[32][33];")) << body;
-  EXPECT_TRUE(absl::StrContains(body, "l_tile0[l_y + l_r][l_x] = ")) << body;
-  EXPECT_TRUE(absl::StrContains(body, "l_tile0[l_x][l_y + l_r]")) << body;
-  EXPECT_TRUE(absl::StrContains(body, "__syncthreads();")) << body;
-  EXPECT_TRUE(absl::StrContains(body, "l_t < 2U")) << body;
+  for (const char* piece : {"__shared__ float l_tile0[32][33];", "l_tile0[l_y + l_r][l_x] = ", "l_tile0[l_x][l_y + l_r]",
+                            "__syncthreads();", "l_t < 2U"}) {
+    EXPECT_TRUE(absl::StrContains(body, piece)) << piece << " in\n" << body;
+  }
   EXPECT_EQ(k[0].launch.block_x, 256);
   EXPECT_EQ(k[0].launch.grid_x, 2);
 
   // A short innermost dim (8 < 16): the plain loop, the transposed read
   // element by element, the contiguous store vectorized.
-  k = Generate(R"(graph(%x : Float(8, 64)):
-  %p : int[] = prim::Constant[value=[1, 0]]()
-  %y : Tensor = aten::permute(%x, %p)
-  %z : Tensor = aten::exp(%y)
-  return (%z))",
-               1);
+  k = Generate(TransposedExpText(8, 64), 1);
   ASSERT_EQ(k.size(), 1u);
   body = KernelPart(k[0].source);
   EXPECT_FALSE(absl::StrContains(body, "__shared__")) << body;
