@@ -409,8 +409,11 @@ class Emulator {
     }
     const char* tmp = std::getenv("TEST_TMPDIR");
     const std::string dir = tmp != nullptr ? tmp : "/tmp";
-    const std::string src = dir + "/kiln_cuda_emulation.cc";
-    const std::string lib = dir + "/kiln_cuda_emulation.so";
+    // A name per build: dlopen of a path already loaded returns that library.
+    static int builds = 0;
+    const std::string stem = absl::StrCat(dir, "/kiln_cuda_emulation_", builds++);
+    const std::string src = stem + ".cc";
+    const std::string lib = stem + ".so";
     std::ofstream(src) << tu;
     const std::string cmd = absl::StrCat("g++ -std=c++17 -O1 -w -shared -fPIC -o ", lib, " ", src, " 2>&1");
     if (std::system(cmd.c_str()) != 0) return absl::InternalError("g++ failed on " + src);
@@ -515,34 +518,78 @@ absl::StatusOr<std::vector<std::vector<double>>> RunEmulated(Emulator& emu, cons
   return outs;
 }
 
+// Lowers, schedules and generates `c`'s kernels for `target` (every step a
+// kernel), with inputs drawn from `rng`.
+absl::StatusOr<Prepared> Prepare(const Case& c, const CudaTarget& target, std::mt19937& rng) {
+  auto s = testing::LowerAndSchedule(c.ir);
+  if (!s.ok()) return s.status();
+  Prepared p;
+  p.c = c;
+  p.s = std::move(*s);
+  for (const lowering::ScheduleStep& step : p.s.schedule.steps) {
+    if (step.kind != lowering::ScheduleStep::Kind::kKernel) {
+      return absl::InternalError(absl::StrCat(c.name, " has an extern step"));
+    }
+    auto k = GenerateCudaKernel(p.s.graph, step.kernel, target);
+    if (!k.ok()) return k.status();
+    p.kernels.push_back(std::move(*k));
+  }
+  if (p.kernels.empty()) return absl::InternalError(absl::StrCat(c.name, " lowered to no kernel"));
+  for (const std::string& in : p.s.graph.inputs) {
+    const Buffer* b = p.s.graph.Find(in);
+    p.inputs.push_back(RandomTensor(b->layout.dtype, b->layout.sizes, rng));
+  }
+  return p;
+}
+
+// The transposed-operand cases generated with and without the tiled
+// schedule (kernel_transpose.h) compute the same bits: the tiles change
+// where values are read from, not what is computed.
+TEST(CudaKernelEmulation, TransposeTilesChangeNoBits) {
+  CudaTarget target;
+  target.multiprocessor_count = 2;
+  std::vector<Prepared> prepared;
+  for (const Case& c : Cases()) {
+    if (c.name.find("transposed") == std::string::npos) continue;
+    for (const bool tiles : {true, false}) {
+      if (!tiles) setenv("KILN_CUDA_TRANSPOSE_TILES", "0", 1);
+      std::mt19937 rng(11);  // the same inputs for both
+      absl::StatusOr<Prepared> p = Prepare(c, target, rng);
+      unsetenv("KILN_CUDA_TRANSPOSE_TILES");
+      ASSERT_TRUE(p.ok()) << p.status();
+      const bool tiled = p->kernels[0].source.find("l_tile0") != std::string::npos;
+      ASSERT_EQ(tiled, tiles) << c.name;
+      prepared.push_back(*std::move(p));
+    }
+  }
+  ASSERT_EQ(prepared.size(), 4u);
+  Emulator emu;
+  const absl::Status built = emu.Build(prepared);
+  if (!built.ok()) GTEST_SKIP() << "host compiler unavailable: " << built;
+  for (size_t i = 0; i < prepared.size(); i += 2) {
+    auto tiled = RunEmulated(emu, prepared[i], 0);
+    auto plain = RunEmulated(emu, prepared[i + 1], 0);
+    ASSERT_TRUE(tiled.ok() && plain.ok()) << prepared[i].c.name;
+    ASSERT_EQ(tiled->size(), plain->size());
+    for (size_t o = 0; o < tiled->size(); ++o) {
+      ASSERT_EQ((*tiled)[o].size(), (*plain)[o].size());
+      for (size_t k = 0; k < (*tiled)[o].size(); ++k) {
+        ASSERT_EQ(std::memcmp(&(*tiled)[o][k], &(*plain)[o][k], sizeof(double)), 0)
+            << prepared[i].c.name << " element " << k << ": " << (*tiled)[o][k] << " tiled, " << (*plain)[o][k];
+      }
+    }
+  }
+}
+
 TEST(CudaKernelEmulation, KernelsMatchTheInterpreter) {
   CudaTarget target;
   target.multiprocessor_count = 2;  // small grids: the grid-stride loops wrap
   std::vector<Prepared> prepared;
   std::mt19937 rng(7);
   for (const Case& c : Cases()) {
-    auto s = testing::LowerAndSchedule(c.ir);
-    ASSERT_TRUE(s.ok()) << c.name << ": " << s.status();
-    Prepared p;
-    p.c = c;
-    p.s = std::move(*s);
-    bool ok = true;
-    for (const lowering::ScheduleStep& step : p.s.schedule.steps) {
-      if (step.kind != lowering::ScheduleStep::Kind::kKernel) {
-        ok = false;
-        continue;
-      }
-      auto k = GenerateCudaKernel(p.s.graph, step.kernel, target);
-      ASSERT_TRUE(k.ok()) << c.name << ": " << k.status();
-      p.kernels.push_back(std::move(*k));
-    }
-    ASSERT_TRUE(ok) << c.name << " has an extern step";
-    ASSERT_FALSE(p.kernels.empty()) << c.name << " lowered to no kernel:\n" << p.s.graph.ToString();
-    for (const std::string& in : p.s.graph.inputs) {
-      const Buffer* b = p.s.graph.Find(in);
-      p.inputs.push_back(RandomTensor(b->layout.dtype, b->layout.sizes, rng));
-    }
-    prepared.push_back(std::move(p));
+    absl::StatusOr<Prepared> p = Prepare(c, target, rng);
+    ASSERT_TRUE(p.ok()) << c.name << ": " << p.status();
+    prepared.push_back(*std::move(p));
   }
   Emulator emu;
   const auto start = std::chrono::steady_clock::now();
