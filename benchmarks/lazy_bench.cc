@@ -29,6 +29,8 @@
 #include "lazy/kiln_backend.h"
 #include "lazy/lazy_tensor.h"
 #include "lazy/metrics.h"
+#include "lazy/mlp_step.h"
+#include "lazy/test_util.h"
 #include "support/tensor.h"
 
 namespace kiln::lazy {
@@ -47,14 +49,6 @@ void Setup() {
   (void)ok;
 }
 
-Tensor RandomTensor(std::vector<int64_t> sizes, uint32_t seed, float scale) {
-  Tensor t = Tensor::Empty(DType::kFloat32, std::move(sizes));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(rng);
-  return t;
-}
 
 // A chain of `ops` elementwise ops (add/mul/tanh/sub with constants, and a
 // binary op with the input every few steps) over a small tensor.
@@ -75,7 +69,7 @@ LazyTensor TraceChain(const LazyTensor& x, int ops) {
 void BM_TraceOnly(benchmark::State& state) {
   Setup();
   const int ops = static_cast<int>(state.range(0));
-  LazyTensor x = LazyTensor::FromTensor(RandomTensor({16, 16}, 1, 1.0f));
+  LazyTensor x = LazyTensor::FromTensor(testing::RandomTensor({16, 16}, 1, 1.0f));
   (void)x.GetIrValue();  // uploaded once, outside the loop
   for (auto _ : state) {
     LazyTensor y = TraceChain(x, ops);
@@ -92,7 +86,7 @@ BENCHMARK(BM_TraceOnly)->Arg(100);
 void BM_SyncLookup(benchmark::State& state) {
   Setup();
   const int ops = static_cast<int>(state.range(0));
-  LazyTensor x = LazyTensor::FromTensor(RandomTensor({16, 16}, 1, 1.0f));
+  LazyTensor x = LazyTensor::FromTensor(testing::RandomTensor({16, 16}, 1, 1.0f));
   {
     LazyTensor warm = TraceChain(x, ops);
     if (!warm.ToTensor().ok()) {
@@ -125,7 +119,7 @@ double ThreadCpuNs() {
 void BM_TraceAndSync(benchmark::State& state) {
   Setup();
   const int ops = static_cast<int>(state.range(0));
-  LazyTensor x = LazyTensor::FromTensor(RandomTensor({16, 16}, 1, 1.0f));
+  LazyTensor x = LazyTensor::FromTensor(testing::RandomTensor({16, 16}, 1, 1.0f));
   {
     LazyTensor warm = TraceChain(x, ops);  // compiles once
     if (!warm.ToTensor().ok()) {
@@ -164,48 +158,22 @@ BENCHMARK(BM_TraceAndSync)->Arg(100);
 
 // ------------------------------------------------------------- MLP step
 
-constexpr int64_t kIn = 64, kHidden = 32, kOut = 10;
+using testing::InitialMlp;
+using testing::kMlpIn;
+using testing::kMlpOut;
+using testing::Mlp;
+constexpr double kLearningRate = 0.01;
 
-struct Mlp {
-  LazyTensor w1, b1, w2, b2;
-};
-
-Mlp InitialMlp() {
-  return {LazyTensor::FromTensor(RandomTensor({kIn, kHidden}, 1, 0.2f)),
-          LazyTensor::FromTensor(RandomTensor({kHidden}, 2, 0.1f)),
-          LazyTensor::FromTensor(RandomTensor({kHidden, kOut}, 3, 0.2f)),
-          LazyTensor::FromTensor(RandomTensor({kOut}, 4, 0.1f))};
-}
-
-// Forward, MSE loss, backward by hand, SGD (the same step as
-// lazy/training_loop_test.cc).
 LazyTensor TrainStep(Mlp& p, const LazyTensor& x, const LazyTensor& y) {
-  const int64_t batch = x.sizes()[0];
-  LazyTensor h_pre = Addmm(p.b1, x, p.w1);
-  LazyTensor h = h_pre.Relu();
-  LazyTensor out = Addmm(p.b2, h, p.w2);
-  LazyTensor diff = out - y;
-  LazyTensor loss = diff.Square().Mean();
-  LazyTensor d_out = diff * (2.0 / static_cast<double>(batch * kOut));
-  LazyTensor d_w2 = h.T().Mm(d_out);
-  LazyTensor d_b2 = d_out.Sum({0});
-  LazyTensor d_h = d_out.Mm(p.w2.T());
-  LazyTensor d_h_pre = d_h * h_pre.Gt(0.0).To(DType::kFloat32);
-  LazyTensor d_w1 = x.T().Mm(d_h_pre);
-  LazyTensor d_b1 = d_h_pre.Sum({0});
-  p.w1 = p.w1 - d_w1 * 0.01;
-  p.b1 = p.b1 - d_b1 * 0.01;
-  p.w2 = p.w2 - d_w2 * 0.01;
-  p.b2 = p.b2 - d_b2 * 0.01;
-  return loss;
+  return testing::TrainStep(p, x, y, kLearningRate);
 }
 
 void BM_MlpStepLazy(benchmark::State& state) {
   Setup();
   const int64_t batch = state.range(0);
   Mlp p = InitialMlp();
-  LazyTensor x = LazyTensor::FromTensor(RandomTensor({batch, kIn}, 5, 1.0f));
-  LazyTensor y = LazyTensor::FromTensor(RandomTensor({batch, kOut}, 6, 1.0f));
+  LazyTensor x = LazyTensor::FromTensor(testing::RandomTensor({batch, kMlpIn}, 5, 1.0f));
+  LazyTensor y = LazyTensor::FromTensor(testing::RandomTensor({batch, kMlpOut}, 6, 1.0f));
   LazyTensor loss;
   for (int i = 0; i < 2; ++i) {  // compile + first hit, outside the timing
     loss = TrainStep(p, x, y);
@@ -232,8 +200,8 @@ void BM_MlpStepEager(benchmark::State& state) {
   const int64_t batch = state.range(0);
   EagerModeScope eager;
   Mlp p = InitialMlp();
-  LazyTensor x = LazyTensor::FromTensor(RandomTensor({batch, kIn}, 5, 1.0f));
-  LazyTensor y = LazyTensor::FromTensor(RandomTensor({batch, kOut}, 6, 1.0f));
+  LazyTensor x = LazyTensor::FromTensor(testing::RandomTensor({batch, kMlpIn}, 5, 1.0f));
+  LazyTensor y = LazyTensor::FromTensor(testing::RandomTensor({batch, kMlpOut}, 6, 1.0f));
   for (auto _ : state) {
     LazyTensor loss = TrainStep(p, x, y);
     if (!loss.ok()) {

@@ -10,6 +10,7 @@
 #include "lazy/graph_executor.h"
 #include "lazy/lazy_tensor.h"
 #include "lazy/metrics.h"
+#include "lazy/mlp_step.h"
 #include "lazy/test_util.h"
 #include "gtest/gtest.h"
 #include "support/tensor.h"
@@ -20,42 +21,11 @@ namespace {
 using testing::MaxAbsDiff;
 using testing::RandomTensor;
 
-constexpr int64_t kIn = 64, kHidden = 32, kOut = 10;
 constexpr double kLearningRate = 0.05;
-
-struct Mlp {
-  LazyTensor w1, b1, w2, b2;
-};
-
-Mlp InitialMlp() {
-  return {LazyTensor::FromTensor(RandomTensor({kIn, kHidden}, 1, 0.2f)),
-          LazyTensor::FromTensor(RandomTensor({kHidden}, 2, 0.1f)),
-          LazyTensor::FromTensor(RandomTensor({kHidden, kOut}, 3, 0.2f)),
-          LazyTensor::FromTensor(RandomTensor({kOut}, 4, 0.1f))};
-}
-
-// One SGD step on (x, y); returns the loss before the update.
-LazyTensor TrainStep(Mlp& p, const LazyTensor& x, const LazyTensor& y) {
-  const int64_t batch = x.sizes()[0];
-  LazyTensor h_pre = Addmm(p.b1, x, p.w1);
-  LazyTensor h = h_pre.Relu();
-  LazyTensor out = Addmm(p.b2, h, p.w2);
-  LazyTensor diff = out - y;
-  LazyTensor loss = diff.Square().Mean();
-  // d loss / d out for the mean over batch * kOut elements.
-  LazyTensor d_out = diff * (2.0 / static_cast<double>(batch * kOut));
-  LazyTensor d_w2 = h.T().Mm(d_out);
-  LazyTensor d_b2 = d_out.Sum({0});
-  LazyTensor d_h = d_out.Mm(p.w2.T());
-  LazyTensor d_h_pre = d_h * h_pre.Gt(0.0).To(DType::kFloat32);
-  LazyTensor d_w1 = x.T().Mm(d_h_pre);
-  LazyTensor d_b1 = d_h_pre.Sum({0});
-  p.w1 = p.w1 - d_w1 * kLearningRate;
-  p.b1 = p.b1 - d_b1 * kLearningRate;
-  p.w2 = p.w2 - d_w2 * kLearningRate;
-  p.b2 = p.b2 - d_b2 * kLearningRate;
-  return loss;
-}
+using testing::InitialMlp;
+using testing::kMlpIn;
+using testing::kMlpOut;
+using testing::Mlp;
 
 struct Result {
   std::vector<Tensor> params;  // w1, b1, w2, b2
@@ -66,12 +36,12 @@ Result Train(int steps, int64_t batch, bool eager) {
   std::unique_ptr<EagerModeScope> scope;
   if (eager) scope = std::make_unique<EagerModeScope>();
   Mlp p = InitialMlp();
-  LazyTensor x = LazyTensor::FromTensor(RandomTensor({batch, kIn}, 5));
-  LazyTensor y = LazyTensor::FromTensor(RandomTensor({batch, kOut}, 6));
+  LazyTensor x = LazyTensor::FromTensor(RandomTensor({batch, kMlpIn}, 5));
+  LazyTensor y = LazyTensor::FromTensor(RandomTensor({batch, kMlpOut}, 6));
   Result r;
   LazyTensor loss;
   for (int s = 0; s < steps; ++s) {
-    loss = TrainStep(p, x, y);
+    loss = testing::TrainStep(p, x, y, kLearningRate);
     if (!eager) {
       EXPECT_TRUE(MarkStep().ok());
     }
