@@ -263,6 +263,22 @@ std::vector<int64_t> ConvOutShape(const ConvGeometry& g) {
   return s;
 }
 
+// offsets[k]: the flat offset in a plane of `extent` that position `pos`
+// reaches through kernel tap k (pos * stride - pad + tap * dilation), -1
+// outside it (padding). `kpos` is scratch of the spatial rank.
+void TapOffsets(const ConvGeometry& g, const ConvOptions& o, const std::vector<int64_t>& pos,
+                const std::vector<int64_t>& extent, std::vector<int64_t>& kpos, std::vector<int64_t>& offsets) {
+  std::fill(kpos.begin(), kpos.end(), 0);
+  for (int64_t& offset : offsets) {
+    offset = 0;
+    for (size_t d = 0; d < pos.size() && offset >= 0; ++d) {
+      const int64_t i = pos[d] * o.stride[d] - o.pad_begin[d] + kpos[d] * o.dilation[d];
+      offset = (i < 0 || i >= extent[d]) ? -1 : offset * extent[d] + i;
+    }
+    Next(kpos, g.kernel);
+  }
+}
+
 // y (zeroed, [batch, cout, *out]) += conv(x, w).
 void ConvForward(const ConvGeometry& g, const ConvOptions& o, const std::vector<double>& x,
                  const std::vector<double>& w, std::vector<double>& y) {
@@ -274,16 +290,7 @@ void ConvForward(const ConvGeometry& g, const ConvOptions& o, const std::vector<
   std::vector<int64_t> opos(nsp, 0), kpos(nsp, 0);
   for (int64_t p = 0; p < out_sp; ++p) {
     // Input offsets of every kernel tap for this output position (-1: padding).
-    std::fill(kpos.begin(), kpos.end(), 0);
-    for (int64_t k = 0; k < k_sp; ++k) {
-      int64_t offset = 0;
-      for (size_t d = 0; d < nsp && offset >= 0; ++d) {
-        const int64_t i = opos[d] * o.stride[d] - o.pad_begin[d] + kpos[d] * o.dilation[d];
-        offset = (i < 0 || i >= g.in[d]) ? -1 : offset * g.in[d] + i;
-      }
-      offsets[k] = offset;
-      Next(kpos, g.kernel);
-    }
+    TapOffsets(g, o, opos, g.in, kpos, offsets);
     for (int64_t n = 0; n < g.batch; ++n) {
       for (int64_t oc = 0; oc < g.cout; ++oc) {
         const int64_t grp = oc / cout_g;
@@ -312,16 +319,8 @@ void ConvTransposedForward(const ConvGeometry& g, const ConvOptions& o,
   std::vector<int64_t> offsets(static_cast<size_t>(k_sp));
   std::vector<int64_t> ipos(nsp, 0), kpos(nsp, 0);
   for (int64_t q = 0; q < in_sp; ++q) {
-    std::fill(kpos.begin(), kpos.end(), 0);
-    for (int64_t k = 0; k < k_sp; ++k) {
-      int64_t offset = 0;
-      for (size_t d = 0; d < nsp && offset >= 0; ++d) {
-        const int64_t i = ipos[d] * o.stride[d] - o.pad_begin[d] + kpos[d] * o.dilation[d];
-        offset = (i < 0 || i >= g.out[d]) ? -1 : offset * g.out[d] + i;
-      }
-      offsets[k] = offset;
-      Next(kpos, g.kernel);
-    }
+    // Output offsets this input position reaches through every tap.
+    TapOffsets(g, o, ipos, g.out, kpos, offsets);
     for (int64_t n = 0; n < g.batch; ++n) {
       for (int64_t ic = 0; ic < g.cin; ++ic) {
         const double xv = x[(n * g.cin + ic) * in_sp + q];
