@@ -1,13 +1,12 @@
 #include "passes/fingerprint.h"
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
 #include <variant>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "support/hash.h"
+#include "support/parallel.h"
 
 namespace kiln::passes {
 namespace {
@@ -282,20 +281,12 @@ void TensorHashMemo::HashAhead(const ir::Graph& graph) {
       for (const ir::Block* inner : n->blocks()) blocks.push_back(inner);
     }
   }
-  const size_t threads = std::min<size_t>(
-      {pending.size(), static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency())), kMaxHashThreads});
-  if (bytes < kParallelHashBytes || threads <= 1) return;  // ValueHash hashes them as it meets them
-  std::vector<uint64_t> hashes(pending.size());
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (size_t i = 0; i < threads; ++i) {
-    pool.emplace_back([&] {
-      for (size_t k = next.fetch_add(1); k < pending.size(); k = next.fetch_add(1)) {
-        hashes[k] = pending[k].ValueHash();
-      }
-    });
+  if (bytes < kParallelHashBytes || pending.size() <= 1 || HardwareThreads() <= 1) {
+    return;  // ValueHash hashes them as it meets them
   }
-  for (std::thread& th : pool) th.join();
+  std::vector<uint64_t> hashes(pending.size());
+  ParallelFor(pending.size(), std::min(kMaxHashThreads, HardwareThreads()),
+              [&](size_t k) { hashes[k] = pending[k].ValueHash(); });
   for (size_t k = 0; k < pending.size(); ++k) {
     hashes_.emplace(KeyOf(pending[k]), hashes[k]);
     kept_.push_back(pending[k].storage());

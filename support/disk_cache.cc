@@ -26,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "support/atomic_file.h"
+#include "support/parallel.h"
 #include "support/status.h"
 #include "xxhash.h"
 #if defined(__x86_64__)
@@ -179,18 +180,10 @@ std::string ContentChecksum(absl::string_view data) {
   if (data.size() <= kChecksumChunk) return Xxh3Hex(data);
   const size_t n = (data.size() + kChecksumChunk - 1) / kChecksumChunk;
   std::vector<XXH128_canonical_t> chunks(n);
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < n;) {
-      const size_t at = i * kChecksumChunk;
-      XXH128_canonicalFromHash(&chunks[i], XXH3_128bits(data.data() + at, std::min(kChecksumChunk, data.size() - at)));
-    }
-  };
-  const size_t threads = std::min({n, kMaxChecksumThreads, std::max<size_t>(1, std::thread::hardware_concurrency())});
-  std::vector<std::thread> helpers;
-  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
-  work();
-  for (std::thread& t : helpers) t.join();
+  ParallelFor(n, std::min(kMaxChecksumThreads, HardwareThreads()), [&](size_t i) {
+    const size_t at = i * kChecksumChunk;
+    XXH128_canonicalFromHash(&chunks[i], XXH3_128bits(data.data() + at, std::min(kChecksumChunk, data.size() - at)));
+  });
   return CombinedChunks(chunks);
 }
 

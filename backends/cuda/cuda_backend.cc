@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -22,6 +21,7 @@
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/kernel_prelude.h"
 #include "devices/device_registry.h"
+#include "support/parallel.h"
 #include "support/status.h"
 #include "wrapper/device_op_overrides.h"
 
@@ -79,7 +79,7 @@ absl::StatusOr<std::string> CudaCodegen::KernelSource(const lowering::LoopGraph&
 
 int CudaCodegen::CompileThreads() const {
   const int hardware = std::max(1, options_.hardware_threads > 0 ? options_.hardware_threads
-                                                                 : static_cast<int>(std::thread::hardware_concurrency()));
+                                                                 : static_cast<int>(HardwareThreads()));
   return std::max(1, std::min(options_.max_threads, hardware));
 }
 
@@ -160,20 +160,7 @@ absl::StatusOr<CudaCodegen::CubinBuild> CudaCodegen::BuildCubins(const std::vect
     }
   };
   const size_t threads = std::min<size_t>(units.size(), static_cast<size_t>(CompileThreads()));
-  if (threads <= 1) {
-    for (size_t i = 0; i < units.size(); ++i) compile_unit(i);
-  } else {
-    std::vector<std::thread> pool;
-    std::atomic<size_t> next{0};
-    for (size_t t = 0; t < threads; ++t) {
-      pool.emplace_back([&] {
-        for (size_t i = next.fetch_add(1); i < units.size(); i = next.fetch_add(1)) {
-          compile_unit(i);
-        }
-      });
-    }
-    for (std::thread& th : pool) th.join();
-  }
+  ParallelFor(units.size(), threads, compile_unit);
   for (absl::StatusOr<CubinEntry>& c : cubins) {
     RETURN_IF_ERROR(c.status());
     build.cache_hits += c->hit ? 1 : 0;

@@ -3,18 +3,17 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <fstream>
 #include <limits>
 #include <sstream>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "support/parallel.h"
 #include "support/status.h"
 
 namespace kiln::frontend::onnx_import {
@@ -206,24 +205,14 @@ std::vector<absl::StatusOr<Tensor>> TensorsFromProtos(
   std::vector<absl::StatusOr<Tensor>> out(protos.size(), absl::UnknownError("not converted"));
   size_t total = 0;
   for (size_t i = 0; i < protos.size(); ++i) total += bytes_of(i);
-  const size_t threads = std::min<size_t>(
-      {protos.size(), static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency())), kMaxCopyThreads});
-  if (total < kParallelCopyBytes || threads <= 1) {
-    for (size_t i = 0; i < protos.size(); ++i) out[i] = convert(i);
-    return out;
-  }
-  // Largest first, so that no thread is left with a large tensor at the end.
+  const size_t threads = total < kParallelCopyBytes ? 1 : std::min(kMaxCopyThreads, HardwareThreads());
   std::vector<size_t> order(protos.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bytes_of(a) > bytes_of(b); });
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (size_t k = next.fetch_add(1); k < order.size(); k = next.fetch_add(1)) out[order[k]] = convert(order[k]);
-    });
+  // Largest first, so that no thread is left with a large tensor at the end.
+  if (threads > 1) {
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bytes_of(a) > bytes_of(b); });
   }
-  for (std::thread& th : pool) th.join();
+  ParallelFor(order.size(), threads, [&](size_t k) { out[order[k]] = convert(order[k]); });
   return out;
 }
 
