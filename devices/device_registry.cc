@@ -92,24 +92,17 @@ std::string DeviceRegistry::NamesForError() const {
 }
 
 absl::StatusOr<DeviceRef> DeviceRegistry::Find(absl::string_view name) const {
-  auto parsed = ParseDeviceName(name);
-  absl::ReaderMutexLock lock(&mu_);
-  if (!parsed.ok()) {
-    return absl::NotFoundError(
-        absl::StrCat(parsed.status().message(), "; registered: ", NamesForError()));
-  }
-  auto it = devices_.find(parsed->type);
-  if (it == devices_.end()) {
-    return absl::NotFoundError(absl::StrCat("no device '", parsed->type,
-                                            "' is registered; registered: ", NamesForError()));
-  }
-  const int count = it->second->device_count();
-  if (parsed->index >= count) {
-    return absl::NotFoundError(absl::StrCat("device '", name, "': index ", parsed->index,
-                                            " is past the device count ", count,
+  absl::StatusOr<DeviceInterface*> found = FindType(name);
+  if (!found.ok()) return found.status();
+  DeviceInterface* const device = *found;
+  const int index = ParseDeviceName(name)->index;  // FindType parsed it
+  const int count = device->device_count();
+  if (index >= count) {
+    absl::ReaderMutexLock lock(&mu_);
+    return absl::NotFoundError(absl::StrCat("device '", name, "': index ", index, " is past the device count ", count,
                                             "; registered: ", NamesForError()));
   }
-  return DeviceRef{it->second.get(), parsed->index};
+  return DeviceRef{device, index};
 }
 
 absl::StatusOr<DeviceInterface*> DeviceRegistry::FindType(absl::string_view name) const {
