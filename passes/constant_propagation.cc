@@ -291,15 +291,7 @@ class ConstantPropagator {
       // only decides whether to evaluate, the types stay as they are.
       const ir::Operator* op = ops_.Match(n);
       if (op != nullptr && op->shape_fn) {
-        std::vector<ir::TypePtr> types;
-        std::vector<std::optional<IValue>> values;
-        for (const Value* in : n.inputs()) {
-          types.push_back(in->type());
-          values.push_back(ConstantValueOf(*in));
-        }
-        std::vector<const IValue*> constants;
-        for (const std::optional<IValue>& v : values) constants.push_back(v ? &*v : nullptr);
-        absl::StatusOr<std::vector<ir::TypePtr>> inferred = op->shape_fn(n, types, constants);
+        absl::StatusOr<std::vector<ir::TypePtr>> inferred = ShapeFunctionTypes(*op, n);
         if (inferred.ok()) {
           for (size_t i = 0; i < inferred->size() && i < elements.size(); ++i) {
             if (!elements[i] && (*inferred)[i] != nullptr) elements[i] = StaticElements(*(*inferred)[i]);

@@ -210,6 +210,18 @@ absl::Status RegisterShapeFunctions() {
   return *status;
 }
 
+absl::StatusOr<std::vector<ir::TypePtr>> ShapeFunctionTypes(const ir::Operator& op, const Node& node) {
+  std::vector<ir::TypePtr> types;
+  std::vector<std::optional<IValue>> values;
+  for (const Value* in : node.inputs()) {
+    types.push_back(in->type());
+    values.push_back(ConstantValueOf(*in));
+  }
+  std::vector<const IValue*> constants;
+  for (const std::optional<IValue>& v : values) constants.push_back(v ? &*v : nullptr);
+  return op.shape_fn(node, types, constants);
+}
+
 std::optional<IValue> ConstantValueOf(const Value& v) {
   const Node* n = v.node();
   if (n->kind() != ir::sym::kConstant) return std::nullopt;

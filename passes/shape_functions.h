@@ -47,6 +47,11 @@ std::vector<std::string> ShapeFunctionOverloads();
 // their type already says what shape functions need).
 std::optional<ir::IValue> ConstantValueOf(const ir::Value& v);
 
+// `op`'s shape function (non-null) over `node`'s input types and constant
+// inputs (ConstantValueOf): the output types shape propagation would give
+// it. The node is not changed.
+absl::StatusOr<std::vector<ir::TypePtr>> ShapeFunctionTypes(const ir::Operator& op, const ir::Node& node);
+
 // `inferred` refines `existing`: dtype, sizes (rank and each unknown dim)
 // and device are taken from `inferred` where `existing` does not know them;
 // everything else stays. Returns `existing` itself when nothing is added.

@@ -293,15 +293,7 @@ absl::Status InferNodeTypes(ir::Node& node) {
   // split (ops/defs/scalar.def).
   const ir::Operator* op = ir::BuiltinOps().Match(node);
   if (op == nullptr || !op->shape_fn) return absl::OkStatus();
-  std::vector<TypePtr> types;
-  std::vector<std::optional<ir::IValue>> values;
-  for (const Value* in : node.inputs()) {
-    types.push_back(in->type());
-    values.push_back(ConstantValueOf(*in));
-  }
-  std::vector<const ir::IValue*> constants;
-  for (const std::optional<ir::IValue>& v : values) constants.push_back(v ? &*v : nullptr);
-  absl::StatusOr<std::vector<TypePtr>> inferred = op->shape_fn(node, types, constants);
+  absl::StatusOr<std::vector<TypePtr>> inferred = ShapeFunctionTypes(*op, node);
   // Inputs that contradict each other surface when the graph is compiled.
   if (!inferred.ok()) return absl::OkStatus();
   std::vector<TypePtr> out = *std::move(inferred);
