@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/cublaslt_gemm.h"
 #include "backends/cuda/cuda_loader.h"
 #include "support/status.h"
 
@@ -137,6 +140,20 @@ std::optional<size_t> CollapsibleFrom(const DeviceView& a, const DeviceView& b, 
 std::optional<absl::Status> BatchedNdGemm(const GemmContext& ctx, const DeviceView& a, const DeviceView& b,
                                           const DeviceView& c, const std::vector<int64_t>& batch);
 
+std::optional<absl::Status> LtGemm(const GemmContext& ctx, const Mat& a, const Mat& b, const Mat& c, CUdeviceptr bias,
+                                   float alpha);
+
+// Whether GEMMs without a bias go through cuBLASLt too (its algorithms
+// timed per shape, cublaslt_gemm.h) before cuBLAS's own; KILN_CUDA_LT_GEMM=0:
+// cuBLAS's heuristic alone, as before.
+bool LtForPlainGemms() {
+  static const bool on = [] {
+    const char* v = std::getenv("KILN_CUDA_LT_GEMM");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
 Mat Transposed(Mat m) {
   std::swap(m.rows, m.cols);
   std::swap(m.s0, m.s1);
@@ -176,6 +193,9 @@ std::optional<absl::Status> Gemm(const GemmContext& ctx, const Mat& a, const Mat
   cublasOperation_t op_a, op_b;
   int64_t lda, ldb;
   if (!FitsInt(ldc) || !Operand(a, &op_a, &lda) || !Operand(b, &op_b, &ldb)) return std::nullopt;
+  if (beta == 0.0f && LtForPlainGemms()) {
+    if (std::optional<absl::Status> done = LtGemm(ctx, a, b, c, 0, alpha)) return done;
+  }
   const CublasApi& api = LoadCudaLibraries().cublas;
   if (c.dtype != DType::kFloat32) {
     const int t = CudaDataType(c.dtype);
@@ -213,109 +233,29 @@ std::optional<absl::Status> Gemm(const GemmContext& ctx, const Mat& a, const Mat
       "cublasSgemmStridedBatched");
 }
 
-// cuBLASLt matmuls with a bias epilogue: descriptors and the heuristic's
-// algorithm per shape, kept for the process (they hold no device memory).
-struct LtPlan {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-  CublasLtMatmulAlgo algo = {};
-  size_t workspace = 0;
-};
-
-struct LtCache {
-  std::mutex mu;
-  std::map<std::string, std::unique_ptr<LtPlan>> plans;
-};
-
-LtCache& LtPlans() {
-  static LtCache* cache = new LtCache();  // never destroyed: cuBLASLt may be gone at exit
-  return *cache;
-}
-
-absl::Status LtCheck(cublasStatus_t s, const char* what) { return CublasCheck(s, what); }
-
-// C[m, n] (row-major) = alpha * A @ B + bias[n], through cuBLASLt; nullopt
-// when cuBLASLt is missing or has no algorithm for the shape.
-std::optional<absl::Status> LtGemmBias(const GemmContext& ctx, const Mat& a, const Mat& b, const Mat& c,
-                                       CUdeviceptr bias, float alpha) {
-  if (ctx.lt == nullptr || ctx.workspace == 0) return std::nullopt;
-  const int64_t m = a.rows, k = a.cols, n = b.cols;
-  if (b.rows != k || c.rows != m || c.cols != n || a.batch != 1 || b.batch != 1 || c.batch != 1) return std::nullopt;
-  if (a.dtype != c.dtype || b.dtype != c.dtype || !FitsInt(m) || !FitsInt(n) || !FitsInt(k) || k == 0) {
-    return std::nullopt;
-  }
-  if (m == 0 || n == 0) return absl::OkStatus();
+// C = alpha * A @ B (+ bias[n] along C's rows when `bias` is not 0) through
+// cuBLASLt (cublaslt_gemm.h); nullopt when it does not take the call.
+std::optional<absl::Status> LtGemm(const GemmContext& ctx, const Mat& a, const Mat& b, const Mat& c, CUdeviceptr bias,
+                                   float alpha) {
+  const int64_t m = a.rows, k = a.cols, n = b.cols, batch = c.batch;
+  if (b.rows != k || c.rows != m || c.cols != n || a.dtype != c.dtype || b.dtype != c.dtype) return std::nullopt;
+  if ((a.batch != batch && a.batch != 1) || (b.batch != batch && b.batch != 1)) return std::nullopt;
   if (!((c.s1 == 1 || n == 1) && (c.s0 >= n || m == 1))) return std::nullopt;
-  const int64_t ldc = m == 1 ? std::max<int64_t>(n, 1) : c.s0;
   cublasOperation_t op_a, op_b;
   int64_t lda, ldb;
   if (!Operand(a, &op_a, &lda) || !Operand(b, &op_b, &ldb)) return std::nullopt;
-  const int t = CudaDataType(c.dtype);
-  const int compute = c.dtype == DType::kFloat32 && ctx.tf32 ? kCublasCompute32FFastTf32 : kCublasCompute32F;
-  // Column-major view: D (n x m) = op(B) (n x k) @ op(A) (k x m), as Gemm's cublasSgemm call.
-  const std::string key = absl::StrCat(t, "|", compute, "|", m, "|", n, "|", k, "|", op_a, ",", lda, "|", op_b, ",",
-                                       ldb, "|", ldc, "|", (a.ptr | b.ptr | c.ptr | bias) % 16);
-  const CublasLtApi& api = LoadCudaLibraries().cublaslt;
-  LtCache& cache = LtPlans();
-  std::lock_guard<std::mutex> lock(cache.mu);
-  auto it = cache.plans.find(key);
-  if (it == cache.plans.end()) {
-    auto plan = std::make_unique<LtPlan>();
-    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescCreate(&plan->desc, compute, kCudaR32F), "cublasLtMatmulDescCreate"));
-    const int32_t trans_a = op_b, trans_b = op_a;
-    const uint32_t epilogue = kLtEpilogueBias;
-    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescTransA, &trans_a, sizeof(trans_a)),
-                            "cublasLtMatmulDescSetAttribute(transa)"));
-    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescTransB, &trans_b, sizeof(trans_b)),
-                            "cublasLtMatmulDescSetAttribute(transb)"));
-    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescEpilogue, &epilogue, sizeof(epilogue)),
-                            "cublasLtMatmulDescSetAttribute(epilogue)"));
-    const void* bias_ptr = reinterpret_cast<const void*>(bias);
-    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescBiasPointer, &bias_ptr, sizeof(bias_ptr)),
-                            "cublasLtMatmulDescSetAttribute(bias)"));
-    // Stored shapes: A is B (n x k, or k x n transposed), B is A.
-    const bool a_n = op_b == kCublasOpN, b_n = op_a == kCublasOpN;
-    RETURN_IF_ERROR(LtCheck(api.cublasLtMatrixLayoutCreate(&plan->a, t, a_n ? n : k, a_n ? k : n, ldb),
-                            "cublasLtMatrixLayoutCreate(A)"));
-    RETURN_IF_ERROR(LtCheck(api.cublasLtMatrixLayoutCreate(&plan->b, t, b_n ? k : m, b_n ? m : k, lda),
-                            "cublasLtMatrixLayoutCreate(B)"));
-    RETURN_IF_ERROR(LtCheck(api.cublasLtMatrixLayoutCreate(&plan->d, t, n, m, ldc), "cublasLtMatrixLayoutCreate(D)"));
-    cublasLtMatmulPreference_t pref = nullptr;
-    RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate"));
-    const uint64_t limit = static_cast<uint64_t>(kLtWorkspaceBytes);
-    absl::Status s = LtCheck(api.cublasLtMatmulPreferenceSetAttribute(pref, kLtPrefMaxWorkspaceBytes, &limit, sizeof(limit)),
-                             "cublasLtMatmulPreferenceSetAttribute");
-    CublasLtHeuristicResult result = {};
-    int found = 0;
-    if (s.ok()) {
-      s = LtCheck(api.cublasLtMatmulAlgoGetHeuristic(ctx.lt, plan->desc, plan->a, plan->b, plan->d, plan->d, pref, 1,
-                                                     &result, &found),
-                  "cublasLtMatmulAlgoGetHeuristic");
-    }
-    api.cublasLtMatmulPreferenceDestroy(pref);
-    if (!s.ok() || found == 0 || result.state != kCublasSuccess) {
-      api.cublasLtMatrixLayoutDestroy(plan->a);
-      api.cublasLtMatrixLayoutDestroy(plan->b);
-      api.cublasLtMatrixLayoutDestroy(plan->d);
-      api.cublasLtMatmulDescDestroy(plan->desc);
-      return std::nullopt;
-    }
-    plan->algo = result.algo;
-    plan->workspace = result.workspace_size;
-    it = cache.plans.emplace(key, std::move(plan)).first;
-  }
-  const LtPlan& plan = *it->second;
-  // The bias pointer is part of the descriptor: set it for this call.
-  const void* bias_ptr = reinterpret_cast<const void*>(bias);
-  RETURN_IF_ERROR(LtCheck(api.cublasLtMatmulDescSetAttribute(plan.desc, kLtDescBiasPointer, &bias_ptr, sizeof(bias_ptr)),
-                          "cublasLtMatmulDescSetAttribute(bias)"));
-  const float beta = 0.0f;
-  return LtCheck(api.cublasLtMatmul(ctx.lt, plan.desc, &alpha, reinterpret_cast<const void*>(b.ptr), plan.a,
-                                    reinterpret_cast<const void*>(a.ptr), plan.b, &beta,
-                                    reinterpret_cast<const void*>(c.ptr), plan.d, reinterpret_cast<void*>(c.ptr),
-                                    plan.d, &plan.algo, reinterpret_cast<void*>(ctx.workspace), plan.workspace,
-                                    ctx.stream),
-                 "cublasLtMatmul");
+  // Column-major view, as Gemm's cuBLAS calls: D (n x m) = op(B) (n x k) @ op(A) (k x m).
+  LtGemmCall call;
+  call.data_type = CudaDataType(c.dtype);
+  call.compute_type = c.dtype == DType::kFloat32 && ctx.tf32 ? kCublasCompute32FFastTf32 : kCublasCompute32F;
+  call.m = n, call.n = m, call.k = k, call.batch = batch;
+  call.op_a = op_b, call.op_b = op_a;
+  call.a = b.ptr, call.lda = ldb, call.stride_a = b.batch == 1 ? 0 : b.bs;
+  call.b = a.ptr, call.ldb = lda, call.stride_b = a.batch == 1 ? 0 : a.bs;
+  call.d = c.ptr, call.ldd = m == 1 ? std::max<int64_t>(n, 1) : c.s0, call.stride_d = c.bs;
+  call.bias = bias;
+  call.alpha = alpha;
+  return RunLtGemm(ctx, call);
 }
 
 // The address of a bias of `n` elements along the output's columns
@@ -522,7 +462,7 @@ std::optional<absl::Status> TryCublasExtern(const std::string& op, const std::ve
     if (has_bias) {
       if (bias == nullptr) return std::nullopt;
       if (std::optional<CUdeviceptr> column = ColumnBias(*bias, *mc)) {
-        if (std::optional<absl::Status> done = LtGemmBias(ctx, *mx, Transposed(*mw), *mc, *column, 1.0f)) return done;
+        if (std::optional<absl::Status> done = LtGemm(ctx, *mx, Transposed(*mw), *mc, *column, 1.0f)) return done;
       }
       std::optional<absl::Status> filled = FillBias(ctx, *bias, *mc, 1.0f);
       if (!filled) return std::nullopt;
@@ -543,7 +483,7 @@ std::optional<absl::Status> TryCublasExtern(const std::string& op, const std::ve
     }
     if (*beta == 1) {
       if (std::optional<CUdeviceptr> column = ColumnBias(*self, *mc)) {
-        if (std::optional<absl::Status> done = LtGemmBias(ctx, *ma, *mb, *mc, *column, static_cast<float>(*alpha))) {
+        if (std::optional<absl::Status> done = LtGemm(ctx, *ma, *mb, *mc, *column, static_cast<float>(*alpha))) {
           return done;
         }
       }

@@ -42,6 +42,9 @@ struct GemmContext {
   CUstream stream = nullptr;
   bool tf32 = false;
   CUdeviceptr workspace = 0;
+  // Inside a CUDA graph capture: nothing may synchronize (cuBLASLt plans
+  // made now are not timed).
+  bool capturing = false;
   // A contiguous copy of a view (kept until the call returns), for batched
   // operands whose batch dims do not collapse into one stride; null: none.
   std::function<absl::StatusOr<DeviceView>(const DeviceView&)> contiguous;

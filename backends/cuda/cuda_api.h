@@ -111,6 +111,10 @@ inline constexpr int kLtDescBiasPointer = 8;
 inline constexpr uint32_t kLtEpilogueDefault = 1;
 inline constexpr uint32_t kLtEpilogueBias = 4;
 inline constexpr int kLtPrefMaxWorkspaceBytes = 1;
+inline constexpr int kLtPrefMinAlignmentABytes = 5;  // then B, C, D: 6, 7, 8
+// cublasLtMatrixLayoutAttribute_t
+inline constexpr int kLtLayoutBatchCount = 5;         // int32_t
+inline constexpr int kLtLayoutStridedBatchOffset = 6;  // int64_t, elements
 
 // ---- cuDNN 9 (libcudnn.so.9): the legacy convolution API
 using cudnnStatus_t = int;

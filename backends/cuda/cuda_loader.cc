@@ -203,6 +203,7 @@ void LoadCublasLt(CudaLibraries& libs) {
   Resolve(h, &c.cublasLtMatmulDescDestroy, {"cublasLtMatmulDescDestroy"}, &missing);
   Resolve(h, &c.cublasLtMatmulDescSetAttribute, {"cublasLtMatmulDescSetAttribute"}, &missing);
   Resolve(h, &c.cublasLtMatrixLayoutCreate, {"cublasLtMatrixLayoutCreate"}, &missing);
+  Resolve(h, &c.cublasLtMatrixLayoutSetAttribute, {"cublasLtMatrixLayoutSetAttribute"}, &missing);
   Resolve(h, &c.cublasLtMatrixLayoutDestroy, {"cublasLtMatrixLayoutDestroy"}, &missing);
   Resolve(h, &c.cublasLtMatmulPreferenceCreate, {"cublasLtMatmulPreferenceCreate"}, &missing);
   Resolve(h, &c.cublasLtMatmulPreferenceDestroy, {"cublasLtMatmulPreferenceDestroy"}, &missing);

@@ -437,6 +437,7 @@ absl::Status CudaProgram::RunExtern(const ExternStep& e, std::vector<Slot>& slot
     ctx.handle = handle;
     ctx.stream = stream;
     ctx.tf32 = CudaDevice::MatmulTf32();
+    ctx.capturing = hooks.keep_alive != nullptr;
     if (LoadCudaLibraries().cublaslt_status.ok()) {
       absl::StatusOr<cublasLtHandle_t> lt = device.CublasLtHandle(device_index_);
       absl::StatusOr<CUdeviceptr> workspace = Workspace(kLtWorkspaceBytes);

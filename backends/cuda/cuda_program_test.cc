@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/attention_lines.h"
 #include "backends/cuda/cubin_cache.h"
+#include "backends/cuda/cublaslt_gemm.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_loader.h"
@@ -951,6 +952,66 @@ TEST(CudaProgramGpuTest, BatchedMatmulsRunOnTheGpu) {
   ASSERT_NE(program, nullptr);
   EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
   EXPECT_EQ(program->stats().cublas_calls.load(), 3);
+}
+
+// GEMMs through cuBLASLt with their algorithms timed (cublaslt_gemm.h):
+// row- and column-major operands, a strided batch, a broadcast batch side
+// (cuBLAS takes it), an operand at an offset that is not 16-byte aligned,
+// and a bfloat16 product; the first call (which times the candidates) and
+// the second (the kept plans) both match the interpreter.
+TEST(CudaProgramGpuTest, CublasLtGemmsMatchTheInterpreter) {
+  RegisterAll();
+  if (!CudaDevice().is_available()) GTEST_SKIP() << "no CUDA device: " << CudaDevice::UnavailableReason();
+  constexpr char kFloat[] = R"(graph(%a : Float(37, 20), %b : Float(20, 33), %x : Float(3, 37, 20), %y : Float(3, 20, 33), %w : Float(37, 21), %v : Float(1, 20, 33)):
+  %one : int = prim::Constant[value=1]()
+  %big : int = prim::Constant[value=21]()
+  %c : Tensor = aten::mm(%a, %b)
+  %at : Tensor = aten::t(%a)
+  %bt : Tensor = aten::t(%b)
+  %e : Tensor = aten::mm(%bt, %at)
+  %g : Tensor = aten::bmm(%x, %y)
+  %h : Tensor = aten::matmul(%x, %v)
+  %ws : Tensor = aten::slice(%w, %one, %one, %big, %one)
+  %k : Tensor = aten::mm(%ws, %b)
+  return (%c, %e, %g, %h, %k))";
+  // bfloat16 operands: the products differ from the interpreter's by the
+  // result's rounding (|values| up to about 5: a bfloat16 step of 3e-2).
+  constexpr char kBFloat16[] = R"(graph(%a : BFloat16(37, 20), %b : BFloat16(20, 33)):
+  %c : Tensor = aten::mm(%a, %b)
+  return (%c))";
+  const LtPlanCounts before = LtPlansMade();
+  for (const auto& [text, tol] : {std::pair<const char*, double>{kFloat, 1e-4}, {kBFloat16, 7e-2}}) {
+    std::unique_ptr<ir::Graph> graph;
+    absl::StatusOr<driver::CompiledGraph> c = CompileForCuda(text, &graph);
+    ASSERT_TRUE(c.ok()) << c.status();
+    const bool bf16 = text == kBFloat16;
+    for (int call = 0; call < 2; ++call) {  // the first call times the candidates, the second reuses the plans
+      std::vector<Tensor> inputs;
+      if (bf16) {
+        for (auto [sizes, seed] : {std::pair<std::vector<int64_t>, uint32_t>{{37, 20}, 71u + static_cast<uint32_t>(call)}, {{20, 33}, 72u}}) {
+          absl::StatusOr<Tensor> t = runtime::CastTo(Random(sizes, seed), DType::kBFloat16);
+          ASSERT_TRUE(t.ok()) << t.status();
+          inputs.push_back(*std::move(t));
+        }
+      } else {
+        inputs = {Random({37, 20}, 61 + call), Random({20, 33}, 62), Random({3, 37, 20}, 63),
+                  Random({3, 20, 33}, 64),     Random({37, 21}, 65), Random({1, 20, 33}, 66)};
+      }
+      absl::StatusOr<std::vector<Tensor>> got = c->compiled->Run(inputs);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ExpectMatchesInterpreter(*graph, inputs, *got, tol);
+    }
+    auto* program = dynamic_cast<CudaProgram*>(c->compiled.get());
+    ASSERT_NE(program, nullptr);
+    EXPECT_EQ(program->stats().host_fallbacks.load(), 0);
+  }
+  const LtPlanCounts after = LtPlansMade();
+  if (LoadCudaLibraries().cublaslt_status.ok()) {
+    EXPECT_GE(after.plans - before.plans, 4) << "mm, the transposed mm, bmm and the bfloat16 mm take cuBLASLt plans";
+    if (GemmAutotune()) {
+      EXPECT_GE(after.timed - before.timed, 1);
+    }
+  }
 }
 
 // 2-D pooling on the GPU: max (padding, stride, dilation, ceil_mode, a NaN)
