@@ -4,12 +4,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "backends/cuda/cublaslt_gemm.h"
 #include "backends/cuda/cuda_loader.h"
 #include "support/status.h"
@@ -233,7 +229,7 @@ std::optional<absl::Status> Gemm(const GemmContext& ctx, const Mat& a, const Mat
       "cublasSgemmStridedBatched");
 }
 
-// C = alpha * A @ B (+ bias[n] along C's rows when `bias` is not 0) through
+// C = alpha * A @ B (+ bias[n] added to every row of C when `bias` is not 0) through
 // cuBLASLt (cublaslt_gemm.h); nullopt when it does not take the call.
 std::optional<absl::Status> LtGemm(const GemmContext& ctx, const Mat& a, const Mat& b, const Mat& c, CUdeviceptr bias,
                                    float alpha) {

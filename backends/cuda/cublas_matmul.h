@@ -1,16 +1,17 @@
-// Matmul-family externs on the GPU through cuBLAS: sgemm for float32 (TF32
-// when the handle's math mode says so), cublasGemmEx with float
-// accumulation for float16/bfloat16 (operands and result of one dtype): aten::mm,
-// matmul (2-D, batched 3-D, N-D @ 2-D with contiguous leading dims, and N-D
-// @ N-D whose batch dims collapse into one strided batch, a broadcast side
-// included),
-// bmm, linear and addmm. Row-major operands map onto column-major cuBLAS by
-// computing C^T = B^T A^T; an operand may be row- or column-major strided.
-// A bias along the output's columns (linear, addmm with alpha = beta = 1)
-// is added by cuBLASLt's bias epilogue (one GEMM, no extra pass); other
-// biases are broadcast into the output by a rank-1 GEMM with a vector of
-// ones, then accumulated into (no kernel of our own). Calls that fit none of this return nullopt
-// and run on the host instead.
+// Matmul-family externs on the GPU: aten::mm, matmul (2-D, batched 3-D,
+// N-D @ 2-D with contiguous leading dims, and N-D @ N-D whose batch dims
+// collapse into one strided batch, a broadcast side included), bmm, linear
+// and addmm. Row-major operands map onto column-major cuBLAS by computing
+// C^T = B^T A^T; an operand may be row- or column-major strided. Each GEMM
+// goes to cuBLASLt first (cublaslt_gemm.h: a plan per shape, its algorithm
+// timed), a bias along the output's columns (linear, addmm with beta = 1)
+// added by its bias epilogue (one GEMM, no extra pass); what Lt does not
+// take (a broadcast batch side, beta != 0) goes to cuBLAS: sgemm for float32
+// (TF32 when the handle's math mode says so), cublasGemmEx with float
+// accumulation for float16/bfloat16 (operands and result of one dtype).
+// Other biases are broadcast into the output by a rank-1 GEMM with a vector
+// of ones, then accumulated into (no kernel of our own). Calls that fit none
+// of this return nullopt and run on the host instead.
 #ifndef KILN_BACKENDS_CUDA_CUBLAS_MATMUL_H_
 #define KILN_BACKENDS_CUDA_CUBLAS_MATMUL_H_
 
