@@ -375,11 +375,33 @@ absl::StatusOr<Values> DecomposeLogSoftmaxInt(Node& n, const ir::FunctionSchema&
   return DecomposeSoftmax(n, s, /*log=*/true);
 }
 
-// dropout-like(input, p, train): identity when train is the constant False.
+// dropout-like(input, p, train): identity when train is the constant False
+// or p the constant 0.
 absl::StatusOr<Values> DecomposeDropout(Node& n, const ir::FunctionSchema& s) {
   Emitter e(n, s);
-  if (!e.IsConstFalse(2)) return Values{};
+  std::optional<IValue> p = e.Const(1);
+  const bool drops_nothing = p && p->isNumber() && p->toNumberAsDouble() == 0;
+  if (!e.IsConstFalse(2) && !drops_nothing) return Values{};
   return Values{n.input(0)};
+}
+
+// kiln::dropout (ONNX Dropout, opset 12+) that drops nothing: in inference
+// (training_mode absent or a constant false scalar), or with a constant
+// ratio of 0 (torchvision 0.14's swin exports its attention dropout so, in
+// training mode). The output is the input and the mask all true, as ONNX
+// defines both cases.
+absl::StatusOr<Values> DecomposeOnnxDropout(Node& n, const ir::FunctionSchema& s) {
+  Emitter e(n, s);
+  auto constant_zero = [&](size_t i) {
+    const Tensor* t = i < n.inputs().size() ? ConstantTensorOf(*n.input(i)) : nullptr;
+    return t != nullptr && t->numel() == 1 && t->GetDouble(0) == 0;
+  };
+  if (e.Presence(2) != 0 && !constant_zero(2) && !constant_zero(1)) return Values{};
+  // An unused mask (the usual case) needs no node: any value stands in for
+  // an output nothing reads.
+  if (!n.output(1)->hasUses()) return Values{n.input(0), n.input(0)};
+  Value* mask = e.Op("aten::ones_like", {e.Arg(0), e.Int(DTypeCode(DType::kBool)), e.None(), e.None(), e.None(), e.None()});
+  return Values{n.input(0), mask};
 }
 
 // kiln::arg_extreme(self, dim, keepdim, select_last_index, largest) without

@@ -198,6 +198,63 @@ TEST(DecompositionsTest, DropoutInEvalIsIdentity) {
   ASSERT_TRUE(*RunPass(*g));
   EXPECT_EQ(Ops(*g), "aten::relu");
   EXPECT_EQ(g->outputs()[0]->node()->input(0)->debugName(), "x");
+  // In training mode with p = 0 it drops nothing either.
+  EXPECT_EQ(Decomposed(R"IR(graph(%x : Tensor):
+  %p : float = prim::Constant[value=0.]()
+  %t : bool = prim::Constant[value=1]()
+  %y : Tensor = aten::dropout(%x, %p, %t)
+  %z : Tensor = aten::relu(%y)
+  return (%z))IR"),
+            "aten::relu");
+}
+
+// ONNX Dropout (opset 12+) in inference (training_mode absent or a
+// constant false) or with a ratio of 0: the mask, when used, is all true.
+TEST(DecompositionsTest, OnnxDropoutInInferenceIsIdentity) {
+  auto with_mask = Parse(R"IR(graph(%x : Float(2, 3)):
+  %r : Tensor = prim::Constant[value={0.25}]()
+  %n : NoneType = prim::Constant()
+  %y : Tensor, %m : Tensor = kiln::dropout(%x, %r, %n, %n)
+  %z : Tensor = aten::relu(%y)
+  return (%z, %m))IR");
+  ASSERT_NE(with_mask, nullptr);
+  ASSERT_TRUE(*RunPass(*with_mask));
+  EXPECT_EQ(Ops(*with_mask), "aten::ones_like aten::relu");
+  EXPECT_EQ(with_mask->outputs()[0]->node()->input(0)->debugName(), "x");
+  const std::string text = ir::PrintGraph(*with_mask);
+  EXPECT_NE(text.find(absl::StrCat("prim::Constant[value=", DTypeCode(DType::kBool), "]")), std::string::npos)
+      << "the mask is bool: " << text;
+  auto g = Parse(R"IR(graph(%x : Float(2, 3)):
+  %r : Tensor = prim::Constant[value={0.25}]()
+  %t : Tensor = prim::Constant[value={0}]()
+  %n : NoneType = prim::Constant()
+  %y : Tensor, %m : Tensor = kiln::dropout(%x, %r, %t, %n)
+  %z : Tensor = aten::relu(%y)
+  return (%z))IR");
+  ASSERT_NE(g, nullptr);
+  ASSERT_TRUE(*RunPass(*g));
+  EXPECT_EQ(g->outputs()[0]->node()->input(0)->debugName(), "x");
+  // Training mode with a ratio of 0 (torchvision 0.14's swin): identity.
+  EXPECT_EQ(Decomposed(R"IR(graph(%x : Float(2, 3)):
+  %r : Tensor = prim::Constant[value={0}]()
+  %t : Tensor = prim::Constant[value={1}]()
+  %n : NoneType = prim::Constant()
+  %y : Tensor, %m : Tensor = kiln::dropout(%x, %r, %t, %n)
+  %z : Tensor = aten::relu(%y)
+  return (%z))IR"),
+            "aten::relu");
+  // Training mode with a ratio that drops, or a flag or ratio only known at
+  // run time: unchanged.
+  EXPECT_EQ(Decomposed(R"IR(graph(%x : Float(2, 3), %train : Tensor, %ratio : Tensor):
+  %r : Tensor = prim::Constant[value={0.25}]()
+  %t : Tensor = prim::Constant[value={1}]()
+  %n : NoneType = prim::Constant()
+  %y : Tensor, %m : Tensor = kiln::dropout(%x, %r, %t, %n)
+  %v : Tensor, %k : Tensor = kiln::dropout(%y, %r, %train, %n)
+  %w : Tensor, %j : Tensor = kiln::dropout(%v, %ratio, %t, %n)
+  %u : Tensor, %i : Tensor = kiln::dropout(%w, %n, %t, %n)
+  return (%u))IR"),
+            "<unchanged>");
 }
 
 TEST(DecompositionsTest, InsideBlocks) {

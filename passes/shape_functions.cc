@@ -43,12 +43,7 @@ Dim KnownInt(const Value* v) {
 
 const ::kiln::Tensor* Args::ConstTensor(size_t i) const {
   if (i >= node_.inputs().size()) return nullptr;
-  const Value* v = node_.input(i);
-  if (v->node()->kind() != ir::sym::kConstant) return nullptr;
-  const ir::AttributeValue* attr = v->node()->findAttribute(ir::sym::kValue);
-  if (!attr || ir::KindOf(*attr) != ir::AttributeKind::t) return nullptr;
-  const ::kiln::Tensor& t = std::get<::kiln::Tensor>(*attr);
-  return t.has_data() ? &t : nullptr;
+  return ConstantTensorOf(*node_.input(i));
 }
 
 std::optional<std::vector<int64_t>> Args::ConstTensorInts(size_t i) const {
@@ -220,6 +215,14 @@ absl::StatusOr<std::vector<ir::TypePtr>> ShapeFunctionTypes(const ir::Operator& 
   std::vector<const IValue*> constants;
   for (const std::optional<IValue>& v : values) constants.push_back(v ? &*v : nullptr);
   return op.shape_fn(node, types, constants);
+}
+
+const ::kiln::Tensor* ConstantTensorOf(const Value& v) {
+  if (v.node()->kind() != ir::sym::kConstant) return nullptr;
+  const ir::AttributeValue* attr = v.node()->findAttribute(ir::sym::kValue);
+  if (!attr || ir::KindOf(*attr) != ir::AttributeKind::t) return nullptr;
+  const ::kiln::Tensor& t = std::get<::kiln::Tensor>(*attr);
+  return t.has_data() ? &t : nullptr;
 }
 
 std::optional<IValue> ConstantValueOf(const Value& v) {

@@ -46,6 +46,9 @@ std::vector<std::string> ShapeFunctionOverloads();
 // lists of those. nullopt for anything else (tensor constants included:
 // their type already says what shape functions need).
 std::optional<ir::IValue> ConstantValueOf(const ir::Value& v);
+// The tensor of a prim::Constant output that holds one with its data, or
+// null.
+const Tensor* ConstantTensorOf(const ir::Value& v);
 
 // `op`'s shape function (non-null) over `node`'s input types and constant
 // inputs (ConstantValueOf): the output types shape propagation would give
