@@ -35,8 +35,39 @@ absl::Status CheckPair(const char* op, const Tensor& a, const Tensor& b) {
   return absl::OkStatus();
 }
 
+// The float32/float64 case of BatchedProduct: the same sums in the same
+// order (r ascending, double accumulation, one rounding to T), read from a
+// contiguous a and a contiguous b^T so both walk unit stride. Bit-identical
+// to the element-wise loop below and hundreds of times faster: the oracle
+// checks a bert-sized model in seconds instead of minutes.
+template <typename T>
+absl::StatusOr<Tensor> ContiguousFloatProduct(const Tensor& a, const Tensor& b) {
+  const int64_t batch = a.sizes()[0], n = a.sizes()[1], k = a.sizes()[2], m = b.sizes()[2];
+  const Tensor ac = a.Contiguous();
+  ASSIGN_OR_RETURN(Tensor b_t, Transpose(b, 1, 2));
+  const Tensor bt = b_t.Contiguous();
+  Tensor out = Tensor::Empty(a.dtype(), {batch, n, m});
+  const T* ap = ac.data<T>();
+  const T* bp = bt.data<T>();
+  T* op = out.data<T>();
+  for (int64_t p = 0; p < batch; ++p) {
+    for (int64_t i = 0; i < n; ++i) {
+      const T* row = ap + (p * n + i) * k;
+      for (int64_t j = 0; j < m; ++j) {
+        const T* col = bp + (p * m + j) * k;
+        double acc = 0;
+        for (int64_t r = 0; r < k; ++r) acc += static_cast<double>(row[r]) * static_cast<double>(col[r]);
+        op[(p * n + i) * m + j] = static_cast<T>(acc);
+      }
+    }
+  }
+  return out;
+}
+
 // a: [B, n, k], b: [B, k, m] (any strides) -> [B, n, m].
 absl::StatusOr<Tensor> BatchedProduct(const Tensor& a, const Tensor& b) {
+  if (a.dtype() == DType::kFloat32) return ContiguousFloatProduct<float>(a, b);
+  if (a.dtype() == DType::kFloat64) return ContiguousFloatProduct<double>(a, b);
   const int64_t batch = a.sizes()[0], n = a.sizes()[1], k = a.sizes()[2], m = b.sizes()[2];
   Tensor out = Tensor::Empty(a.dtype(), {batch, n, m});
   const bool is_float = IsFloatingPoint(a.dtype());

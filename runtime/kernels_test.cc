@@ -292,6 +292,37 @@ TEST(MatmulTest, Rules) {
                DType::kInt64, {1, 1}, {23});
 }
 
+// float32 and float64 products read straight from memory: each element is
+// the double sum over k in order, rounded once (what the element-wise loop
+// gives), for strided operands and a broadcast-free batch.
+TEST(MatmulTest, FloatProductsAreOrderedDoubleSums) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    const int64_t batch = 2, n = 3, k = 7, m = 5;
+    std::vector<double> av(batch * k * n), bv(batch * k * m);
+    for (size_t i = 0; i < av.size(); ++i) av[i] = std::sin(0.37 * static_cast<double>(i)) * 1e3;
+    for (size_t i = 0; i < bv.size(); ++i) bv[i] = std::cos(0.11 * static_cast<double>(i)) / 3;
+    // a stored [B, k, n] and viewed transposed: a strided [B, n, k] operand.
+    auto a = Transpose(Make(dtype, {batch, k, n}, av), 1, 2);
+    ASSERT_TRUE(a.ok());
+    Tensor b = Make(dtype, {batch, k, m}, bv);
+    absl::StatusOr<Tensor> got = Bmm(*a, b);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->sizes(), (std::vector<int64_t>{batch, n, m}));
+    for (int64_t p = 0; p < batch; ++p) {
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < m; ++j) {
+          double acc = 0;
+          for (int64_t r = 0; r < k; ++r) {
+            acc += a->GetDouble((p * n + i) * k + r) * b.GetDouble((p * k + r) * m + j);
+          }
+          const double want = dtype == DType::kFloat32 ? static_cast<double>(static_cast<float>(acc)) : acc;
+          EXPECT_EQ(got->GetDouble((p * n + i) * m + j), want) << DTypeName(dtype) << " " << p << "," << i << "," << j;
+        }
+      }
+    }
+  }
+}
+
 // ------------------------------------------------------ registry adapters
 
 TEST(RegisterKernelsTest, FillsBuiltinSlots) {
