@@ -133,8 +133,33 @@ bool LogPlans() {
   return v != nullptr && std::strcmp(v, "0") != 0;
 }
 
+// Creates `plan`'s descriptor (operations, epilogue, bias) and the three
+// matrix layouts for `c`; what it created before an error stays in `plan`
+// for Destroy.
+absl::Status Describe(const CublasLtApi& api, const LtGemmCall& c, LtPlan* plan) {
+  RETURN_IF_ERROR(CublasCheck(api.cublasLtMatmulDescCreate(&plan->desc, c.compute_type, kCudaR32F),
+                              "cublasLtMatmulDescCreate"));
+  const int32_t trans_a = c.op_a, trans_b = c.op_b;
+  const uint32_t epilogue = c.bias != 0 ? kLtEpilogueBias : kLtEpilogueDefault;
+  RETURN_IF_ERROR(CublasCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescTransA, &trans_a, sizeof(trans_a)),
+                              "cublasLtMatmulDescSetAttribute(transa)"));
+  RETURN_IF_ERROR(CublasCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescTransB, &trans_b, sizeof(trans_b)),
+                              "cublasLtMatmulDescSetAttribute(transb)"));
+  RETURN_IF_ERROR(
+      CublasCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescEpilogue, &epilogue, sizeof(epilogue)),
+                  "cublasLtMatmulDescSetAttribute(epilogue)"));
+  if (c.bias != 0) RETURN_IF_ERROR(SetBias(api, plan->desc, c.bias));
+  // Stored shapes: op(A) is m x k, so A is m x k (N) or k x m (T).
+  const bool a_n = c.op_a == kCublasOpN, b_n = c.op_b == kCublasOpN;
+  RETURN_IF_ERROR(Layout(api, &plan->a, c.data_type, a_n ? c.m : c.k, a_n ? c.k : c.m, c.lda, c.batch, c.stride_a,
+                         "cublasLtMatrixLayoutCreate(A)"));
+  RETURN_IF_ERROR(Layout(api, &plan->b, c.data_type, b_n ? c.k : c.n, b_n ? c.n : c.k, c.ldb, c.batch, c.stride_b,
+                         "cublasLtMatrixLayoutCreate(B)"));
+  return Layout(api, &plan->d, c.data_type, c.m, c.n, c.ldd, c.batch, c.stride_d, "cublasLtMatrixLayoutCreate(D)");
+}
+
 // A new plan for `c` with the heuristic's (and, when timed, the fastest)
-// algorithm; nullopt when no algorithm takes the shape.
+// algorithm; a null plan when no algorithm takes the shape.
 absl::StatusOr<std::unique_ptr<LtPlan>> MakePlan(const GemmContext& ctx, const LtGemmCall& c, LtPlanCounts* counts) {
   const CublasLtApi& api = LoadCudaLibraries().cublaslt;
   auto plan = std::make_unique<LtPlan>();
@@ -142,36 +167,7 @@ absl::StatusOr<std::unique_ptr<LtPlan>> MakePlan(const GemmContext& ctx, const L
     Destroy(api, *plan);
     return s;
   };
-  absl::Status s = CublasCheck(api.cublasLtMatmulDescCreate(&plan->desc, c.compute_type, kCudaR32F),
-                               "cublasLtMatmulDescCreate");
-  const int32_t trans_a = c.op_a, trans_b = c.op_b;
-  const uint32_t epilogue = c.bias != 0 ? kLtEpilogueBias : kLtEpilogueDefault;
-  if (s.ok()) {
-    s = CublasCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescTransA, &trans_a, sizeof(trans_a)),
-                    "cublasLtMatmulDescSetAttribute(transa)");
-  }
-  if (s.ok()) {
-    s = CublasCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescTransB, &trans_b, sizeof(trans_b)),
-                    "cublasLtMatmulDescSetAttribute(transb)");
-  }
-  if (s.ok()) {
-    s = CublasCheck(api.cublasLtMatmulDescSetAttribute(plan->desc, kLtDescEpilogue, &epilogue, sizeof(epilogue)),
-                    "cublasLtMatmulDescSetAttribute(epilogue)");
-  }
-  if (s.ok() && c.bias != 0) s = SetBias(api, plan->desc, c.bias);
-  // Stored shapes: op(A) is m x k, so A is m x k (N) or k x m (T).
-  const bool a_n = c.op_a == kCublasOpN, b_n = c.op_b == kCublasOpN;
-  if (s.ok()) {
-    s = Layout(api, &plan->a, c.data_type, a_n ? c.m : c.k, a_n ? c.k : c.m, c.lda, c.batch, c.stride_a,
-               "cublasLtMatrixLayoutCreate(A)");
-  }
-  if (s.ok()) {
-    s = Layout(api, &plan->b, c.data_type, b_n ? c.k : c.n, b_n ? c.n : c.k, c.ldb, c.batch, c.stride_b,
-               "cublasLtMatrixLayoutCreate(B)");
-  }
-  if (s.ok()) {
-    s = Layout(api, &plan->d, c.data_type, c.m, c.n, c.ldd, c.batch, c.stride_d, "cublasLtMatrixLayoutCreate(D)");
-  }
+  absl::Status s = Describe(api, c, plan.get());
   if (!s.ok()) return fail(s);
   cublasLtMatmulPreference_t pref = nullptr;
   s = CublasCheck(api.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
@@ -206,7 +202,8 @@ absl::StatusOr<std::unique_ptr<LtPlan>> MakePlan(const GemmContext& ctx, const L
   }
   const bool log = LogPlans();
   std::string times;
-  const size_t pick = timed && usable.size() > 1 ? Fastest(ctx, c, *plan, usable, log ? &times : nullptr) : 0;
+  const bool time_them = timed && usable.size() > 1;
+  const size_t pick = time_them ? Fastest(ctx, c, *plan, usable, log ? &times : nullptr) : 0;
   if (log) {
     std::fprintf(stderr, "kiln cublasLt: type %d m %lld n %lld k %lld batch %lld ops %d%d bias %d: %zu candidates%s%s, pick %zu\n",
                  c.data_type, static_cast<long long>(c.m), static_cast<long long>(c.n), static_cast<long long>(c.k),
@@ -214,7 +211,7 @@ absl::StatusOr<std::unique_ptr<LtPlan>> MakePlan(const GemmContext& ctx, const L
                  times.empty() ? "" : ", us:", times.c_str(), pick);
   }
   counts->plans += 1;
-  counts->timed += timed && usable.size() > 1 ? 1 : 0;
+  counts->timed += time_them ? 1 : 0;
   plan->algo = usable[pick].algo;
   plan->workspace = usable[pick].workspace_size;
   return plan;
@@ -237,7 +234,7 @@ LtPlanCounts LtPlansMade() {
 }
 
 std::optional<absl::Status> RunLtGemm(const GemmContext& ctx, const LtGemmCall& c) {
-  if (ctx.lt == nullptr || ctx.workspace == 0 || !LoadCudaLibraries().cublaslt_status.ok()) return std::nullopt;
+  if (ctx.lt == nullptr || ctx.workspace == 0) return std::nullopt;  // null without cuBLASLt (GemmContext)
   if (!FitsInt(c.m) || !FitsInt(c.n) || !FitsInt(c.k) || !FitsInt(c.batch) || c.batch < 1 || c.k == 0) {
     return std::nullopt;
   }
