@@ -12,28 +12,33 @@
 namespace kiln::backends::cuda {
 namespace {
 
-// Thread i of the grid owns output column ox of strip `strip` (rows
-// strip*R .. strip*R + R-1, R = StripRows(size, stride)) of plane (img,
-// oc). Column order (x NCHW): consecutive threads take consecutive columns,
-// so a warp's loads of one input row are adjacent. Channel order (x
-// channels-last, kiln_rt_dw_args::channels_inner): consecutive threads take
-// consecutive channels of one column, adjacent in memory; their filters,
-// which would be 4*K*K bytes apart, are staged in shared memory as [K*K][c]
-// first. The host keeps every offset and the thread count within 32 bits
+// Two kernels. The column kernel (x NCHW): thread i of the grid owns output
+// column ox of strip `strip` (rows strip*R .. strip*R + R-1, R =
+// StripRows(size, stride)) of plane (img, oc); consecutive threads take
+// consecutive columns, so a warp's loads of one input row are adjacent. The
+// host keeps every offset and the thread count within 32 bits
 // (DepthwiseKernelTakes): the index math is 32-bit, the padding tests one
 // unsigned compare per window column (once per thread) and per row, and a
 // unit-stride row's K loads take immediate offsets.
+//
+// The channels-last kernel (x NHWC, where a column walk reads a sector per
+// element and a channel walk scatters its stores): a block stages the input
+// window of 16 channels x a band of output rows x a band of columns in
+// shared memory (float, zero padding written out), 16 channels of a pixel
+// per half warp, so its global loads are adjacent; then each thread computes
+// a 4 x 4 tile of one channel plane from it with 16-byte shared loads, and
+// its stores walk columns.
 constexpr char kSource[] = R"CUDA(
 struct kiln_rt_dw_args {
   i64 n, c, h, w, oh, ow, ph, pw, mult;
   i64 x_strides[4];
   i64 y_strides[4];
   int has_bias;
-  int channels_inner;
+  int band_tiles, block_tiles_w, row_bands, col_bands, staged_rows, pitch, channel_pitch;
 };
 template <typename IO, typename T, int K, int S, int R, bool kUnitW>
 __device__ void kiln_rt_dw_walk(const T* __restrict__ x, const T* __restrict__ wt, const T* __restrict__ bias,
-                                T* __restrict__ y, const kiln_rt_dw_args& a, const float* staged) {
+                                T* __restrict__ y, const kiln_rt_dw_args& a) {
   constexpr int kRows = (R - 1) * S + K;  // input rows the strip's windows cover
   const unsigned c = (unsigned)a.c, ow = (unsigned)a.ow, oh = (unsigned)a.oh, strips = (oh + R - 1) / R;
   const unsigned total = (unsigned)a.n * c * strips * ow, mult = (unsigned)a.mult;
@@ -42,19 +47,12 @@ __device__ void kiln_rt_dw_walk(const T* __restrict__ x, const T* __restrict__ w
   const int xw = kUnitW ? 1 : (int)a.x_strides[3];
   const int yn = (int)a.y_strides[0], yc = (int)a.y_strides[1], yh = (int)a.y_strides[2], yw = (int)a.y_strides[3];
   for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    unsigned ox, strip, oc, img, rest;
-    if (a.channels_inner) {
-      oc = i % c, rest = i / c;
-      ox = rest % ow, rest /= ow;
-      strip = rest % strips, img = rest / strips;
-    } else {
-      ox = i % ow, rest = i / ow;
-      strip = rest % strips, rest /= strips;
-      oc = rest % c, img = rest / c;
-    }
+    const unsigned ox = i % ow, rest = i / ow;
+    const unsigned strip = rest % strips, plane = rest / strips;
+    const unsigned oc = plane % c, img = plane / c;
     float f[K * K];
 #pragma unroll
-    for (int k = 0; k < K * K; ++k) f[k] = staged ? staged[k * c + oc] : IO::load(wt + oc * (K * K) + k);
+    for (int k = 0; k < K * K; ++k) f[k] = IO::load(wt + oc * (K * K) + k);
     const float b = a.has_bias ? IO::load(bias + oc) : 0.0f;
     float acc[R];
 #pragma unroll
@@ -91,27 +89,107 @@ __device__ void kiln_rt_dw_walk(const T* __restrict__ x, const T* __restrict__ w
 template <typename IO, typename T, int K, int S, int R>
 __device__ void kiln_rt_dw(const T* __restrict__ x, const T* __restrict__ wt, const T* __restrict__ bias,
                            T* __restrict__ y, const kiln_rt_dw_args& a) {
-  __shared__ float shared[KILN_RT_DW_STAGED];
-  const float* staged = nullptr;
-  if (a.channels_inner) {
-    const unsigned taps = (unsigned)a.c * (K * K);
-    for (unsigned t = threadIdx.x; t < taps; t += blockDim.x) {
-      shared[(t % (K * K)) * (unsigned)a.c + t / (K * K)] = IO::load(wt + t);
-    }
-    __syncthreads();
-    staged = shared;
-  }
   if (a.x_strides[3] == 1) {
-    kiln_rt_dw_walk<IO, T, K, S, R, true>(x, wt, bias, y, a, staged);
+    kiln_rt_dw_walk<IO, T, K, S, R, true>(x, wt, bias, y, a);
   } else {
-    kiln_rt_dw_walk<IO, T, K, S, R, false>(x, wt, bias, y, a, staged);
+    kiln_rt_dw_walk<IO, T, K, S, R, false>(x, wt, bias, y, a);
   }
 }
-#define KILN_RT_DW(name, IO, T, K, S, R) \
+struct __align__(16) kiln_rt_dw_f4 { float x, y, z, w; };
+// Block b: column band b % col_bands, then row band, 16-channel group and
+// image. Shared tile: channel g's staged rows at g * channel_pitch (a
+// multiple of 4 floats, not of 32: the half warp's 16 channels fall in
+// different banks), row r of it at r * pitch.
+template <typename IO, typename T, int K, int S>
+__device__ void kiln_rt_dw_nhwc(const T* __restrict__ x, const T* __restrict__ wt, const T* __restrict__ bias,
+                                T* __restrict__ y, const kiln_rt_dw_args& a) {
+  constexpr int kTile = 4, kChannels = 16;
+  constexpr int kVec = ((kTile - 1) * S + K + 3) / 4;  // 16-byte loads per window row of a tile
+  __shared__ kiln_rt_dw_f4 staged4[KILN_RT_DW_STAGED / 4];
+  float* staged = reinterpret_cast<float*>(staged4);
+  const int SR = a.staged_rows, SP = a.pitch, CP = a.channel_pitch, BT = a.band_tiles, TW = a.block_tiles_w;
+  const int c = (int)a.c, h = (int)a.h, w = (int)a.w, oh = (int)a.oh, ow = (int)a.ow, mult = (int)a.mult;
+  unsigned b = blockIdx.x;
+  const int col_band = (int)(b % (unsigned)a.col_bands);
+  b /= (unsigned)a.col_bands;
+  const int row_band = (int)(b % (unsigned)a.row_bands);
+  b /= (unsigned)a.row_bands;
+  const unsigned groups = ((unsigned)c + kChannels - 1) / kChannels;
+  const int c0 = (int)(b % groups) * kChannels, img = (int)(b / groups);
+  const int oy0 = row_band * BT * kTile, ox0 = col_band * TW * kTile;
+  const int iy0 = oy0 * S - (int)a.ph, ix0 = ox0 * S - (int)a.pw;
+  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  {
+    const int g = lane & 15, walker = (threadIdx.x >> 5) * 2 + (lane >> 4), walkers = warps * 2;
+    const bool channel_in = c0 + g < c;
+    const T* xg = x + img * (int)a.x_strides[0] + ((c0 + g) / mult) * (int)a.x_strides[1];
+    const int xh = (int)a.x_strides[2], xw = (int)a.x_strides[3];
+    for (int r = 0; r < SR; ++r) {
+      const int iy = iy0 + r;
+      const bool row_in = channel_in && (unsigned)iy < (unsigned)h;
+      for (int col = walker; col < SP; col += walkers) {
+        const int ix = ix0 + col;
+        staged[g * CP + r * SP + col] = row_in && (unsigned)ix < (unsigned)w ? IO::load(xg + iy * xh + ix * xw) : 0.0f;
+      }
+    }
+  }
+  __syncthreads();
+  const int yn = (int)a.y_strides[0], yc = (int)a.y_strides[1], yh = (int)a.y_strides[2], yw = (int)a.y_strides[3];
+  for (int u = threadIdx.x; u < kChannels * BT * TW; u += blockDim.x) {
+    const int tc = u % TW, rest = u / TW, tr = rest % BT, g = rest / BT;
+    const int oc = c0 + g, ty = oy0 + tr * kTile, tx = ox0 + tc * kTile;
+    if (oc >= c || ty >= oh || tx >= ow) continue;
+    float f[K * K];
+#pragma unroll
+    for (int k = 0; k < K * K; ++k) f[k] = IO::load(wt + oc * (K * K) + k);
+    const float b0 = a.has_bias ? IO::load(bias + oc) : 0.0f;
+    float acc[kTile][kTile];
+#pragma unroll
+    for (int r = 0; r < kTile; ++r) {
+#pragma unroll
+      for (int q = 0; q < kTile; ++q) acc[r][q] = b0;
+    }
+    const float* window = staged + g * CP + tr * kTile * S * SP + tc * kTile * S;
+#pragma unroll
+    for (int j = 0; j < (kTile - 1) * S + K; ++j) {
+      float v[4 * kVec];
+      const kiln_rt_dw_f4* rp = reinterpret_cast<const kiln_rt_dw_f4*>(window + j * SP);
+#pragma unroll
+      for (int q = 0; q < kVec; ++q) {
+        const kiln_rt_dw_f4 t = rp[q];
+        v[4 * q] = t.x, v[4 * q + 1] = t.y, v[4 * q + 2] = t.z, v[4 * q + 3] = t.w;
+      }
+#pragma unroll
+      for (int r = 0; r < kTile; ++r) {
+        const int ky = j - r * S;  // a constant once unrolled
+        if (ky < 0 || ky >= K) continue;
+#pragma unroll
+        for (int q = 0; q < kTile; ++q) {
+#pragma unroll
+          for (int kx = 0; kx < K; ++kx) acc[r][q] = fmaf(f[ky * K + kx], v[q * S + kx], acc[r][q]);
+        }
+      }
+    }
+    T* yp = y + img * yn + oc * yc;
+#pragma unroll
+    for (int r = 0; r < kTile; ++r) {
+#pragma unroll
+      for (int q = 0; q < kTile; ++q) {
+        if (ty + r < oh && tx + q < ow) IO::store(yp + (ty + r) * yh + (tx + q) * yw, acc[r][q]);
+      }
+    }
+  }
+}
+#define KILN_RT_DW(name, nhwc_name, IO, T, K, S, R) \
   extern "C" __global__ void __launch_bounds__(256) name(const T* __restrict__ x, const T* __restrict__ wt, \
                                                          const T* __restrict__ bias, T* __restrict__ y, \
                                                          kiln_rt_dw_args a) { \
     kiln_rt_dw<IO, T, K, S, R>(x, wt, bias, y, a); \
+  } \
+  extern "C" __global__ void __launch_bounds__(256) nhwc_name(const T* __restrict__ x, const T* __restrict__ wt, \
+                                                              const T* __restrict__ bias, T* __restrict__ y, \
+                                                              kiln_rt_dw_args a) { \
+    kiln_rt_dw_nhwc<IO, T, K, S>(x, wt, bias, y, a); \
   }
 )CUDA";
 
@@ -158,20 +236,57 @@ bool KernelSwitchedOff() {
   return v != nullptr && std::string(v) == "0";
 }
 
+// The channels-last kernel's block: a band of tile rows and a band of
+// tiles across, 16 channels, its staged window within
+// kDepthwiseStagedFloats. Tiles are 4 x 4 outputs; a block takes at most
+// 256 threads (one tile each) and as many tile rows as fit both limits.
+struct NhwcBlocks {
+  int band_tiles = 1, block_tiles_w = 1, row_bands = 1, col_bands = 1, staged_rows = 0, pitch = 0, channel_pitch = 0;
+  int threads = 32;
+  int64_t blocks = 0;
+};
+
+NhwcBlocks PlanNhwcBlocks(const ConvProblem& c) {
+  constexpr int kTile = 4, kChannels = 16;
+  const int k = static_cast<int>(c.kh), s = static_cast<int>(c.sh);
+  const int tiles_w = static_cast<int>((c.ow + kTile - 1) / kTile), tiles_h = static_cast<int>((c.oh + kTile - 1) / kTile);
+  const int vec = ((kTile - 1) * s + k + 3) / 4;
+  NhwcBlocks b;
+  auto size = [&] {
+    b.staged_rows = (b.band_tiles * kTile - 1) * s + k;
+    // The last tile's 16-byte loads end at (tiles - 1) * 4 * s + 4 * vec.
+    b.pitch = (b.block_tiles_w - 1) * kTile * s + 4 * vec;
+    // A multiple of 4 (16-byte loads) that is 4 more than one of 32.
+    b.channel_pitch = (b.staged_rows * b.pitch + 31) / 32 * 32 + 4;
+    return kChannels * b.channel_pitch <= kDepthwiseStagedFloats;
+  };
+  b.block_tiles_w = std::min(tiles_w, 256 / kChannels);
+  while (!size() && b.block_tiles_w > 1) --b.block_tiles_w;
+  b.band_tiles = std::clamp(256 / (kChannels * b.block_tiles_w), 1, tiles_h);
+  while (!size() && b.band_tiles > 1) --b.band_tiles;
+  b.row_bands = (tiles_h + b.band_tiles - 1) / b.band_tiles;
+  b.col_bands = (tiles_w + b.block_tiles_w - 1) / b.block_tiles_w;
+  b.threads = (kChannels * b.band_tiles * b.block_tiles_w + 31) / 32 * 32;
+  b.blocks = c.n * ((c.cout + kChannels - 1) / kChannels) * b.row_bands * b.col_bands;
+  return b;
+}
+
 }  // namespace
 
-std::string DepthwiseKernelName(int storage, int size, int stride) {
-  return absl::StrCat("kiln_rt_depthwise", size, "x", size, "_s", stride, "_", kStorageSuffix[storage]);
+std::string DepthwiseKernelName(int storage, int size, int stride, bool x_channels_last) {
+  return absl::StrCat("kiln_rt_depthwise", x_channels_last ? "_nhwc" : "", size, "x", size, "_s", stride, "_",
+                      kStorageSuffix[storage]);
 }
 
 const std::string& DepthwiseKernelSource() {
   static const std::string* source = [] {
-    auto* s = new std::string(absl::StrCat("#define KILN_RT_DW_STAGED ", kDepthwiseStagedTaps, "\n", kSource));
+    auto* s = new std::string(absl::StrCat("#define KILN_RT_DW_STAGED ", kDepthwiseStagedFloats, "\n", kSource));
     for (int t = 0; t < 3; ++t) {
       for (int k : kDepthwiseSizes) {
         for (int st : kDepthwiseStrides) {
-          absl::StrAppend(s, "KILN_RT_DW(", DepthwiseKernelName(t, k, st), ", ", kStorageIo[t], ", ", k, ", ", st,
-                          ", ", StripRows(k, st), ")\n");
+          absl::StrAppend(s, "KILN_RT_DW(", DepthwiseKernelName(t, k, st, false), ", ",
+                          DepthwiseKernelName(t, k, st, true), ", ", kStorageIo[t], ", ", k, ", ", st, ", ",
+                          StripRows(k, st), ")\n");
         }
       }
     }
@@ -193,21 +308,19 @@ bool DepthwiseKernelTakes(const ConvProblem& c, bool channels_last) {
   const lowering::Layout& w = c.weight.layout;
   if (w.sizes.size() != 4 || w.sizes[1] != 1 || !w.IsContiguous()) return false;
   // x may be channels-last (convnext's first block reads the permuted layer
-  // norm's NHWC output): the kernel then walks channels fastest.
+  // norm's NHWC output): the channels-last kernel takes it.
   return c.x.layout.sizes.size() == 4 && c.y.layout.sizes.size() == 4 && Fits32Bits(c.x.layout) &&
          Fits32Bits(c.y.layout);
 }
 
-bool DepthwiseChannelsInner(const ConvProblem& c) {
-  return c.x.layout.strides.size() == 4 && c.x.layout.strides[1] == 1 && c.cin > 1 &&
-         c.cout * c.kh * c.kw <= kDepthwiseStagedTaps;
+bool DepthwiseReadsChannelsLast(const ConvProblem& c) {
+  return c.x.layout.strides.size() == 4 && c.x.layout.strides[1] == 1 && c.cin > 1;
 }
 
-absl::Status LaunchDepthwise(const ConvProblem& c, int device_index, CUstream stream) {
-  ASSIGN_OR_RETURN(const RuntimeKernels* k, GetRuntimeKernels(device_index));
-  const int storage = RuntimeStorageIndex(c.x.layout.dtype);
-  const CUfunction f = k->depthwise_tiled[storage][SizeIndex(c.kh)][StrideIndex(c.sh)];
-  DepthwiseArgs a{};
+DepthwiseLaunch PlanDepthwise(const ConvProblem& c) {
+  DepthwiseLaunch l;
+  l.x_channels_last = DepthwiseReadsChannelsLast(c);
+  DepthwiseArgs& a = l.args;
   a.n = c.n, a.c = c.cout, a.h = c.h, a.w = c.w, a.oh = c.oh, a.ow = c.ow, a.ph = c.ph, a.pw = c.pw;
   a.mult = c.cout / c.cin;
   for (int d = 0; d < 4; ++d) {
@@ -215,18 +328,34 @@ absl::Status LaunchDepthwise(const ConvProblem& c, int device_index, CUstream st
     a.y_strides[d] = c.y.layout.strides[d];
   }
   a.has_bias = c.bias ? 1 : 0;
-  a.channels_inner = DepthwiseChannelsInner(c) ? 1 : 0;
+  if (l.x_channels_last) {
+    const NhwcBlocks b = PlanNhwcBlocks(c);
+    a.band_tiles = b.band_tiles, a.block_tiles_w = b.block_tiles_w, a.row_bands = b.row_bands;
+    a.col_bands = b.col_bands, a.staged_rows = b.staged_rows, a.pitch = b.pitch, a.channel_pitch = b.channel_pitch;
+    l.blocks = b.blocks, l.threads = b.threads;
+  } else {
+    // A grid-stride loop: the grid is capped, not the work.
+    const int64_t rows = StripRows(c.kh, c.sh);
+    l.blocks = std::min<int64_t>((c.n * c.cout * ((c.oh + rows - 1) / rows) * c.ow + 255) / 256, int64_t{1} << 30);
+  }
+  return l;
+}
+
+absl::Status LaunchDepthwise(const ConvProblem& c, int device_index, CUstream stream) {
+  ASSIGN_OR_RETURN(const RuntimeKernels* k, GetRuntimeKernels(device_index));
+  const int storage = RuntimeStorageIndex(c.x.layout.dtype), size = SizeIndex(c.kh), stride = StrideIndex(c.sh);
+  DepthwiseLaunch l = PlanDepthwise(c);
+  if (l.blocks <= 0) return absl::OkStatus();
+  const CUfunction f =
+      l.x_channels_last ? k->depthwise_nhwc[storage][size][stride] : k->depthwise_columns[storage][size][stride];
   const size_t elem = DTypeSize(c.x.layout.dtype);
   auto address = [&](const DeviceView& v) { return v.base + static_cast<CUdeviceptr>(v.layout.offset) * elem; };
   CUdeviceptr xp = address(c.x), wp = address(c.weight), yp = address(c.y);
   CUdeviceptr bp = c.bias ? address(*c.bias) : wp;  // unread without a bias
-  const int64_t rows = StripRows(c.kh, c.sh);
-  const int64_t total = c.n * c.cout * ((c.oh + rows - 1) / rows) * c.ow;
-  if (total <= 0) return absl::OkStatus();
-  std::vector<void*> params = {&xp, &wp, &bp, &yp, &a};
-  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, int64_t{1} << 30));
+  std::vector<void*> params = {&xp, &wp, &bp, &yp, &l.args};
   const CudaDriverApi& d = LoadCudaLibraries().driver;
-  return CuCheck(d.cuLaunchKernel(f, blocks, 1, 1, 256, 1, 1, 0, stream, params.data(), nullptr),
+  return CuCheck(d.cuLaunchKernel(f, static_cast<unsigned>(l.blocks), 1, 1, static_cast<unsigned>(l.threads), 1, 1, 0,
+                                  stream, params.data(), nullptr),
                  "cuLaunchKernel (depthwise convolution)");
 }
 

@@ -68,21 +68,20 @@ extern "C" void emu_pool(int is_max, const float* x, float* y, const void* args,
     if (is_max) kiln_rt_max_pool2d_f32(x, y, a); else kiln_rt_avg_pool2d_f32(x, y, a);
   });
 }
-extern "C" void emu_depthwise(int bf16, int k, int s, const void* x, const void* w, const void* b, void* y,
+extern "C" void emu_depthwise(int bf16, int nhwc, int k, int s, const void* x, const void* w, const void* b, void* y,
                               const void* args, long long grid, int block) {
   const kiln_rt_dw_args& a = *static_cast<const kiln_rt_dw_args*>(args);
   typedef unsigned short u16;
-#define EMU_DW(K, S)                                                                                          \
-  if (k == K && s == S) {                                                                                     \
-    kiln_run_grid(grid, block, [&] {                                                                          \
-      if (bf16) {                                                                                             \
-        kiln_rt_depthwise##K##x##K##_s##S##_bf16((const u16*)x, (const u16*)w, (const u16*)b, (u16*)y, a);    \
-      } else {                                                                                                \
-        kiln_rt_depthwise##K##x##K##_s##S##_f32((const float*)x, (const float*)w, (const float*)b, (float*)y, \
-                                                a);                                                           \
-      }                                                                                                       \
-    });                                                                                                       \
-    return;                                                                                                   \
+#define EMU_DW_CALL(name, T) name((const T*)x, (const T*)w, (const T*)b, (T*)y, a)
+#define EMU_DW(K, S)                                                                                  \
+  if (k == K && s == S) {                                                                             \
+    kiln_run_grid(grid, block, [&] {                                                                  \
+      if (bf16 && nhwc) EMU_DW_CALL(kiln_rt_depthwise_nhwc##K##x##K##_s##S##_bf16, u16);              \
+      if (bf16 && !nhwc) EMU_DW_CALL(kiln_rt_depthwise##K##x##K##_s##S##_bf16, u16);                  \
+      if (!bf16 && nhwc) EMU_DW_CALL(kiln_rt_depthwise_nhwc##K##x##K##_s##S##_f32, float);            \
+      if (!bf16 && !nhwc) EMU_DW_CALL(kiln_rt_depthwise##K##x##K##_s##S##_f32, float);                \
+    });                                                                                               \
+    return;                                                                                           \
   }
   EMU_DW(3, 1) EMU_DW(3, 2) EMU_DW(5, 1) EMU_DW(5, 2) EMU_DW(7, 1) EMU_DW(7, 2)
   abort();
@@ -134,7 +133,7 @@ class RuntimeEmulator {
   using EpilogueFn = void (*)(int, void*, const void*, const void* const*, const void*, long long, int);
   using CopyFn = void (*)(const void*, void*, const void*, long long, long long, int);
   using PoolFn = void (*)(int, const float*, float*, const void*, long long, int);
-  using DepthwiseFn = void (*)(int, int, int, const void*, const void*, const void*, void*, const void*, long long,
+  using DepthwiseFn = void (*)(int, int, int, int, const void*, const void*, const void*, void*, const void*, long long,
                                int);
   EpilogueFn epilogue_ = nullptr;
   CopyFn copy_ = nullptr;
@@ -415,9 +414,9 @@ TEST(RuntimeKernelEmulation, PoolingWritesChannelsLast) {
 
 // The depthwise kernels (depthwise_conv.h) against the reference
 // convolution: every filter size and stride, a channel multiplier, a bias,
-// x read NCHW and through a channels-last view, threads walking columns or
-// channels fastest, y
-// written into a wider buffer (strides are data), float32 and bfloat16
+// x read NCHW (the column kernel) and through a channels-last view (the
+// channels-last kernel), launched as the backend plans them, y written
+// into a wider buffer (strides are data), float32 and bfloat16
 // storage (the reference rounds the same inputs), on odd planes (strips cut
 // by the last row, columns by the pad), many small ones, and a large one.
 TEST(RuntimeKernelEmulation, DepthwiseMatchesTheReferenceConvolution) {
@@ -456,26 +455,31 @@ TEST(RuntimeKernelEmulation, DepthwiseMatchesTheReferenceConvolution) {
               Layout yl = Layout::Contiguous(dtype, {n, cout + 1, oh, ow}, "cuda");
               yl.sizes = ys;
               std::vector<uint32_t> xb = Store(x, xl), wb = Store(wt, wl), bb = Store(bias, bl);
-              std::vector<uint32_t> yb(static_cast<size_t>(yl.StorageElements()), 0);
-              DepthwiseArgs a = {};
-              a.n = n, a.c = cout, a.h = h, a.w = w, a.oh = oh, a.ow = ow, a.ph = pad, a.pw = pad, a.mult = mult;
-              for (size_t d = 0; d < 4; ++d) {
-                a.x_strides[d] = xl.strides[d];
-                a.y_strides[d] = yl.strides[d];
+              // The whole wider buffer, so that its last extra channel is checked too.
+              std::vector<uint32_t> yb(static_cast<size_t>(n * (cout + 1) * oh * ow), 0);
+              // The launch the backend plans: the channels-last kernel for
+              // an NHWC x, the column kernel otherwise.
+              ConvProblem problem;
+              problem.n = n, problem.cin = cin, problem.h = h, problem.w = w, problem.cout = cout;
+              problem.kh = problem.kw = k, problem.oh = oh, problem.ow = ow, problem.sh = problem.sw = s;
+              problem.ph = problem.pw = pad, problem.groups = cin;
+              problem.x.layout = xl, problem.weight.layout = wl, problem.y.layout = yl;
+              problem.bias = DeviceView{0, bl};
+              ASSERT_TRUE(DepthwiseKernelTakes(problem, /*channels_last=*/false));
+              const DepthwiseLaunch launch = PlanDepthwise(problem);
+              ASSERT_EQ(launch.x_channels_last, x_channels_last && cin > 1);
+              emu->depthwise_(dtype == DType::kBFloat16, launch.x_channels_last, k, s, xb.data(), wb.data(), bb.data(),
+                              yb.data(), &launch.args, launch.blocks, launch.threads);
+              const float tol = dtype == DType::kBFloat16 ? 2e-2f : 1e-4f;
+              for (int64_t i = 0; i < want->numel(); ++i) {
+                const float expect = want->data<float>()[i];
+                ASSERT_NEAR(Load(yb, yl, i), expect, tol * (1.0f + std::fabs(expect))) << i;
               }
-              a.has_bias = 1;
-              // Both thread orders over either layout (the launch picks
-              // channels fastest for a channels-last x).
-              for (const int channels_inner : {0, 1}) {
-                SCOPED_TRACE(channels_inner ? "channels fastest" : "columns fastest");
-                a.channels_inner = channels_inner;
-                std::fill(yb.begin(), yb.end(), 0u);
-                emu->depthwise_(dtype == DType::kBFloat16, k, s, xb.data(), wb.data(), bb.data(), yb.data(), &a, 5,
-                                256);
-                const float tol = dtype == DType::kBFloat16 ? 2e-2f : 1e-4f;
-                for (int64_t i = 0; i < want->numel(); ++i) {
-                  const float expect = want->data<float>()[i];
-                  ASSERT_NEAR(Load(yb, yl, i), expect, tol * (1.0f + std::fabs(expect))) << i;
+              // The wider y's extra channel stays untouched.
+              for (int64_t img = 0; img < n; ++img) {
+                for (int64_t i = 0; i < oh * ow; ++i) {
+                  const auto at = static_cast<size_t>((img * (cout + 1) + cout) * oh * ow + i);
+                  ASSERT_EQ(dtype == DType::kBFloat16 ? reinterpret_cast<const uint16_t*>(yb.data())[at] : yb[at], 0u);
                 }
               }
             }

@@ -381,9 +381,11 @@ absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
       for (int t = 0; t < 3; ++t) {
         for (size_t k = 0; k < std::size(kDepthwiseSizes); ++k) {
           for (size_t st = 0; st < std::size(kDepthwiseStrides); ++st) {
-            const std::string name = DepthwiseKernelName(t, kDepthwiseSizes[k], kDepthwiseStrides[st]);
-            RETURN_IF_ERROR(
-                CuCheck(d.cuModuleGetFunction(&l->kernels.depthwise_tiled[t][k][st], module, name.c_str()), name.c_str()));
+            for (const bool nhwc : {false, true}) {
+              CUfunction& f = nhwc ? l->kernels.depthwise_nhwc[t][k][st] : l->kernels.depthwise_columns[t][k][st];
+              const std::string name = DepthwiseKernelName(t, kDepthwiseSizes[k], kDepthwiseStrides[st], nhwc);
+              RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&f, module, name.c_str()), name.c_str()));
+            }
           }
         }
       }

@@ -21,10 +21,12 @@ struct RuntimeKernels {
   CUfunction im2col = nullptr;
   // y[n][oc][oy][ox] = bias[oc] + sum_{ky,kx} w[oc][ky][kx] * x[n][oc / mult][...].
   CUfunction depthwise = nullptr;
-  // Depthwise convolutions (depthwise_conv.h) per storage type (float32,
-  // float16, bfloat16), filter size (kDepthwiseSizes) and stride
-  // (kDepthwiseStrides); arguments (x, weight, bias, y, DepthwiseArgs).
-  CUfunction depthwise_tiled[3][3][2] = {};
+  // Depthwise convolutions (depthwise_conv.h), the column kernel (x NCHW)
+  // and the channels-last one, per storage type (float32, float16,
+  // bfloat16), filter size (kDepthwiseSizes) and stride (kDepthwiseStrides);
+  // arguments (x, weight, bias, y, DepthwiseArgs).
+  CUfunction depthwise_columns[3][3][2] = {};
+  CUfunction depthwise_nhwc[3][3][2] = {};
   // y[i] = bias[(i / hw) % channels].
   CUfunction fill_bias = nullptr;
   // out[r][:] = table[index[r]][:]: gather[word][index] with words of 4
