@@ -20,7 +20,12 @@ absl::StatusOr<Measurement> MeasureProgram(wrapper::CompiledProgram& program, st
   const auto t0 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(std::unique_ptr<wrapper::ProgramSession> session, program.NewSession(std::move(inputs)));
   m.session_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  for (int i = 0; i < options.warmup; ++i) RETURN_IF_ERROR(session->Run());
+  const auto t1 = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(session->Run());
+  RETURN_IF_ERROR(session->FetchOutputs().status());
+  m.first_call_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+  // The first call is the first warm-up call.
+  for (int i = 1; i < options.warmup; ++i) RETURN_IF_ERROR(session->Run());
   ASSIGN_OR_RETURN(m.ms, session->Time(std::max(1, options.iterations)));
   if (m.ms.empty()) return absl::InternalError("the session timed no call");
   std::vector<double> sorted = m.ms;

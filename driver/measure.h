@@ -20,7 +20,7 @@
 namespace kiln::driver {
 
 struct MeasureOptions {
-  int warmup = 0;
+  int warmup = 0;  // untimed calls, the first call (always made) among them
   int iterations = 1;  // at least one call is timed
   // > 0: per-step times over that many extra calls (devices that can).
   int profile_iterations = 0;
@@ -31,6 +31,10 @@ struct Measurement {
   double median_ms = 0, min_ms = 0, max_ms = 0;
   std::string timer;        // what measured them ("CUDA events", "host clock")
   double session_ms = 0;    // placing the inputs on the device (host clock)
+  // The first call until its outputs are on the host (host clock): with
+  // what a program does once (runtime kernels compiled on first use,
+  // algorithm searches), which no timed call includes.
+  double first_call_ms = 0;
   std::vector<Tensor> outputs;  // the last call's
   std::vector<wrapper::StepProfile> profile;
   std::string profile_error;    // why there is no profile, when one was asked for

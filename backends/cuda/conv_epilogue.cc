@@ -183,10 +183,14 @@ bool FloatStorage(DType t) { return t == DType::kFloat32 || t == DType::kFloat16
 
 }  // namespace
 
-std::string EpilogueKernelSource() {
-  std::string s = "\n";
-  for (const KindName& k : kKinds) absl::StrAppend(&s, "#define ", k.macro, " ", static_cast<int>(k.kind), "\n");
-  return absl::StrCat(s, kKernel);
+const std::string& EpilogueKernelSource() {
+  static const std::string* source = [] {
+    auto* s = new std::string("\n");
+    for (const KindName& k : kKinds) absl::StrAppend(s, "#define ", k.macro, " ", static_cast<int>(k.kind), "\n");
+    absl::StrAppend(s, kKernel);
+    return s;
+  }();
+  return *source;
 }
 
 std::optional<EpilogueArgs> MakeEpilogueArgs(const lowering::Layout& y, bool has_bias,
@@ -286,7 +290,6 @@ absl::Status LaunchEpilogue(const DeviceView& y, const std::optional<DeviceView>
                             CUstream stream) {
   const int64_t total = args.sizes[0] * args.sizes[1] * args.sizes[2] * args.sizes[3];
   if (total <= 0) return absl::OkStatus();
-  ASSIGN_OR_RETURN(const RuntimeKernels* k, GetRuntimeKernels(device_index));
   const DType t = y.layout.dtype;
   const size_t elem = DTypeSize(t);
   auto address = [&](const DeviceView& v) { return v.base + static_cast<CUdeviceptr>(v.layout.offset) * elem; };
@@ -305,7 +308,8 @@ absl::Status LaunchEpilogue(const DeviceView& y, const std::optional<DeviceView>
   std::vector<void*> params = {&yp, &bp, &op[0], &op[1], &op[2], &op[3], &a};
   const int storage = RuntimeStorageIndex(t);
   if (storage < 0) return absl::InvalidArgumentError("conv epilogue: no kernel for this storage type");
-  const CUfunction f = k->epilogue[storage];
+  const char* const names[3] = {"kiln_rt_epilogue_f32", "kiln_rt_epilogue_f16", "kiln_rt_epilogue_bf16"};
+  ASSIGN_OR_RETURN(const CUfunction f, GetRuntimeFunction(device_index, EpilogueKernelSource(), names[storage]));
   const int64_t work = a.vec4 ? total / 4 : total;  // elements or groups of 4
   const unsigned blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((work + 255) / 256, 132 * 64)));
   return CuCheck(LoadCudaLibraries().driver.cuLaunchKernel(f, blocks, 1, 1, 256, 1, 1, 0, stream, params.data(), nullptr),

@@ -57,9 +57,9 @@ absl::Status LaunchEpilogue(const DeviceView& y, const std::optional<DeviceView>
                             const std::vector<DeviceView>& operands, const EpilogueArgs& args, int device_index,
                             CUstream stream);
 
-// The kernel's CUDA source (part of the runtime kernels' unit); the post-op
-// numbers come from ir::PostOpKind.
-std::string EpilogueKernelSource();
+// The kernel's CUDA source (a runtime-kernel unit's body, after the
+// prelude: runtime_kernels.h); the post-op numbers come from ir::PostOpKind.
+const std::string& EpilogueKernelSource();
 
 }  // namespace kiln::backends::cuda
 

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/attention_lines.h"
+#include "backends/cuda/conv_epilogue.h"
 #include "backends/cuda/cubin_cache.h"
 #include "backends/cuda/cublaslt_gemm.h"
 #include "backends/cuda/cuda_backend.h"
@@ -19,7 +20,9 @@
 #include "backends/cuda/cuda_conv.h"
 #include "backends/cuda/cuda_session.h"
 #include "backends/cuda/cuda_test_util.h"
+#include "backends/cuda/depthwise_conv.h"
 #include "backends/cuda/kernel_prelude.h"
+#include "backends/cuda/output_difference.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
@@ -367,10 +370,26 @@ TEST(CudaCodegenTest, NarrowFloatGraphsLowerIntoKernels) {
   }
 }
 
-TEST(CudaCodegenTest, RuntimeKernelsCompileWithNvrtc) {
+// Every runtime-kernel unit compiles on its own (the prelude + its body),
+// as GetRuntimeFunction compiles it.
+TEST(CudaCodegenTest, RuntimeKernelUnitsCompileWithNvrtc) {
   if (!LoadCudaLibraries().nvrtc_status.ok()) GTEST_SKIP() << LoadCudaLibraries().nvrtc_status;
-  absl::StatusOr<std::string> cubin = CompileWithNvrtc(RuntimeKernelSource(), {"--gpu-architecture=sm_90", "-std=c++17"});
-  EXPECT_TRUE(cubin.ok()) << cubin.status();
+  std::vector<std::pair<std::string, const std::string*>> units = {{"base", &RuntimeKernelSource()},
+                                                                    {"epilogue", &EpilogueKernelSource()},
+                                                                    {"difference", &DifferenceKernelSource()}};
+  for (int t = 0; t < 3; ++t) {
+    for (int k = 0; k < static_cast<int>(std::size(kDepthwiseSizes)); ++k) {
+      for (int s = 0; s < static_cast<int>(std::size(kDepthwiseStrides)); ++s) {
+        units.emplace_back(DepthwiseKernelName(t, kDepthwiseSizes[k], kDepthwiseStrides[s], false),
+                           &DepthwiseKernelSource(t, k, s));
+      }
+    }
+  }
+  for (const auto& [name, body] : units) {
+    absl::StatusOr<std::string> cubin =
+        CompileWithNvrtc(absl::StrCat(RuntimeKernelPrelude(), *body), {"--gpu-architecture=sm_90", "-std=c++17"});
+    EXPECT_TRUE(cubin.ok()) << name << ": " << cubin.status();
+  }
 }
 
 // What the copy kernel does with a plan, on the host: unit i of the

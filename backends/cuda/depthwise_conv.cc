@@ -278,21 +278,38 @@ std::string DepthwiseKernelName(int storage, int size, int stride, bool x_channe
                       kStorageSuffix[storage]);
 }
 
-const std::string& DepthwiseKernelSource() {
-  static const std::string* source = [] {
-    auto* s = new std::string(absl::StrCat("#define KILN_RT_DW_STAGED ", kDepthwiseStagedFloats, "\n", kSource));
+const std::string& DepthwiseKernelSource(int storage, int size_index, int stride_index) {
+  // One unit per storage type, filter size and stride: a program compiles
+  // only the shapes it runs (each unit's two kernels are fully unrolled).
+  constexpr int kSizes = std::size(kDepthwiseSizes), kStrides = std::size(kDepthwiseStrides);
+  static const std::vector<std::string>* units = [] {
+    auto* u = new std::vector<std::string>();
     for (int t = 0; t < 3; ++t) {
       for (int k : kDepthwiseSizes) {
         for (int st : kDepthwiseStrides) {
-          absl::StrAppend(s, "KILN_RT_DW(", DepthwiseKernelName(t, k, st, false), ", ",
-                          DepthwiseKernelName(t, k, st, true), ", ", kStorageIo[t], ", ", k, ", ", st, ", ",
-                          StripRows(k, st), ")\n");
+          u->push_back(absl::StrCat("#define KILN_RT_DW_STAGED ", kDepthwiseStagedFloats, "\n", kSource, "KILN_RT_DW(",
+                                    DepthwiseKernelName(t, k, st, false), ", ", DepthwiseKernelName(t, k, st, true),
+                                    ", ", kStorageIo[t], ", ", k, ", ", st, ", ", StripRows(k, st), ")\n"));
         }
       }
     }
-    return s;
+    return u;
   }();
-  return *source;
+  return (*units)[static_cast<size_t>((storage * kSizes + size_index) * kStrides + stride_index)];
+}
+
+std::string AllDepthwiseKernelsSource() {
+  std::string s = absl::StrCat("#define KILN_RT_DW_STAGED ", kDepthwiseStagedFloats, "\n", kSource);
+  for (int t = 0; t < 3; ++t) {
+    for (int k : kDepthwiseSizes) {
+      for (int st : kDepthwiseStrides) {
+        absl::StrAppend(&s, "KILN_RT_DW(", DepthwiseKernelName(t, k, st, false), ", ",
+                        DepthwiseKernelName(t, k, st, true), ", ", kStorageIo[t], ", ", k, ", ", st, ", ",
+                        StripRows(k, st), ")\n");
+      }
+    }
+  }
+  return s;
 }
 
 bool DepthwiseKernelTakes(const ConvProblem& c, bool channels_last) {
@@ -342,12 +359,13 @@ DepthwiseLaunch PlanDepthwise(const ConvProblem& c) {
 }
 
 absl::Status LaunchDepthwise(const ConvProblem& c, int device_index, CUstream stream) {
-  ASSIGN_OR_RETURN(const RuntimeKernels* k, GetRuntimeKernels(device_index));
   const int storage = RuntimeStorageIndex(c.x.layout.dtype), size = SizeIndex(c.kh), stride = StrideIndex(c.sh);
   DepthwiseLaunch l = PlanDepthwise(c);
   if (l.blocks <= 0) return absl::OkStatus();
-  const CUfunction f =
-      l.x_channels_last ? k->depthwise_nhwc[storage][size][stride] : k->depthwise_columns[storage][size][stride];
+  ASSIGN_OR_RETURN(const CUfunction f,
+                   GetRuntimeFunction(device_index, DepthwiseKernelSource(storage, size, stride),
+                                      DepthwiseKernelName(storage, kDepthwiseSizes[size], kDepthwiseStrides[stride],
+                                                          l.x_channels_last)));
   const size_t elem = DTypeSize(c.x.layout.dtype);
   auto address = [&](const DeviceView& v) { return v.base + static_cast<CUdeviceptr>(v.layout.offset) * elem; };
   CUdeviceptr xp = address(c.x), wp = address(c.weight), yp = address(c.y);

@@ -99,9 +99,13 @@ absl::Status LaunchDepthwise(const ConvProblem& c, int device_index, CUstream st
 // filter size, stride and x layout.
 std::string DepthwiseKernelName(int storage, int size, int stride, bool x_channels_last);
 
-// The kernels' CUDA source (part of the runtime kernels' unit; uses its
-// storage helpers kiln_rt_f32 / kiln_rt_f16).
-const std::string& DepthwiseKernelSource();
+// The CUDA source of the unit of one storage type (0 float32, 1 float16,
+// 2 bfloat16), filter size and stride (indices into kDepthwiseSizes and
+// kDepthwiseStrides): both kernels of that shape, a runtime-kernel unit's
+// body (after the prelude's storage helpers: runtime_kernels.h).
+const std::string& DepthwiseKernelSource(int storage, int size_index, int stride_index);
+// Every shape's kernels in one body (tests that compile them all at once).
+std::string AllDepthwiseKernelsSource();
 
 }  // namespace kiln::backends::cuda
 

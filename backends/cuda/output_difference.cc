@@ -62,7 +62,10 @@ KILN_RT_DIFFERENCE(kiln_rt_difference_bf16, kiln_rt_f16<1>, unsigned short)
 
 }  // namespace
 
-std::string DifferenceKernelSource() { return kSource; }
+const std::string& DifferenceKernelSource() {
+  static const std::string* source = new std::string(kSource);
+  return *source;
+}
 
 OutputDifference SumDifferencePartials(const double* partials, int blocks) {
   double sq = 0, ref = 0, bad = 0;
@@ -85,11 +88,12 @@ absl::StatusOr<OutputDifference> DeviceDifference(CUdeviceptr a, CUdeviceptr b, 
                                                   CUdeviceptr partials, int device_index, CUstream stream) {
   const int t = RuntimeStorageIndex(dtype);
   if (t < 0) return absl::InvalidArgumentError(absl::StrCat("output difference: no kernel for ", DTypeName(dtype)));
-  ASSIGN_OR_RETURN(const RuntimeKernels* k, GetRuntimeKernels(device_index));
+  const char* const names[3] = {"kiln_rt_difference_f32", "kiln_rt_difference_f16", "kiln_rt_difference_bf16"};
+  ASSIGN_OR_RETURN(CUfunction f, GetRuntimeFunction(device_index, DifferenceKernelSource(), names[t]));
   const CudaDriverApi& d = LoadCudaLibraries().driver;
   const int blocks = static_cast<int>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, kDifferenceBlocks));
   void* params[] = {&a, &b, &n, &partials};
-  RETURN_IF_ERROR(CuCheck(d.cuLaunchKernel(k->difference[t], static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0,
+  RETURN_IF_ERROR(CuCheck(d.cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0,
                                            stream, params, nullptr),
                           "cuLaunchKernel (output difference)"));
   std::vector<double> host(static_cast<size_t>(blocks) * 3);

@@ -38,9 +38,9 @@ OutputDifference SumDifferencePartials(const double* partials, int blocks);
 absl::StatusOr<OutputDifference> DeviceDifference(CUdeviceptr a, CUdeviceptr b, int64_t n, DType dtype,
                                                   CUdeviceptr partials, int device_index, CUstream stream);
 
-// The kernel's CUDA source (runtime_kernels.h's unit, after its storage
-// helpers): kiln_rt_difference_{f32,f16,bf16}(a, b, n, partials).
-std::string DifferenceKernelSource();
+// The kernel's CUDA source (a runtime-kernel unit's body, after the prelude:
+// runtime_kernels.h): kiln_rt_difference_{f32,f16,bf16}(a, b, n, partials).
+const std::string& DifferenceKernelSource();
 
 }  // namespace kiln::backends::cuda
 

@@ -99,7 +99,8 @@ extern "C" void emu_copy_u128(const void* src, void* dst, const void* view, long
 class RuntimeEmulator {
  public:
   absl::Status Build() {
-    std::string src = RuntimeKernelSource();
+    std::string src = absl::StrCat(RuntimeKernelPrelude(), RuntimeKernelSource(), EpilogueKernelSource(),
+                                   AllDepthwiseKernelsSource(), DifferenceKernelSource());
     // float16's PTX conversions have no host form: those paths abort.
     const std::pair<std::string, std::string> ptx[] = {
         {R"(asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*p));)", "abort(); f = 0;"},

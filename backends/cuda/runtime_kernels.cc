@@ -7,20 +7,55 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/cuda/conv_epilogue.h"
 #include "backends/cuda/cubin_cache.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_loader.h"
-#include "backends/cuda/depthwise_conv.h"
-#include "backends/cuda/output_difference.h"
 #include "support/status.h"
 
 namespace kiln::backends::cuda {
 namespace {
 
-// 64-bit indices throughout: activations of large batches pass 2^31.
-constexpr char kSource[] = R"CUDA(
+// What every unit starts with: the index type and the storage helpers
+// (float32, float16 and bfloat16 loads and stores with float math).
+constexpr char kPrelude[] = R"CUDA(
 typedef long long i64;
+__device__ __forceinline__ float kiln_rt_load(const float* p) { return *p; }
+__device__ __forceinline__ void kiln_rt_store(float* p, float v) { *p = v; }
+__device__ __forceinline__ float kiln_rt_load(const unsigned short* p, int bf16) {
+  if (bf16) return __uint_as_float(static_cast<unsigned>(*p) << 16);
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*p));
+  return f;
+}
+__device__ __forceinline__ void kiln_rt_store(unsigned short* p, float f, int bf16) {
+  if (bf16) {
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      *p = static_cast<unsigned short>((u >> 16) | 0x40u);
+      return;
+    }
+    u += 0x7fffu + ((u >> 16) & 1u);
+    *p = static_cast<unsigned short>(u >> 16);
+    return;
+  }
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  *p = h;
+}
+struct kiln_rt_f32 {
+  static __device__ float load(const float* p) { return *p; }
+  static __device__ void store(float* p, float v) { *p = v; }
+};
+template <int kBf16> struct kiln_rt_f16 {
+  static __device__ float load(const unsigned short* p) { return kiln_rt_load(p, kBf16); }
+  static __device__ void store(unsigned short* p, float v) { kiln_rt_store(p, v, kBf16); }
+};
+
+)CUDA";
+
+// The base unit. 64-bit indices throughout: activations of large batches
+// pass 2^31.
+constexpr char kSource[] = R"CUDA(
 
 extern "C" __global__ void __launch_bounds__(256) kiln_rt_im2col(
     const float* __restrict__ x, float* __restrict__ cols, i64 n, i64 image_stride, i64 c, i64 h, i64 w,
@@ -152,38 +187,6 @@ struct kiln_rt_pool_args {
   i64 divisor;
   int y_channels_last;
 };
-__device__ __forceinline__ float kiln_rt_load(const float* p) { return *p; }
-__device__ __forceinline__ void kiln_rt_store(float* p, float v) { *p = v; }
-__device__ __forceinline__ float kiln_rt_load(const unsigned short* p, int bf16) {
-  if (bf16) return __uint_as_float(static_cast<unsigned>(*p) << 16);
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*p));
-  return f;
-}
-__device__ __forceinline__ void kiln_rt_store(unsigned short* p, float f, int bf16) {
-  if (bf16) {
-    unsigned u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) {
-      *p = static_cast<unsigned short>((u >> 16) | 0x40u);
-      return;
-    }
-    u += 0x7fffu + ((u >> 16) & 1u);
-    *p = static_cast<unsigned short>(u >> 16);
-    return;
-  }
-  unsigned short h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  *p = h;
-}
-struct kiln_rt_f32 {
-  static __device__ float load(const float* p) { return *p; }
-  static __device__ void store(float* p, float v) { *p = v; }
-};
-template <int kBf16> struct kiln_rt_f16 {
-  static __device__ float load(const unsigned short* p) { return kiln_rt_load(p, kBf16); }
-  static __device__ void store(unsigned short* p, float v) { kiln_rt_store(p, v, kBf16); }
-};
-
 template <typename IO, typename T>
 __device__ void kiln_rt_pool(const T* __restrict__ x, T* __restrict__ y, const kiln_rt_pool_args& a, bool is_max) {
   const i64 total = a.n * a.c * a.oh * a.ow;
@@ -250,10 +253,27 @@ extern "C" __global__ void __launch_bounds__(256) kiln_rt_fill_bias(
 }
 )CUDA";
 
-struct Loaded {
+// One unit on one device: its module (kept for the life of the process)
+// and the functions looked up so far.
+struct LoadedUnit {
   absl::Status status;
-  RuntimeKernels kernels;
+  CUmodule module = nullptr;
+  std::map<std::string, CUfunction> functions;
 };
+
+absl::Status LoadUnit(int index, const std::string& body, LoadedUnit& unit) {
+  CudaDevice device;
+  ASSIGN_OR_RETURN(devices::DeviceProperties p, device.GetDeviceProperties(index));
+  ASSIGN_OR_RETURN(std::string identity, NvrtcIdentity());
+  ASSIGN_OR_RETURN(std::string cache_dir, CacheDirectory("cuda"));
+  CubinCache cache(std::move(cache_dir), identity, CompileWithNvrtc);
+  ASSIGN_OR_RETURN(CubinEntry entry, cache.GetOrCompile(absl::StrCat(kPrelude, body),
+                                                        {absl::StrCat("--gpu-architecture=sm_", p.major, p.minor),
+                                                         "-std=c++17"}));
+  RETURN_IF_ERROR(device.MakeCurrent(index));
+  return CuCheck(LoadCudaLibraries().driver.cuModuleLoadData(&unit.module, entry.cubin.data()),
+                 "cuModuleLoadData (runtime kernels)");
+}
 
 }  // namespace
 
@@ -266,13 +286,32 @@ int RuntimeStorageIndex(DType t) {
   }
 }
 
+const std::string& RuntimeKernelPrelude() {
+  static const std::string* prelude = new std::string(kPrelude);
+  return *prelude;
+}
+
 const std::string& RuntimeKernelSource() {
-  // The convolution epilogue (conv_epilogue.h), the depthwise kernels
-  // (depthwise_conv.h) and the output difference (output_difference.h)
-  // share the unit's storage helpers.
-  static const std::string* source = new std::string(
-      absl::StrCat(kSource, EpilogueKernelSource(), DepthwiseKernelSource(), DifferenceKernelSource()));
+  static const std::string* source = new std::string(kSource);
   return *source;
+}
+
+absl::StatusOr<CUfunction> GetRuntimeFunction(int device_index, const std::string& body, const std::string& name) {
+  static std::mutex mu;
+  static auto* units = new std::map<std::pair<int, const std::string*>, std::unique_ptr<LoadedUnit>>();
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<LoadedUnit>& unit = (*units)[{device_index, &body}];
+  if (unit == nullptr) {
+    unit = std::make_unique<LoadedUnit>();
+    unit->status = LoadUnit(device_index, body, *unit);
+  }
+  RETURN_IF_ERROR(unit->status);
+  auto it = unit->functions.find(name);
+  if (it != unit->functions.end()) return it->second;
+  CUfunction f = nullptr;
+  RETURN_IF_ERROR(CuCheck(LoadCudaLibraries().driver.cuModuleGetFunction(&f, unit->module, name.c_str()), name.c_str()));
+  unit->functions.emplace(name, f);
+  return f;
 }
 
 absl::StatusOr<ContiguousCopyPlan> PlanContiguousCopy(const lowering::Layout& l, CUdeviceptr src, CUdeviceptr dst) {
@@ -352,67 +391,36 @@ absl::StatusOr<CUdeviceptr> CopyToContiguous(const DeviceView& view, int device_
 
 absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index) {
   static std::mutex mu;
-  static std::map<int, std::unique_ptr<Loaded>>* loaded = new std::map<int, std::unique_ptr<Loaded>>();
+  static auto* loaded = new std::map<int, std::unique_ptr<absl::StatusOr<RuntimeKernels>>>();
   std::lock_guard<std::mutex> lock(mu);
-  auto it = loaded->find(index);
-  if (it == loaded->end()) {
-    auto l = std::make_unique<Loaded>();
-    l->status = [&]() -> absl::Status {
-      CudaDevice device;
-      ASSIGN_OR_RETURN(devices::DeviceProperties p, device.GetDeviceProperties(index));
-      ASSIGN_OR_RETURN(std::string identity, NvrtcIdentity());
-      ASSIGN_OR_RETURN(std::string cache_dir, CacheDirectory("cuda"));
-      CubinCache cache(std::move(cache_dir), identity, CompileWithNvrtc);
-      ASSIGN_OR_RETURN(CubinEntry entry,
-                       cache.GetOrCompile(RuntimeKernelSource(), {absl::StrCat("--gpu-architecture=sm_", p.major, p.minor), "-std=c++17"}));
-      RETURN_IF_ERROR(device.MakeCurrent(index));
-      const CudaDriverApi& d = LoadCudaLibraries().driver;
-      CUmodule module = nullptr;  // kept for the life of the process
-      RETURN_IF_ERROR(CuCheck(d.cuModuleLoadData(&module, entry.cubin.data()), "cuModuleLoadData (runtime kernels)"));
-      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.im2col, module, "kiln_rt_im2col"), "im2col"));
-      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.depthwise, module, "kiln_rt_depthwise"), "depthwise"));
-      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.fill_bias, module, "kiln_rt_fill_bias"), "fill_bias"));
+  std::unique_ptr<absl::StatusOr<RuntimeKernels>>& l = (*loaded)[index];
+  if (l == nullptr) {
+    l = std::make_unique<absl::StatusOr<RuntimeKernels>>([&]() -> absl::StatusOr<RuntimeKernels> {
+      RuntimeKernels k;
+      auto get = [&](CUfunction& f, const char* name) -> absl::Status {
+        ASSIGN_OR_RETURN(f, GetRuntimeFunction(index, RuntimeKernelSource(), name));
+        return absl::OkStatus();
+      };
+      RETURN_IF_ERROR(get(k.im2col, "kiln_rt_im2col"));
+      RETURN_IF_ERROR(get(k.depthwise, "kiln_rt_depthwise"));
+      RETURN_IF_ERROR(get(k.fill_bias, "kiln_rt_fill_bias"));
       const char* const pools[2][3] = {{"kiln_rt_max_pool2d_f32", "kiln_rt_max_pool2d_f16", "kiln_rt_max_pool2d_bf16"},
                                        {"kiln_rt_avg_pool2d_f32", "kiln_rt_avg_pool2d_f16", "kiln_rt_avg_pool2d_bf16"}};
       for (int t = 0; t < 3; ++t) {
-        RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.max_pool2d[t], module, pools[0][t]), pools[0][t]));
-        RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.avg_pool2d[t], module, pools[1][t]), pools[1][t]));
+        RETURN_IF_ERROR(get(k.max_pool2d[t], pools[0][t]));
+        RETURN_IF_ERROR(get(k.avg_pool2d[t], pools[1][t]));
       }
-      for (int t = 0; t < 3; ++t) {
-        for (size_t k = 0; k < std::size(kDepthwiseSizes); ++k) {
-          for (size_t st = 0; st < std::size(kDepthwiseStrides); ++st) {
-            for (const bool nhwc : {false, true}) {
-              CUfunction& f = nhwc ? l->kernels.depthwise_nhwc[t][k][st] : l->kernels.depthwise_columns[t][k][st];
-              const std::string name = DepthwiseKernelName(t, kDepthwiseSizes[k], kDepthwiseStrides[st], nhwc);
-              RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&f, module, name.c_str()), name.c_str()));
-            }
-          }
-        }
-      }
-      const char* const epilogues[3] = {"kiln_rt_epilogue_f32", "kiln_rt_epilogue_f16", "kiln_rt_epilogue_bf16"};
-      for (int t = 0; t < 3; ++t) {
-        RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.epilogue[t], module, epilogues[t]), epilogues[t]));
-      }
-      const char* const differences[3] = {"kiln_rt_difference_f32", "kiln_rt_difference_f16",
-                                          "kiln_rt_difference_bf16"};
-      for (int t = 0; t < 3; ++t) {
-        RETURN_IF_ERROR(
-            CuCheck(d.cuModuleGetFunction(&l->kernels.difference[t], module, differences[t]), differences[t]));
-      }
-      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[0], module, "kiln_rt_copy_u16"), "copy"));
-      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[1], module, "kiln_rt_copy_u32"), "copy"));
-      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[2], module, "kiln_rt_copy_u64"), "copy"));
-      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.copy[3], module, "kiln_rt_copy_u128"), "copy"));
-      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[0][0], module, "kiln_rt_gather_u32_i64"), "gather"));
-      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[0][1], module, "kiln_rt_gather_u32_i32"), "gather"));
-      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[1][0], module, "kiln_rt_gather_u8_i64"), "gather"));
-      RETURN_IF_ERROR(CuCheck(d.cuModuleGetFunction(&l->kernels.gather[1][1], module, "kiln_rt_gather_u8_i32"), "gather"));
-      return absl::OkStatus();
-    }();
-    it = loaded->emplace(index, std::move(l)).first;
+      const char* const copies[4] = {"kiln_rt_copy_u16", "kiln_rt_copy_u32", "kiln_rt_copy_u64", "kiln_rt_copy_u128"};
+      for (int i = 0; i < 4; ++i) RETURN_IF_ERROR(get(k.copy[i], copies[i]));
+      RETURN_IF_ERROR(get(k.gather[0][0], "kiln_rt_gather_u32_i64"));
+      RETURN_IF_ERROR(get(k.gather[0][1], "kiln_rt_gather_u32_i32"));
+      RETURN_IF_ERROR(get(k.gather[1][0], "kiln_rt_gather_u8_i64"));
+      RETURN_IF_ERROR(get(k.gather[1][1], "kiln_rt_gather_u8_i32"));
+      return k;
+    }());
   }
-  RETURN_IF_ERROR(it->second->status);
-  return &it->second->kernels;
+  RETURN_IF_ERROR(l->status());
+  return &**l;
 }
 
 }  // namespace kiln::backends::cuda

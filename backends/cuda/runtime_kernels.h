@@ -21,12 +21,6 @@ struct RuntimeKernels {
   CUfunction im2col = nullptr;
   // y[n][oc][oy][ox] = bias[oc] + sum_{ky,kx} w[oc][ky][kx] * x[n][oc / mult][...].
   CUfunction depthwise = nullptr;
-  // Depthwise convolutions (depthwise_conv.h), the column kernel (x NCHW)
-  // and the channels-last one, per storage type (float32, float16,
-  // bfloat16), filter size (kDepthwiseSizes) and stride (kDepthwiseStrides);
-  // arguments (x, weight, bias, y, DepthwiseArgs).
-  CUfunction depthwise_columns[3][3][2] = {};
-  CUfunction depthwise_nhwc[3][3][2] = {};
   // y[i] = bias[(i / hw) % channels].
   CUfunction fill_bias = nullptr;
   // out[r][:] = table[index[r]][:]: gather[word][index] with words of 4
@@ -40,12 +34,6 @@ struct RuntimeKernels {
   // (x, y, PoolArgs).
   CUfunction max_pool2d[3] = {};
   CUfunction avg_pool2d[3] = {};
-  // A convolution's epilogue in place (conv_epilogue.h) per storage type;
-  // arguments (y, bias, operand 0..3, EpilogueArgs).
-  CUfunction epilogue[3] = {};
-  // Partial sums of two tensors' difference per storage type
-  // (output_difference.h); arguments (a, b, n, partials).
-  CUfunction difference[3] = {};
 };
 
 // The pooling kernels' parameters (passed by value; the kernel's own
@@ -88,10 +76,24 @@ absl::StatusOr<CUdeviceptr> CopyToContiguous(const DeviceView& view, int device_
 // 0, float16 1, bfloat16 2); -1 for a type they have no kernel for.
 int RuntimeStorageIndex(DType t);
 
-// Their CUDA source (one NVRTC translation unit).
+// The runtime kernels are several NVRTC translation units, each the
+// prelude (the index type and the float32/float16/bfloat16 storage
+// helpers) followed by a body: the base unit below (RuntimeKernels), the
+// convolution epilogue (conv_epilogue.h), the output difference
+// (output_difference.h) and one unit per depthwise kernel shape
+// (depthwise_conv.h). A unit compiles (through the cubin cache) on its
+// first use on a device, so a program pays NVRTC only for what it launches:
+// as one unit they took about 18 s of a cold first call on an H100 host.
+const std::string& RuntimeKernelPrelude();
+// The base unit's body.
 const std::string& RuntimeKernelSource();
 
-// The kernels on device `index` (compiled and loaded on first use).
+// Function `name` of the unit `body` (a string that lives for the process:
+// the unit is keyed by its address) on device `index`, the unit compiled
+// and loaded on first use.
+absl::StatusOr<CUfunction> GetRuntimeFunction(int index, const std::string& body, const std::string& name);
+
+// The base unit's kernels on device `index` (compiled and loaded on first use).
 absl::StatusOr<const RuntimeKernels*> GetRuntimeKernels(int index);
 
 }  // namespace kiln::backends::cuda
