@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -19,6 +20,7 @@
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_device_op_overrides.h"
 #include "backends/cuda/cuda_loader.h"
+#include "backends/cuda/depthwise_conv.h"
 #include "backends/cuda/kernel_prelude.h"
 #include "devices/device_registry.h"
 #include "support/parallel.h"
@@ -218,6 +220,22 @@ absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
   }
   const double codegen_seconds = Since(t0);
 
+  // The depthwise runtime-kernel units its convolutions will launch
+  // compile beside the generated kernels (else one after another in the
+  // first call); joined before any return.
+  absl::Status prefetched = absl::OkStatus();
+  std::thread prefetch;
+  if (CudaDevice().is_available()) {
+    prefetch = std::thread([&prefetched, this, convs = ConvProblemsOf(resolved)] {
+      prefetched = PrefetchDepthwiseUnits(index_, convs);
+    });
+  }
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{prefetch};
   ASSIGN_OR_RETURN(CubinBuild build, BuildCubins(kernels));
   std::vector<Unit>& units = build.units;
   const std::vector<CubinEntry>& cubins = build.cubins;
@@ -265,6 +283,8 @@ absl::StatusOr<std::unique_ptr<wrapper::CompiledProgram>> CudaCodegen::Compile(
     return status;
   }
   const double load_seconds = Since(t2);
+  if (prefetch.joinable()) prefetch.join();
+  RETURN_IF_ERROR(prefetched);
   ASSIGN_OR_RETURN(std::unique_ptr<CudaProgram> p,
                    CudaProgram::Create(std::move(resolved), index_, std::move(loaded), std::move(modules)));
   std::vector<std::string> unit_sources;

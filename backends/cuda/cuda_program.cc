@@ -262,6 +262,18 @@ std::vector<std::string> CudaProgram::ReportLines() const {
   return lines;
 }
 
+std::vector<ConvProblem> ConvProblemsOf(const ResolvedProgram& resolved) {
+  std::vector<ConvProblem> convs;
+  for (const ExternStep& e : resolved.externs) {
+    if (e.island || !IsConvOp(e.op)) continue;
+    std::vector<DeviceView> args, outs;
+    for (int slot : e.buffer_slots) args.push_back(DeviceView{0, resolved.slot_layouts[static_cast<size_t>(slot)]});
+    for (int slot : e.output_slots) outs.push_back(DeviceView{0, resolved.slot_layouts[static_cast<size_t>(slot)]});
+    if (std::optional<ConvProblem> c = ParseConv(e.op, e.args, args, outs)) convs.push_back(*std::move(c));
+  }
+  return convs;
+}
+
 absl::StatusOr<std::unique_ptr<CudaProgram>> CudaProgram::Create(ResolvedProgram resolved, int device_index,
                                                                  std::map<std::string, LoadedKernel> kernels,
                                                                  std::vector<CUmodule> modules) {

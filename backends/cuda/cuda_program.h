@@ -29,6 +29,7 @@
 #include "backends/cuda/channels_last_plan.h"
 #include "backends/cuda/cublas_matmul.h"
 #include "backends/cuda/cuda_api.h"
+#include "backends/cuda/cuda_conv.h"
 #include "backends/cuda/cuda_device.h"
 #include "lowering/loop_ir.h"
 #include "support/tensor.h"
@@ -107,6 +108,11 @@ struct ResolvedProgram {
 // `channels_last`: how to apply the layout plan (channels_last_plan.h).
 absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program, ChannelsLastMode channels_last);
 absl::StatusOr<ResolvedProgram> ResolveProgram(const wrapper::WrapperProgram& program);  // the environment's choice
+
+// The convolutions of `resolved`'s extern steps as the backend will see
+// them (layouts only, no addresses): what the compile prepares for
+// (PrefetchDepthwiseUnits).
+std::vector<ConvProblem> ConvProblemsOf(const ResolvedProgram& resolved);
 
 // How an extern step ran.
 enum class ExternPath { kCublas, kCudnn, kConv, kGather, kPool, kMetadata, kHost };

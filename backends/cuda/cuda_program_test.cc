@@ -380,8 +380,10 @@ TEST(CudaCodegenTest, RuntimeKernelUnitsCompileWithNvrtc) {
   for (int t = 0; t < 3; ++t) {
     for (int k = 0; k < static_cast<int>(std::size(kDepthwiseSizes)); ++k) {
       for (int s = 0; s < static_cast<int>(std::size(kDepthwiseStrides)); ++s) {
-        units.emplace_back(DepthwiseKernelName(t, kDepthwiseSizes[k], kDepthwiseStrides[s], false),
-                           &DepthwiseKernelSource(t, k, s));
+        for (const bool nhwc : {false, true}) {
+          units.emplace_back(DepthwiseKernelName(t, kDepthwiseSizes[k], kDepthwiseStrides[s], nhwc),
+                             &DepthwiseKernelSource(t, k, s, nhwc));
+        }
       }
     }
   }

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -180,15 +183,16 @@ __device__ void kiln_rt_dw_nhwc(const T* __restrict__ x, const T* __restrict__ w
     }
   }
 }
-#define KILN_RT_DW(name, nhwc_name, IO, T, K, S, R) \
+#define KILN_RT_DW_COLUMNS(name, IO, T, K, S, R) \
   extern "C" __global__ void __launch_bounds__(256) name(const T* __restrict__ x, const T* __restrict__ wt, \
                                                          const T* __restrict__ bias, T* __restrict__ y, \
                                                          kiln_rt_dw_args a) { \
     kiln_rt_dw<IO, T, K, S, R>(x, wt, bias, y, a); \
-  } \
-  extern "C" __global__ void __launch_bounds__(256) nhwc_name(const T* __restrict__ x, const T* __restrict__ wt, \
-                                                              const T* __restrict__ bias, T* __restrict__ y, \
-                                                              kiln_rt_dw_args a) { \
+  }
+#define KILN_RT_DW_NHWC(name, IO, T, K, S) \
+  extern "C" __global__ void __launch_bounds__(256) name(const T* __restrict__ x, const T* __restrict__ wt, \
+                                                         const T* __restrict__ bias, T* __restrict__ y, \
+                                                         kiln_rt_dw_args a) { \
     kiln_rt_dw_nhwc<IO, T, K, S>(x, wt, bias, y, a); \
   }
 )CUDA";
@@ -278,24 +282,29 @@ std::string DepthwiseKernelName(int storage, int size, int stride, bool x_channe
                       kStorageSuffix[storage]);
 }
 
-const std::string& DepthwiseKernelSource(int storage, int size_index, int stride_index) {
-  // One unit per storage type, filter size and stride: a program compiles
-  // only the shapes it runs (each unit's two kernels are fully unrolled).
+const std::string& DepthwiseKernelSource(int storage, int size_index, int stride_index, bool x_channels_last) {
+  // One unit per storage type, filter size, stride and kernel: a program
+  // compiles only the kernels it runs (each fully unrolled), in parallel
+  // (PrefetchDepthwiseUnits).
   constexpr int kSizes = std::size(kDepthwiseSizes), kStrides = std::size(kDepthwiseStrides);
   static const std::vector<std::string>* units = [] {
     auto* u = new std::vector<std::string>();
     for (int t = 0; t < 3; ++t) {
       for (int k : kDepthwiseSizes) {
         for (int st : kDepthwiseStrides) {
-          u->push_back(absl::StrCat("#define KILN_RT_DW_STAGED ", kDepthwiseStagedFloats, "\n", kSource, "KILN_RT_DW(",
-                                    DepthwiseKernelName(t, k, st, false), ", ", DepthwiseKernelName(t, k, st, true),
-                                    ", ", kStorageIo[t], ", ", k, ", ", st, ", ", StripRows(k, st), ")\n"));
+          for (const bool nhwc : {false, true}) {
+            u->push_back(absl::StrCat("#define KILN_RT_DW_STAGED ", kDepthwiseStagedFloats, "\n", kSource,
+                                      nhwc ? "KILN_RT_DW_NHWC(" : "KILN_RT_DW_COLUMNS(",
+                                      DepthwiseKernelName(t, k, st, nhwc), ", ", kStorageIo[t], ", ", k, ", ", st,
+                                      nhwc ? "" : absl::StrCat(", ", StripRows(k, st)), ")\n"));
+          }
         }
       }
     }
     return u;
   }();
-  return (*units)[static_cast<size_t>((storage * kSizes + size_index) * kStrides + stride_index)];
+  return (*units)[static_cast<size_t>(((storage * kSizes + size_index) * kStrides + stride_index) * 2 +
+                                      (x_channels_last ? 1 : 0))];
 }
 
 std::string AllDepthwiseKernelsSource() {
@@ -303,9 +312,10 @@ std::string AllDepthwiseKernelsSource() {
   for (int t = 0; t < 3; ++t) {
     for (int k : kDepthwiseSizes) {
       for (int st : kDepthwiseStrides) {
-        absl::StrAppend(&s, "KILN_RT_DW(", DepthwiseKernelName(t, k, st, false), ", ",
-                        DepthwiseKernelName(t, k, st, true), ", ", kStorageIo[t], ", ", k, ", ", st, ", ",
-                        StripRows(k, st), ")\n");
+        absl::StrAppend(&s, "KILN_RT_DW_COLUMNS(", DepthwiseKernelName(t, k, st, false), ", ", kStorageIo[t], ", ", k,
+                        ", ", st, ", ", StripRows(k, st), ")\n");
+        absl::StrAppend(&s, "KILN_RT_DW_NHWC(", DepthwiseKernelName(t, k, st, true), ", ", kStorageIo[t], ", ", k,
+                        ", ", st, ")\n");
       }
     }
   }
@@ -358,12 +368,35 @@ DepthwiseLaunch PlanDepthwise(const ConvProblem& c) {
   return l;
 }
 
+absl::Status PrefetchDepthwiseUnits(int device_index, const std::vector<ConvProblem>& problems) {
+  std::set<std::tuple<int, int, int, bool>> units;  // storage, size, stride, x channels-last
+  for (const ConvProblem& c : problems) {
+    if (!DepthwiseKernelTakes(c, /*channels_last=*/false)) continue;
+    units.emplace(RuntimeStorageIndex(c.x.layout.dtype), SizeIndex(c.kh), StrideIndex(c.sh),
+                  DepthwiseReadsChannelsLast(c));
+  }
+  std::vector<absl::Status> results(units.size());
+  std::vector<std::thread> threads;
+  size_t i = 0;
+  for (const auto& [storage, size, stride, nhwc] : units) {
+    threads.emplace_back([&results, i, device_index, storage = storage, size = size, stride = stride, nhwc = nhwc] {
+      results[i] = GetRuntimeFunction(device_index, DepthwiseKernelSource(storage, size, stride, nhwc),
+                                      DepthwiseKernelName(storage, kDepthwiseSizes[size], kDepthwiseStrides[stride], nhwc))
+                       .status();
+    });
+    ++i;
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& r : results) RETURN_IF_ERROR(r);
+  return absl::OkStatus();
+}
+
 absl::Status LaunchDepthwise(const ConvProblem& c, int device_index, CUstream stream) {
   const int storage = RuntimeStorageIndex(c.x.layout.dtype), size = SizeIndex(c.kh), stride = StrideIndex(c.sh);
   DepthwiseLaunch l = PlanDepthwise(c);
   if (l.blocks <= 0) return absl::OkStatus();
   ASSIGN_OR_RETURN(const CUfunction f,
-                   GetRuntimeFunction(device_index, DepthwiseKernelSource(storage, size, stride),
+                   GetRuntimeFunction(device_index, DepthwiseKernelSource(storage, size, stride, l.x_channels_last),
                                       DepthwiseKernelName(storage, kDepthwiseSizes[size], kDepthwiseStrides[stride],
                                                           l.x_channels_last)));
   const size_t elem = DTypeSize(c.x.layout.dtype);

@@ -256,6 +256,8 @@ extern "C" __global__ void __launch_bounds__(256) kiln_rt_fill_bias(
 // One unit on one device: its module (kept for the life of the process)
 // and the functions looked up so far.
 struct LoadedUnit {
+  std::mutex mu;  // held while it loads and while its functions are looked up
+  bool loaded = false;
   absl::Status status;
   CUmodule module = nullptr;
   std::map<std::string, CUfunction> functions;
@@ -297,13 +299,21 @@ const std::string& RuntimeKernelSource() {
 }
 
 absl::StatusOr<CUfunction> GetRuntimeFunction(int device_index, const std::string& body, const std::string& name) {
+  // The map under one lock; each unit loads under its own, so that
+  // different units compile concurrently (PrefetchDepthwiseUnits).
   static std::mutex mu;
   static auto* units = new std::map<std::pair<int, const std::string*>, std::unique_ptr<LoadedUnit>>();
-  std::lock_guard<std::mutex> lock(mu);
-  std::unique_ptr<LoadedUnit>& unit = (*units)[{device_index, &body}];
-  if (unit == nullptr) {
-    unit = std::make_unique<LoadedUnit>();
+  LoadedUnit* unit = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    std::unique_ptr<LoadedUnit>& u = (*units)[{device_index, &body}];
+    if (u == nullptr) u = std::make_unique<LoadedUnit>();
+    unit = u.get();
+  }
+  std::lock_guard<std::mutex> lock(unit->mu);
+  if (!unit->loaded) {
     unit->status = LoadUnit(device_index, body, *unit);
+    unit->loaded = true;
   }
   RETURN_IF_ERROR(unit->status);
   auto it = unit->functions.find(name);
