@@ -1,11 +1,10 @@
 #include "backends/cuda/attention_lines.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/attention_kernel.h"
+#include "backends/cuda/cuda_env.h"
 #include "backends/cuda/kernel_identifiers.h"
 #include "support/status.h"
 
@@ -25,9 +24,7 @@ absl::StatusOr<const lowering::Layout*> LayoutOf(const std::map<std::string, con
 }  // namespace
 
 bool FuseAttentionIn(const ir::Graph& graph) {
-  const char* v = std::getenv("KILN_CUDA_ATTENTION");
-  if (v != nullptr && std::strcmp(v, "0") == 0) return false;
-  if (v != nullptr && std::strcmp(v, "1") == 0) return true;
+  if (env::Attention() != env::Force::kDefault) return env::Attention() == env::Force::kOn;
   for (const ir::Node* n : graph.nodes()) {
     const std::string kind(n->kind().qualString());
     if (kind != "aten::matmul" && kind != "aten::bmm") continue;

@@ -1,10 +1,10 @@
 #include "backends/cuda/channels_last_plan.h"
 
-#include <cstdlib>
 #include <string>
 
 
 #include "backends/cuda/cuda_conv.h"
+#include "backends/cuda/cuda_env.h"
 #include "backends/cuda/cuda_pool.h"
 #include "backends/cuda/cuda_program.h"
 
@@ -65,10 +65,12 @@ bool HasFusedConvolutions(const ResolvedProgram& p) {
 }  // namespace
 
 ChannelsLastMode ChannelsLastSetting() {
-  const char* v = std::getenv("KILN_CUDA_CHANNELS_LAST");
-  if (v == nullptr) return ChannelsLastMode::kWhereFaster;
-  const std::string s(v);
-  return s == "0" ? ChannelsLastMode::kOff : s == "1" ? ChannelsLastMode::kAlways : ChannelsLastMode::kWhereFaster;
+  switch (env::ChannelsLast()) {
+    case env::Force::kOff: return ChannelsLastMode::kOff;
+    case env::Force::kOn: return ChannelsLastMode::kAlways;
+    case env::Force::kDefault: break;
+  }
+  return ChannelsLastMode::kWhereFaster;
 }
 
 bool IsChannelsLastLayout(const Layout& l) {

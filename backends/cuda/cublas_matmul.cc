@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "backends/cuda/cublaslt_gemm.h"
+#include "backends/cuda/cuda_env.h"
 #include "backends/cuda/cuda_loader.h"
 #include "support/status.h"
 
@@ -142,13 +141,7 @@ std::optional<absl::Status> LtGemm(const GemmContext& ctx, const Mat& a, const M
 // Whether GEMMs without a bias go through cuBLASLt too (its algorithms
 // timed per shape, cublaslt_gemm.h) before cuBLAS's own; KILN_CUDA_LT_GEMM=0:
 // cuBLAS's heuristic alone, as before.
-bool LtForPlainGemms() {
-  static const bool on = [] {
-    const char* v = std::getenv("KILN_CUDA_LT_GEMM");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return on;
-}
+bool LtForPlainGemms() { return !env::LtGemmOff(); }
 
 Mat Transposed(Mat m) {
   std::swap(m.rows, m.cols);

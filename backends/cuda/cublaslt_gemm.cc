@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -13,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cublas_matmul.h"
+#include "backends/cuda/cuda_env.h"
 #include "backends/cuda/cuda_loader.h"
 #include "support/status.h"
 
@@ -128,10 +127,7 @@ size_t Fastest(const GemmContext& ctx, const LtGemmCall& c, const LtPlan& plan,
   return best;
 }
 
-bool LogPlans() {
-  const char* v = std::getenv("KILN_CUDA_GEMM_LOG");
-  return v != nullptr && std::strcmp(v, "0") != 0;
-}
+bool LogPlans() { return env::GemmLog(); }
 
 // Creates `plan`'s descriptor (operations, epilogue, bias) and the three
 // matrix layouts for `c`; what it created before an error stays in `plan`
@@ -219,13 +215,7 @@ absl::StatusOr<std::unique_ptr<LtPlan>> MakePlan(const GemmContext& ctx, const L
 
 }  // namespace
 
-bool GemmAutotune() {
-  static const bool on = [] {
-    const char* v = std::getenv("KILN_CUDA_GEMM_AUTOTUNE");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return on;
-}
+bool GemmAutotune() { return !env::GemmAutotuneOff(); }
 
 LtPlanCounts LtPlansMade() {
   LtPlans& plans = Plans();

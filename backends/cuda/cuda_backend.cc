@@ -12,13 +12,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "backends/cuda/attention_lines.h"
 #include "backends/cuda/channels_last_plan.h"
 #include "backends/cuda/conv_fusion_policy.h"
 #include "backends/cuda/cubin_cache.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_device_op_overrides.h"
+#include "backends/cuda/cuda_env.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/depthwise_conv.h"
 #include "backends/cuda/kernel_prelude.h"
@@ -65,9 +65,7 @@ std::vector<std::string> CudaCodegen::NvrtcOptions(bool minimal) const {
   if (minimal) o.push_back("-minimal");
   o.insert(o.end(), options_.nvrtc_options.begin(), options_.nvrtc_options.end());
   // Experiments: KILN_NVRTC_OPTIONS="-minimal --ptxas-options=-O2".
-  if (const char* extra = std::getenv("KILN_NVRTC_OPTIONS"); extra != nullptr) {
-    for (absl::string_view opt : absl::StrSplit(extra, ' ', absl::SkipEmpty())) o.emplace_back(opt);
-  }
+  for (std::string& opt : env::ExtraNvrtcOptions()) o.push_back(std::move(opt));
   return o;
 }
 

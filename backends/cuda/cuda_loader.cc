@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backends/cuda/cuda_env.h"
 
 namespace kiln::backends::cuda {
 namespace {
@@ -237,8 +238,7 @@ std::vector<std::string> CudnnWheelDirs() {
 }
 
 void LoadCudnn(CudaLibraries& libs) {
-  const char* off = std::getenv("KILN_CUDNN");
-  if (off != nullptr && std::string(off) == "0") {
+  if (env::CudnnDisabled()) {
     libs.cudnn_status = absl::UnavailableError("cuDNN disabled by KILN_CUDNN=0");
     return;
   }
@@ -313,8 +313,7 @@ const CudaLibraries& LoadCudaLibraries() {
     auto* l = new CudaLibraries();
     // KILN_CUDA_DISABLE=1 makes the device unavailable (tests of that path
     // on a GPU machine).
-    const char* off = std::getenv("KILN_CUDA_DISABLE");
-    if (off != nullptr && *off != '\0' && *off != '0') {
+    if (env::CudaDisabled()) {
       l->driver_status = absl::UnavailableError("CUDA disabled by KILN_CUDA_DISABLE");
     } else {
       LoadDriver(*l);

@@ -1,10 +1,10 @@
 #include "backends/cuda/cuda_session.h"
 
-#include <cstdlib>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backends/cuda/cuda_env.h"
 #include "backends/cuda/cuda_loader.h"
 #include "support/status.h"
 
@@ -27,8 +27,7 @@ std::string FallbackOps(CudaProgram& p) {
 
 CudaSessionOptions CudaSessionOptionsFromEnv() {
   CudaSessionOptions o;
-  const char* graphs = std::getenv("KILN_CUDA_GRAPHS");
-  if (graphs != nullptr && std::string(graphs) == "0") o.cuda_graphs = false;
+  if (env::CudaGraphsOff()) o.cuda_graphs = false;
   return o;
 }
 

@@ -1,6 +1,5 @@
 #include "backends/cuda/cudnn_conv.h"
 
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -10,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cuda/channels_last_plan.h"
+#include "backends/cuda/cuda_env.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/cudnn_graph_conv.h"
 #include "support/status.h"
@@ -159,10 +159,7 @@ absl::StatusOr<std::unique_ptr<ConvPlan>> MakePlan(const ConvProblem& p, int dty
   return plan;
 }
 
-bool SearchEnabled() {
-  const char* v = std::getenv("KILN_CUDNN_FIND");
-  return v == nullptr || std::string(v) != "0";
-}
+bool SearchEnabled() { return !env::CudnnFindOff(); }
 
 }  // namespace
 
@@ -286,10 +283,7 @@ std::optional<absl::Status> CudnnConvolution(const ConvProblem& p, const ConvCon
                     "cudnnAddTensor");
 }
 
-bool CudnnFusedEnabled() {
-  const char* v = std::getenv("KILN_CUDNN_FUSED");
-  return v != nullptr && std::string(v) == "1";
-}
+bool CudnnFusedEnabled() { return env::CudnnLegacyFused(); }
 
 std::optional<absl::Status> CudnnFusedConvolution(const ConvProblem& p, const ConvContext& ctx, bool relu,
                                                   const DeviceView* z) {

@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backends/cuda/cuda_env.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/cudnn_conv.h"
 #include "backends/cuda/output_difference.h"
@@ -97,22 +97,11 @@ CUdeviceptr ViewAddress(const DeviceView& v) {
   return v.base + static_cast<CUdeviceptr>(v.layout.offset) * DTypeSize(v.layout.dtype);
 }
 
-bool CudnnGraphApiEnabled() {
-  const char* v = std::getenv("KILN_CUDNN_BACKEND");
-  return v == nullptr || std::string(v) != "0";
-}
+bool CudnnGraphApiEnabled() { return !env::CudnnGraphApiOff(); }
 
-bool CudnnGraphFusedEnabled() {
-  const char* v = std::getenv("KILN_CUDNN_GRAPH_FUSED");
-  return v == nullptr || std::string(v) != "0";
-}
+bool CudnnGraphFusedEnabled() { return !env::CudnnGraphFusedOff(); }
 
-int GraphPlanCandidates() {
-  const char* v = std::getenv("KILN_CUDNN_GRAPH_PLANS");
-  int n = 0;
-  if (v != nullptr && absl::SimpleAtoi(v, &n) && n >= 1) return std::min(n, 64);
-  return kGraphPlanCandidates;
-}
+int GraphPlanCandidates() { return env::CudnnGraphPlans().value_or(kGraphPlanCandidates); }
 
 int64_t ByteAlignment(CUdeviceptr address) {
   int64_t a = 16;
@@ -629,7 +618,7 @@ absl::StatusOr<float> TimePlan(const Candidate& cand, const GraphBuffers& buffer
   return ms;
 }
 
-bool Logging() { return std::getenv("KILN_CUDNN_LOG") != nullptr; }
+bool Logging() { return env::CudnnLog(); }
 
 // A 4-byte device-to-device copy on ctx's stream (one memcpy node in a
 // CUDA graph): a stream operation that is not a kernel, so that the

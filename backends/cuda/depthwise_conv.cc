@@ -1,13 +1,13 @@
 #include "backends/cuda/depthwise_conv.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <set>
 #include <thread>
 #include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_env.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "support/status.h"
@@ -233,13 +233,6 @@ bool Fits32Bits(const lowering::Layout& l) {
   return l.offset >= 0 && last < (int64_t{1} << 30);
 }
 
-// KILN_CUDA_DEPTHWISE=0 sends every depthwise convolution to cuDNN. Read
-// per call (tests switch it; a replayed CUDA graph does not call it).
-bool KernelSwitchedOff() {
-  const char* v = std::getenv("KILN_CUDA_DEPTHWISE");
-  return v != nullptr && std::string(v) == "0";
-}
-
 // The channels-last kernel's block: a band of tile rows and a band of
 // tiles across, 16 channels, its staged window within
 // kDepthwiseStagedFloats. Tiles are 4 x 4 outputs; a block takes at most
@@ -323,7 +316,7 @@ std::string AllDepthwiseKernelsSource() {
 }
 
 bool DepthwiseKernelTakes(const ConvProblem& c, bool channels_last) {
-  if (KernelSwitchedOff() || channels_last || c.spatial_dims != 2) return false;
+  if (env::DepthwiseKernelOff() || channels_last || c.spatial_dims != 2) return false;
   if (c.groups != c.cin || c.cout % c.cin != 0) return false;
   if (c.kh != c.kw || c.sh != c.sw || c.dh != 1 || c.dw != 1 || SizeIndex(c.kh) < 0 || StrideIndex(c.sh) < 0) {
     return false;

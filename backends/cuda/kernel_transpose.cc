@@ -1,10 +1,10 @@
 #include "backends/cuda/kernel_transpose.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_env.h"
 #include "backends/cuda/cuda_expr_emitter.h"
 #include "support/status.h"
 
@@ -36,10 +36,7 @@ bool Loads(const ExprPtr& e, int depth, std::set<const lowering::Expr*>* seen, s
 
 }  // namespace
 
-bool TransposeTilesEnabled() {
-  const char* v = std::getenv("KILN_CUDA_TRANSPOSE_TILES");
-  return v == nullptr || std::string(v) != "0";
-}
+bool TransposeTilesEnabled() { return !env::TransposeTilesOff(); }
 
 std::optional<TransposeTiling> PlanTransposeTiling(const std::vector<int64_t>& ranges,
                                                    const std::vector<StoreBody::Member>& members,
