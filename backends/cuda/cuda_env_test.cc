@@ -37,32 +37,26 @@ class Scoped {
   std::optional<std::string> old_;
 };
 
+// What `read` returns with `name` set to `value` (nullopt: unset).
+template <typename Read>
+auto With(const char* name, std::optional<std::string> value, Read read) {
+  Scoped s(name, std::move(value));
+  return read();
+}
+
 TEST(CudaEnv, OffSwitchesTakeExactlyZero) {
-  struct Case {
-    const char* name;
-    bool (*off)();
-  };
-  const Case cases[] = {{"KILN_CUDNN", CudnnDisabled},
-                        {"KILN_CUDA_GRAPHS", CudaGraphsOff},
-                        {"KILN_CUDA_DEPTHWISE", DepthwiseKernelOff},
-                        {"KILN_CUDA_TRANSPOSE_TILES", TransposeTilesOff},
-                        {"KILN_CUDNN_BACKEND", CudnnGraphApiOff},
-                        {"KILN_CUDNN_GRAPH_FUSED", CudnnGraphFusedOff},
-                        {"KILN_CUDNN_FIND", CudnnFindOff}};
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    {
-      Scoped s(c.name, std::nullopt);
-      EXPECT_FALSE(c.off());
-    }
-    {
-      Scoped s(c.name, "0");
-      EXPECT_TRUE(c.off());
-    }
-    {
-      Scoped s(c.name, "1");
-      EXPECT_FALSE(c.off());
-    }
+  const std::pair<const char*, bool (*)()> switches[] = {{"KILN_CUDNN", CudnnDisabled},
+                                                         {"KILN_CUDA_GRAPHS", CudaGraphsOff},
+                                                         {"KILN_CUDA_DEPTHWISE", DepthwiseKernelOff},
+                                                         {"KILN_CUDA_TRANSPOSE_TILES", TransposeTilesOff},
+                                                         {"KILN_CUDNN_BACKEND", CudnnGraphApiOff},
+                                                         {"KILN_CUDNN_GRAPH_FUSED", CudnnGraphFusedOff},
+                                                         {"KILN_CUDNN_FIND", CudnnFindOff}};
+  for (const auto& [name, off] : switches) {
+    SCOPED_TRACE(name);
+    EXPECT_FALSE(With(name, std::nullopt, off));
+    EXPECT_TRUE(With(name, "0", off));
+    EXPECT_FALSE(With(name, "1", off));
   }
 }
 
@@ -70,75 +64,26 @@ TEST(CudaEnv, ForcedChoicesAndTheRest) {
   for (const auto& [name, read] : {std::pair{"KILN_CUDA_CHANNELS_LAST", ChannelsLast},
                                    std::pair{"KILN_CUDA_ATTENTION", Attention}}) {
     SCOPED_TRACE(name);
-    {
-      Scoped s(name, std::nullopt);
-      EXPECT_EQ(read(), Force::kDefault);
-    }
-    {
-      Scoped s(name, "0");
-      EXPECT_EQ(read(), Force::kOff);
-    }
-    {
-      Scoped s(name, "1");
-      EXPECT_EQ(read(), Force::kOn);
-    }
-    {
-      Scoped s(name, "yes");
-      EXPECT_EQ(read(), Force::kDefault);
-    }
+    EXPECT_EQ(With(name, std::nullopt, read), Force::kDefault);
+    EXPECT_EQ(With(name, "0", read), Force::kOff);
+    EXPECT_EQ(With(name, "1", read), Force::kOn);
+    EXPECT_EQ(With(name, "yes", read), Force::kDefault);
   }
-  {
-    Scoped s("KILN_CUDA_DISABLE", "1");
-    EXPECT_TRUE(CudaDisabled());
-  }
-  {
-    Scoped s("KILN_CUDA_DISABLE", "0");
-    EXPECT_FALSE(CudaDisabled());
-  }
-  {
-    Scoped s("KILN_CUDA_DISABLE", "");
-    EXPECT_FALSE(CudaDisabled());
-  }
-  {
-    Scoped s("KILN_CUDA_GEMM_LOG", "1");
-    EXPECT_TRUE(GemmLog());
-  }
-  {
-    Scoped s("KILN_CUDA_GEMM_LOG", "0");
-    EXPECT_FALSE(GemmLog());
-  }
-  {
-    Scoped s("KILN_CUDNN_FUSED", "1");
-    EXPECT_TRUE(CudnnLegacyFused());
-  }
-  {
-    Scoped s("KILN_CUDNN_FUSED", "2");
-    EXPECT_FALSE(CudnnLegacyFused());
-  }
-  {
-    Scoped s("KILN_CUDNN_LOG", "");
-    EXPECT_TRUE(CudnnLog());
-  }
-  {
-    Scoped s("KILN_CUDNN_GRAPH_PLANS", "3");
-    EXPECT_EQ(CudnnGraphPlans(), 3);
-  }
-  {
-    Scoped s("KILN_CUDNN_GRAPH_PLANS", "500");
-    EXPECT_EQ(CudnnGraphPlans(), 64);
-  }
-  {
-    Scoped s("KILN_CUDNN_GRAPH_PLANS", "0");
-    EXPECT_EQ(CudnnGraphPlans(), std::nullopt);
-  }
-  {
-    Scoped s("KILN_CUDNN_GRAPH_PLANS", "x");
-    EXPECT_EQ(CudnnGraphPlans(), std::nullopt);
-  }
-  {
-    Scoped s("KILN_NVRTC_OPTIONS", " -minimal  --ptxas-options=-O2 ");
-    EXPECT_EQ(ExtraNvrtcOptions(), (std::vector<std::string>{"-minimal", "--ptxas-options=-O2"}));
-  }
+  EXPECT_TRUE(With("KILN_CUDA_DISABLE", "1", CudaDisabled));
+  EXPECT_FALSE(With("KILN_CUDA_DISABLE", "0", CudaDisabled));
+  EXPECT_FALSE(With("KILN_CUDA_DISABLE", "", CudaDisabled));
+  EXPECT_TRUE(With("KILN_CUDA_GEMM_LOG", "1", GemmLog));
+  EXPECT_FALSE(With("KILN_CUDA_GEMM_LOG", "0", GemmLog));
+  EXPECT_TRUE(With("KILN_CUDNN_FUSED", "1", CudnnLegacyFused));
+  EXPECT_FALSE(With("KILN_CUDNN_FUSED", "2", CudnnLegacyFused));
+  EXPECT_TRUE(With("KILN_CUDNN_LOG", "", CudnnLog));
+  EXPECT_FALSE(With("KILN_CUDNN_LOG", std::nullopt, CudnnLog));
+  EXPECT_EQ(With("KILN_CUDNN_GRAPH_PLANS", "3", CudnnGraphPlans), 3);
+  EXPECT_EQ(With("KILN_CUDNN_GRAPH_PLANS", "500", CudnnGraphPlans), 64);
+  EXPECT_EQ(With("KILN_CUDNN_GRAPH_PLANS", "0", CudnnGraphPlans), std::nullopt);
+  EXPECT_EQ(With("KILN_CUDNN_GRAPH_PLANS", "x", CudnnGraphPlans), std::nullopt);
+  EXPECT_EQ(With("KILN_NVRTC_OPTIONS", " -minimal  --ptxas-options=-O2 ", ExtraNvrtcOptions),
+            (std::vector<std::string>{"-minimal", "--ptxas-options=-O2"}));
 }
 
 }  // namespace
