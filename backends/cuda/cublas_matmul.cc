@@ -138,11 +138,6 @@ std::optional<absl::Status> BatchedNdGemm(const GemmContext& ctx, const DeviceVi
 std::optional<absl::Status> LtGemm(const GemmContext& ctx, const Mat& a, const Mat& b, const Mat& c, CUdeviceptr bias,
                                    float alpha);
 
-// Whether GEMMs without a bias go through cuBLASLt too (its algorithms
-// timed per shape, cublaslt_gemm.h) before cuBLAS's own; KILN_CUDA_LT_GEMM=0:
-// cuBLAS's heuristic alone, as before.
-bool LtForPlainGemms() { return !env::LtGemmOff(); }
-
 Mat Transposed(Mat m) {
   std::swap(m.rows, m.cols);
   std::swap(m.s0, m.s1);
@@ -182,7 +177,9 @@ std::optional<absl::Status> Gemm(const GemmContext& ctx, const Mat& a, const Mat
   cublasOperation_t op_a, op_b;
   int64_t lda, ldb;
   if (!FitsInt(ldc) || !Operand(a, &op_a, &lda) || !Operand(b, &op_b, &ldb)) return std::nullopt;
-  if (beta == 0.0f && LtForPlainGemms()) {
+  // GEMMs without a bias go through cuBLASLt too (its algorithms timed per
+  // shape, cublaslt_gemm.h) before cuBLAS's own, unless KILN_CUDA_LT_GEMM=0.
+  if (beta == 0.0f && !env::LtGemmOff()) {
     if (std::optional<absl::Status> done = LtGemm(ctx, a, b, c, 0, alpha)) return done;
   }
   const CublasApi& api = LoadCudaLibraries().cublas;

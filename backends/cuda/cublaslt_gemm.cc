@@ -127,8 +127,6 @@ size_t Fastest(const GemmContext& ctx, const LtGemmCall& c, const LtPlan& plan,
   return best;
 }
 
-bool LogPlans() { return env::GemmLog(); }
-
 // Creates `plan`'s descriptor (operations, epilogue, bias) and the three
 // matrix layouts for `c`; what it created before an error stays in `plan`
 // for Destroy.
@@ -196,7 +194,7 @@ absl::StatusOr<std::unique_ptr<LtPlan>> MakePlan(const GemmContext& ctx, const L
     Destroy(api, *plan);
     return std::unique_ptr<LtPlan>();
   }
-  const bool log = LogPlans();
+  const bool log = env::GemmLog();
   std::string times;
   const bool time_them = timed && usable.size() > 1;
   const size_t pick = time_them ? Fastest(ctx, c, *plan, usable, log ? &times : nullptr) : 0;

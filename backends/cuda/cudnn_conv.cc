@@ -159,8 +159,6 @@ absl::StatusOr<std::unique_ptr<ConvPlan>> MakePlan(const ConvProblem& p, int dty
   return plan;
 }
 
-bool SearchEnabled() { return !env::CudnnFindOff(); }
-
 }  // namespace
 
 std::optional<int> CudnnSupported(const ConvProblem& p, const ConvContext& ctx) {
@@ -192,7 +190,7 @@ struct LockedPlan {
 absl::StatusOr<LockedPlan> LockedPlanOf(const ConvProblem& p, int dtype, const ConvContext& ctx) {
   PlanCache& cache = Plans();
   std::unique_lock<std::mutex> lock(cache.mu);
-  const bool search = SearchEnabled();
+  const bool search = !env::CudnnFindOff();
   // The searched plan when there is one (the warm-up call made it); a
   // capture, which cannot search, makes a heuristic one otherwise.
   auto it = cache.plans.find(Key(p, ctx.device_index, ctx.tf32, search, ctx.channels_last));

@@ -618,8 +618,6 @@ absl::StatusOr<float> TimePlan(const Candidate& cand, const GraphBuffers& buffer
   return ms;
 }
 
-bool Logging() { return env::CudnnLog(); }
-
 // A 4-byte device-to-device copy on ctx's stream (one memcpy node in a
 // CUDA graph): a stream operation that is not a kernel, so that the
 // kernels before and after it cannot overlap. Fused graphs run between
@@ -714,7 +712,7 @@ absl::Status PlanGraph(GraphPlan& plan, const std::vector<cudnnBackendDescriptor
         ASSIGN_OR_RETURN(OutputDifference diff,
                          DeviceDifference(check->y, check->reference, check->elements, check->dtype, check->partials,
                                           ctx.device_index, ctx.stream));
-        if (Logging()) {
+        if (env::CudnnLog()) {
           std::fprintf(stderr,
                        "[cudnn graph] fused candidate engine %lld: workspace %lld bytes, %.4f ms, relative L2 %.3g, "
                        "%lld finite/non-finite mismatches\n",
@@ -788,7 +786,7 @@ void Refuse(GraphPlanCache& cache, const std::string& key, const GraphConvSpec& 
     first = absl::StrCat("x [", absl::StrJoin(spec.x.dims, ","), "] w [", absl::StrJoin(spec.w.dims, ","), "]: ",
                          why.message());
   }
-  if (Logging()) {
+  if (env::CudnnLog()) {
     std::fprintf(stderr, "[cudnn graph] refused %s: %s\n", key.c_str(), std::string(why.message()).c_str());
   }
 }
@@ -822,7 +820,7 @@ const GraphPlan* FindOrMakePlan(GraphPlanCache& cache, const ConvContext& ctx, c
       return nullptr;
     }
     ++(fused ? cache.summary.fused_planned : cache.summary.planned);
-    if (Logging()) {
+    if (env::CudnnLog()) {
       std::fprintf(stderr, "[cudnn graph] %s: engine %lld, workspace %lld bytes, %.4f ms\n", key->c_str(),
                    static_cast<long long>((*made)->engine), static_cast<long long>((*made)->workspace),  // NOLINT
                    static_cast<double>((*made)->ms));
