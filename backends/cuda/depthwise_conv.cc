@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <set>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -10,6 +9,7 @@
 #include "backends/cuda/cuda_env.h"
 #include "backends/cuda/cuda_loader.h"
 #include "backends/cuda/runtime_kernels.h"
+#include "support/parallel.h"
 #include "support/status.h"
 
 namespace kiln::backends::cuda {
@@ -268,6 +268,21 @@ NhwcBlocks PlanNhwcBlocks(const ConvProblem& c) {
   return b;
 }
 
+// The kernels' templates (the body every unit starts with).
+std::string Templates() {
+  return absl::StrCat("#define KILN_RT_DW_STAGED ", kDepthwiseStagedFloats, "\n", kSource);
+}
+
+// The line that instantiates one kernel.
+std::string Instance(int storage, int size, int stride, bool x_channels_last) {
+  const std::string name = DepthwiseKernelName(storage, size, stride, x_channels_last);
+  if (x_channels_last) {
+    return absl::StrCat("KILN_RT_DW_NHWC(", name, ", ", kStorageIo[storage], ", ", size, ", ", stride, ")\n");
+  }
+  return absl::StrCat("KILN_RT_DW_COLUMNS(", name, ", ", kStorageIo[storage], ", ", size, ", ", stride, ", ",
+                      StripRows(size, stride), ")\n");
+}
+
 }  // namespace
 
 std::string DepthwiseKernelName(int storage, int size, int stride, bool x_channels_last) {
@@ -285,12 +300,7 @@ const std::string& DepthwiseKernelSource(int storage, int size_index, int stride
     for (int t = 0; t < 3; ++t) {
       for (int k : kDepthwiseSizes) {
         for (int st : kDepthwiseStrides) {
-          for (const bool nhwc : {false, true}) {
-            u->push_back(absl::StrCat("#define KILN_RT_DW_STAGED ", kDepthwiseStagedFloats, "\n", kSource,
-                                      nhwc ? "KILN_RT_DW_NHWC(" : "KILN_RT_DW_COLUMNS(",
-                                      DepthwiseKernelName(t, k, st, nhwc), ", ", kStorageIo[t], ", ", k, ", ", st,
-                                      nhwc ? "" : absl::StrCat(", ", StripRows(k, st)), ")\n"));
-          }
+          for (const bool nhwc : {false, true}) u->push_back(absl::StrCat(Templates(), Instance(t, k, st, nhwc)));
         }
       }
     }
@@ -301,14 +311,11 @@ const std::string& DepthwiseKernelSource(int storage, int size_index, int stride
 }
 
 std::string AllDepthwiseKernelsSource() {
-  std::string s = absl::StrCat("#define KILN_RT_DW_STAGED ", kDepthwiseStagedFloats, "\n", kSource);
+  std::string s = Templates();
   for (int t = 0; t < 3; ++t) {
     for (int k : kDepthwiseSizes) {
       for (int st : kDepthwiseStrides) {
-        absl::StrAppend(&s, "KILN_RT_DW_COLUMNS(", DepthwiseKernelName(t, k, st, false), ", ", kStorageIo[t], ", ", k,
-                        ", ", st, ", ", StripRows(k, st), ")\n");
-        absl::StrAppend(&s, "KILN_RT_DW_NHWC(", DepthwiseKernelName(t, k, st, true), ", ", kStorageIo[t], ", ", k,
-                        ", ", st, ")\n");
+        for (const bool nhwc : {false, true}) absl::StrAppend(&s, Instance(t, k, st, nhwc));
       }
     }
   }
@@ -368,18 +375,14 @@ absl::Status PrefetchDepthwiseUnits(int device_index, const std::vector<ConvProb
     units.emplace(RuntimeStorageIndex(c.x.layout.dtype), SizeIndex(c.kh), StrideIndex(c.sh),
                   DepthwiseReadsChannelsLast(c));
   }
-  std::vector<absl::Status> results(units.size());
-  std::vector<std::thread> threads;
-  size_t i = 0;
-  for (const auto& [storage, size, stride, nhwc] : units) {
-    threads.emplace_back([&results, i, device_index, storage = storage, size = size, stride = stride, nhwc = nhwc] {
-      results[i] = GetRuntimeFunction(device_index, DepthwiseKernelSource(storage, size, stride, nhwc),
-                                      DepthwiseKernelName(storage, kDepthwiseSizes[size], kDepthwiseStrides[stride], nhwc))
-                       .status();
-    });
-    ++i;
-  }
-  for (std::thread& t : threads) t.join();
+  const std::vector<std::tuple<int, int, int, bool>> list(units.begin(), units.end());
+  std::vector<absl::Status> results(list.size());
+  ParallelFor(list.size(), list.size(), [&](size_t i) {
+    const auto [storage, size, stride, nhwc] = list[i];
+    results[i] = GetRuntimeFunction(device_index, DepthwiseKernelSource(storage, size, stride, nhwc),
+                                    DepthwiseKernelName(storage, kDepthwiseSizes[size], kDepthwiseStrides[stride], nhwc))
+                     .status();
+  });
   for (const absl::Status& r : results) RETURN_IF_ERROR(r);
   return absl::OkStatus();
 }
